@@ -1,0 +1,154 @@
+/**
+ * Custody accounts: vault accounts that hold one asset in one workspace. The record as stored, the shapes the
+ * interface shows (ACC-SHAPE-1, ACC-SHAPE-2), the create input (ACC-CREATE-2) and the state table. An account is
+ * created `pending_approval` with no address; approval or rejection is final; an approved account becomes
+ * `active` when the custody provider assigns its deposit address (our profile of ACC-ACTIVE-1).
+ */
+import { Schema } from "effect"
+import { AccountId, ClientId } from "./Ids.js"
+import { DecimalString } from "./Money.js"
+import * as StateMachine from "./StateMachine.js"
+import { Text } from "./Text.js"
+import { Timestamp } from "./Timestamp.js"
+
+export const workspaces = ["custody", "transactional"] as const
+export const Workspace = Schema.Literals(workspaces)
+export type Workspace = typeof Workspace.Type
+
+export const roles = ["custody", "staking"] as const
+export const AccountRole = Schema.Literals(roles)
+export type AccountRole = typeof AccountRole.Type
+
+export const statuses = ["pending_approval", "approved", "rejected", "active"] as const
+export const AccountStatus = Schema.Literals(statuses)
+export type AccountStatus = typeof AccountStatus.Type
+
+export const machine = StateMachine.make({
+  entity: "account",
+  states: statuses,
+  initial: "pending_approval",
+  transitions: [
+    { from: "pending_approval", event: "approve", to: "approved" },
+    { from: "pending_approval", event: "reject", to: "rejected" },
+    { from: "approved", event: "activate", to: "active" }
+  ]
+} as const)
+export type AccountEvent = (typeof machine.transitions)[number]["event"]
+
+export const Account = Schema.Struct({
+  id: AccountId,
+  clientId: ClientId,
+  name: Schema.String,
+  description: Schema.String,
+  workspace: Workspace,
+  role: AccountRole,
+  assetId: Schema.String,
+  chainType: Schema.String,
+  address: Schema.NullOr(Schema.String),
+  status: AccountStatus,
+  availableBalance: DecimalString,
+  /** Distinct approvals a transaction from this account needs: its approval policy. */
+  requiredApprovals: Schema.Int,
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+})
+export type Account = typeof Account.Type
+
+/** Only an active account can send or receive (TXN-VAL-3, TXN-DEST-2). */
+export const isActive = (account: Account): boolean => account.status === "active"
+
+/** Body of POST /relay/v1/accounts (ACC-CREATE-2, LIM-SIZE-1). */
+export const CreateAccountInput = Schema.Struct({
+  name: Text(3, 50),
+  workspace: Workspace,
+  assetId: Schema.String.check(Schema.isMaxLength(64)),
+  description: Schema.optionalKey(Text(0, 255)),
+  role: Schema.optionalKey(AccountRole)
+})
+export type CreateAccountInput = typeof CreateAccountInput.Type
+
+/** What makes two accounts "identical" for ACC-CREATE-3. The description is not part of an account's identity. */
+export interface AccountIdentity {
+  readonly name: string
+  readonly workspace: Workspace
+  readonly assetId: string
+  readonly role: AccountRole
+}
+
+/** List and get record (ACC-SHAPE-1). */
+export const AccountView = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  workspace: Workspace,
+  role: AccountRole,
+  assetId: Schema.String,
+  chainType: Schema.String,
+  address: Schema.NullOr(Schema.String),
+  status: AccountStatus,
+  availableBalance: Schema.String,
+  availableBalanceCad: Schema.String,
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+})
+export type AccountView = typeof AccountView.Type
+
+/** The create response carries exactly these nine fields (ACC-SHAPE-2). */
+export const AccountCreated = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  workspace: Workspace,
+  assetId: Schema.String,
+  role: AccountRole,
+  address: Schema.NullOr(Schema.String),
+  description: Schema.String,
+  status: AccountStatus,
+  createdAt: Schema.String
+})
+export type AccountCreated = typeof AccountCreated.Type
+
+/** Body of approve and reject. */
+export const AccountDecisionInput = Schema.Struct({ accountId: Schema.String.check(Schema.isMaxLength(64)) })
+export type AccountDecisionInput = typeof AccountDecisionInput.Type
+
+/** Answer of approve and reject (ACC-APPR-1). */
+export const AccountDecision = Schema.Struct({ accountId: Schema.String, status: AccountStatus })
+export type AccountDecision = typeof AccountDecision.Type
+
+/** Filters of GET /relay/v1/accounts (ACC-LIST-1); every given filter must hold for every returned record. */
+export interface AccountFilter {
+  /** Case-insensitive substring of the name, the asset id or the deposit address. */
+  readonly search?: string
+  readonly assetId?: string
+  readonly workspace?: Workspace
+  readonly roles?: ReadonlyArray<AccountRole>
+  readonly status?: AccountStatus
+}
+
+export const toView = (account: Account, availableBalanceCad: string): AccountView => ({
+  id: account.id,
+  name: account.name,
+  description: account.description,
+  workspace: account.workspace,
+  role: account.role,
+  assetId: account.assetId,
+  chainType: account.chainType,
+  address: account.address,
+  status: account.status,
+  availableBalance: account.availableBalance,
+  availableBalanceCad,
+  createdAt: account.createdAt,
+  updatedAt: account.updatedAt
+})
+
+export const toCreated = (account: Account): AccountCreated => ({
+  id: account.id,
+  name: account.name,
+  workspace: account.workspace,
+  assetId: account.assetId,
+  role: account.role,
+  address: account.address,
+  description: account.description,
+  status: account.status,
+  createdAt: account.createdAt
+})

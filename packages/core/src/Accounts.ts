@@ -1,0 +1,198 @@
+/**
+ * Operations on custody accounts: the interface's list, get, create, approve and reject, and the provider and
+ * administration steps around them (activation with a deposit address, deposits, the approval policy).
+ */
+import { Effect, Option } from "effect"
+import * as Account from "./Account.js"
+import { Assets } from "./Asset.js"
+import { CustodyProvider } from "./CustodyProvider.js"
+import { AccountId, Ids, isUuid, LedgerEntryId } from "./Ids.js"
+import * as Money from "./Money.js"
+import * as Page from "./Page.js"
+import { authorize, type ClientPrincipal, owns, type Principal } from "./Principal.js"
+import * as Rates from "./Rates.js"
+import { RelayConfig } from "./RelayConfig.js"
+import { DuplicateAccount, InvalidAmount, InvalidRequest, NotFound, TransitionNotAllowed, UnsupportedAsset } from "./RelayError.js"
+import * as StateMachine from "./StateMachine.js"
+import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+
+const toView = (account: Account.Account) =>
+  Effect.map(Rates.valueInCad(account.assetId, account.availableBalance), (cad) => Account.toView(account, cad))
+
+/** A well-formed id, or a 400 naming the field (GEN: malformed ids are invalid requests, not absent records). */
+export const requireUuid = (field: string, value: string) =>
+  isUuid(value) ? Effect.succeed(value) : Effect.fail(InvalidRequest.field(field, "must be a UUID"))
+
+/** The caller's account with this id, or NotFound whether it is absent or another client's (SCOPE-1). */
+export const findOwned = (unit: Storage.StorageUnit, principal: ClientPrincipal, id: string) =>
+  Effect.flatMap(unit.getAccount(AccountId.make(id)), (found) =>
+    Option.isSome(found) && owns(principal, found.value)
+      ? Effect.succeed(found.value)
+      : Effect.fail(new NotFound({ resource: "account", id })))
+
+const findAny = (unit: Storage.StorageUnit, id: string) =>
+  Effect.flatMap(unit.getAccount(AccountId.make(id)), (found) =>
+    Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "account", id })))
+
+const step = (account: Account.Account, event: Account.AccountEvent, action: string = event) =>
+  StateMachine.transition(Account.machine, account.status, event).pipe(
+    Effect.fromResult,
+    Effect.mapError(() => new TransitionNotAllowed({ entity: "account", id: account.id, status: account.status, action }))
+  )
+
+export const list = Effect.fn("Accounts.list")(function*(
+  principal: Principal,
+  filter: Account.AccountFilter,
+  page: Page.PageRequest
+) {
+  const caller = yield* authorize(principal, "accounts.list")
+  const found = yield* Storage.run("read", (unit) => unit.listAccounts(caller.clientId, filter, page))
+  const items = yield* Effect.forEach(found.items, toView)
+  return Page.envelope({ items, total: found.total }, page)
+})
+
+export const get = Effect.fn("Accounts.get")(function*(principal: Principal, id: string) {
+  const caller = yield* authorize(principal, "accounts.get")
+  yield* requireUuid("id", id)
+  const account = yield* Storage.run("read", (unit) => findOwned(unit, caller, id))
+  return yield* toView(account)
+})
+
+export const create = Effect.fn("Accounts.create")(function*(principal: Principal, input: Account.CreateAccountInput) {
+  const caller = yield* authorize(principal, "accounts.create")
+  const asset = yield* Effect.fromOption((yield* Assets).get(input.assetId)).pipe(
+    Effect.mapError(() => new UnsupportedAsset({ assetId: input.assetId }))
+  )
+  const config = yield* RelayConfig
+  const id = AccountId.make(yield* (yield* Ids).next)
+  const now = yield* Timestamp.now
+  const identity: Account.AccountIdentity = {
+    name: input.name,
+    workspace: input.workspace,
+    assetId: asset.assetId,
+    role: input.role ?? "custody"
+  }
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const existing = yield* unit.findAccountByIdentity(caller.clientId, identity)
+      if (Option.isSome(existing)) return yield* new DuplicateAccount({ existingAccountId: existing.value.id })
+      const account: Account.Account = {
+        id,
+        clientId: caller.clientId,
+        ...identity,
+        description: input.description ?? "",
+        chainType: asset.chain.chainType,
+        address: null,
+        status: "pending_approval",
+        availableBalance: Money.ZERO,
+        requiredApprovals: config.defaultRequiredApprovals,
+        createdAt: now,
+        updatedAt: now
+      }
+      yield* unit.insertAccount(account)
+      return Account.toCreated(account)
+    }))
+})
+
+/** Gives an approved account its deposit address and makes it active (the provider's step, ACC-ACTIVE-1). */
+const activateIn = Effect.fnUntraced(function*(unit: Storage.StorageUnit, account: Account.Account) {
+  const status = yield* step(account, "activate")
+  const asset = yield* Effect.fromOption((yield* Assets).get(account.assetId)).pipe(
+    Effect.mapError(() => new UnsupportedAsset({ assetId: account.assetId }))
+  )
+  const address = yield* (yield* CustodyProvider).createDepositAddress(account.id, asset)
+  const activated: Account.Account = { ...account, status, address, updatedAt: yield* Timestamp.now }
+  yield* unit.updateAccount(activated)
+  return activated
+})
+
+const decide = (operation: "accounts.approve" | "accounts.reject", event: "approve" | "reject") =>
+  Effect.fn(`Accounts.${event}`)(function*(principal: Principal, input: Account.AccountDecisionInput) {
+    const caller = yield* authorize(principal, operation)
+    yield* requireUuid("accountId", input.accountId)
+    const config = yield* RelayConfig
+    return yield* Storage.run("write", (unit) =>
+      Effect.gen(function*() {
+        const account = yield* findOwned(unit, caller, input.accountId)
+        const status = yield* step(account, event)
+        const decided: Account.Account = { ...account, status, updatedAt: yield* Timestamp.now }
+        yield* unit.updateAccount(decided)
+        if (event === "approve" && config.activateOnApproval) yield* activateIn(unit, decided)
+        // The answer names the decision itself (ACC-APPR-1), even when activation followed at once.
+        return { accountId: account.id, status } satisfies Account.AccountDecision
+      }))
+  })
+
+export const approve = decide("accounts.approve", "approve")
+export const reject = decide("accounts.reject", "reject")
+
+/** Provider step: activates an approved account. An account that is already active is answered as it is. */
+export const activate = Effect.fn("Accounts.activate")(function*(accountId: string) {
+  yield* requireUuid("accountId", accountId)
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const account = yield* findAny(unit, accountId)
+      return account.status === "active" ? account : yield* activateIn(unit, account)
+    }))
+})
+
+/** Provider step: a deposit arrived at an active account's address. Credits the balance and records it. */
+export const deposit = Effect.fn("Accounts.deposit")(function*(accountId: string, amount: string) {
+  yield* requireUuid("accountId", accountId)
+  const assets = yield* Assets
+  const entryId = LedgerEntryId.make(yield* (yield* Ids).next)
+  const now = yield* Timestamp.now
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const account = yield* findAny(unit, accountId)
+      if (!Account.isActive(account)) {
+        return yield* new TransitionNotAllowed({ entity: "account", id: account.id, status: account.status, action: "deposit" })
+      }
+      const precision = Option.match(assets.get(account.assetId), { onNone: () => 0, onSome: (a) => a.precision })
+      const credited = yield* Effect.fromResult(Money.parseAmount(amount, precision, account.assetId)).pipe(
+        Effect.mapError(InvalidAmount.of)
+      )
+      const updated: Account.Account = {
+        ...account,
+        availableBalance: Money.add(account.availableBalance, credited),
+        updatedAt: now
+      }
+      yield* unit.updateAccount(updated)
+      yield* unit.insertLedgerEntry({
+        id: entryId,
+        clientId: account.clientId,
+        accountId: account.id,
+        kind: "deposit",
+        direction: "credit",
+        amount: credited,
+        transactionId: null,
+        createdAt: now
+      })
+      return updated
+    }))
+})
+
+/** Administration: how many distinct approvers a transaction from this account needs (0 to 10). */
+export const setApprovalPolicy = Effect.fn("Accounts.setApprovalPolicy")(function*(
+  accountId: string,
+  requiredApprovals: number
+) {
+  yield* requireUuid("accountId", accountId)
+  if (!Number.isInteger(requiredApprovals) || requiredApprovals < 0 || requiredApprovals > 10) {
+    return yield* InvalidRequest.field("requiredApprovals", "must be an integer from 0 to 10")
+  }
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const account = yield* findAny(unit, accountId)
+      const updated: Account.Account = { ...account, requiredApprovals, updatedAt: yield* Timestamp.now }
+      yield* unit.updateAccount(updated)
+      return updated
+    }))
+})
+
+/** The account as stored, for administration and tests: no client scope. */
+export const inspect = Effect.fn("Accounts.inspect")(function*(accountId: string) {
+  yield* requireUuid("accountId", accountId)
+  return yield* Storage.run("read", (unit) => findAny(unit, accountId))
+})

@@ -1,0 +1,81 @@
+/**
+ * Administration an embedder needs and the interface does not expose: clients, API users and their credentials,
+ * revocation and permission changes. These run with the embedder's authority, not a principal's; expose them
+ * only to your back office.
+ */
+import { Effect, Option, Redacted } from "effect"
+import { requireUuid } from "./Accounts.js"
+import * as ApiUser from "./ApiUser.js"
+import type { Client } from "./Client.js"
+import { ApiUserId, ClientId, Ids } from "./Ids.js"
+import type { Permission } from "./Permission.js"
+import { NotFound } from "./RelayError.js"
+import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+
+export const createClient = Effect.fn("Administration.createClient")(function*(name?: string) {
+  const id = ClientId.make(yield* (yield* Ids).next)
+  const client: Client = { id, name: name ?? `client-${id.slice(-12)}`, createdAt: yield* Timestamp.now }
+  yield* Storage.run("write", (unit) => unit.insertClient(client))
+  return client
+})
+
+export interface NewApiUser {
+  /** Null makes a credential that is not client-scoped (it is refused on every client operation). */
+  readonly clientId: string | null
+  readonly permissions: ReadonlyArray<Permission>
+  /** The actor name shown in a transaction's approvals; defaults to one derived from the id. */
+  readonly name?: string
+}
+
+/** Creates an API user and returns its credential: the only time the secret exists outside the caller's hands. */
+export const createApiUser = Effect.fn("Administration.createApiUser")(function*(input: NewApiUser) {
+  if (input.clientId !== null) yield* requireUuid("clientId", input.clientId)
+  const id = ApiUserId.make(yield* (yield* Ids).next)
+  const credential = yield* ApiUser.generateCredential
+  const now = yield* Timestamp.now
+  const clientId = input.clientId === null ? null : ClientId.make(input.clientId)
+  yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      if (clientId !== null && Option.isNone(yield* unit.getClient(clientId))) {
+        return yield* new NotFound({ resource: "client", id: clientId })
+      }
+      yield* unit.insertApiUser({
+        id,
+        clientId,
+        name: input.name ?? `api-user-${id.slice(-12)}`,
+        keyId: credential.keyId,
+        secretHash: ApiUser.hashSecret(Redacted.value(credential.secret)),
+        permissions: [...new Set(input.permissions)],
+        revokedAt: null,
+        createdAt: now,
+        updatedAt: now
+      })
+    }))
+  return { apiUserId: id, keyId: credential.keyId, secret: credential.secret } satisfies ApiUser.IssuedCredential
+})
+
+const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser) =>
+  Effect.gen(function*() {
+    yield* requireUuid("apiUserId", id)
+    const now = yield* Timestamp.now
+    return yield* Storage.run("write", (unit) =>
+      Effect.gen(function*() {
+        const found = yield* unit.getApiUser(ApiUserId.make(id))
+        if (Option.isNone(found)) return yield* new NotFound({ resource: "api_user", id })
+        const updated = change(found.value, now)
+        yield* unit.updateApiUser(updated)
+        return updated
+      }))
+  })
+
+/** Revokes a credential: from the next request on it is refused with 401. Revoking twice changes nothing. */
+export const revokeApiUser = Effect.fn("Administration.revokeApiUser")((id: string) =>
+  updateApiUser(id, (user, now) => (user.revokedAt === null ? { ...user, revokedAt: now, updatedAt: now } : user))
+)
+
+/** Replaces an API user's permissions; the next request already sees them (AUTH-PERM-2). */
+export const setPermissions = Effect.fn("Administration.setPermissions")(
+  (id: string, permissions: ReadonlyArray<Permission>) =>
+    updateApiUser(id, (user, now) => ({ ...user, permissions: [...new Set(permissions)], updatedAt: now }))
+)

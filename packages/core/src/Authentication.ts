@@ -1,0 +1,38 @@
+/**
+ * Authentication of a request's key id and secret (AUTH-HDR-1, AUTH-401-1). Every failure is the same
+ * `Unauthenticated` to the caller; the reason is kept for logs. Permissions are read fresh on every call, so an
+ * admin's change applies to the next request (AUTH-PERM-2).
+ */
+import { Effect, Option } from "effect"
+import * as ApiUser from "./ApiUser.js"
+import type { Principal } from "./Principal.js"
+import { Unauthenticated } from "./RelayError.js"
+import * as Storage from "./Storage.js"
+
+// Hashing a dummy secret when the key is unknown keeps that path as slow as a wrong secret.
+const DUMMY_HASH = ApiUser.hashSecret("crs_unknown-key-timing-equaliser")
+
+export const authenticate = Effect.fnUntraced(function*(
+  keyId: string | undefined | null,
+  secret: string | undefined | null
+): Effect.fn.Return<Principal, Unauthenticated, Storage.Storage> {
+  if (!keyId || !secret) return yield* new Unauthenticated({ reason: "missing" })
+  if (!ApiUser.isWellFormedKeyId(keyId) || !ApiUser.isWellFormedSecret(secret)) {
+    return yield* new Unauthenticated({ reason: "malformed" })
+  }
+  const found = yield* Storage.run("read", (unit) => unit.findApiUserByKeyId(keyId))
+  if (Option.isNone(found)) {
+    ApiUser.secretMatches(secret, DUMMY_HASH)
+    return yield* new Unauthenticated({ reason: "unknown_key" })
+  }
+  const user = found.value
+  if (!ApiUser.secretMatches(secret, user.secretHash)) return yield* new Unauthenticated({ reason: "wrong_secret" })
+  if (user.revokedAt !== null) return yield* new Unauthenticated({ reason: "revoked" })
+  return {
+    apiUserId: user.id,
+    clientId: user.clientId,
+    name: user.name,
+    keyId: user.keyId,
+    permissions: user.permissions
+  }
+})

@@ -1,0 +1,44 @@
+/**
+ * Permissions and the one table that says which operation needs which (AUTH-PERM-1). The HTTP adapter maps each
+ * route to an operation and reads the permission from here; tests and docs read the same table.
+ */
+import { Schema } from "effect"
+
+/** The ten permission names, exactly as the interface writes them: they appear verbatim in 403 bodies. */
+export const permissionNames = [
+  "Initiate new custody account",
+  "View custody account",
+  "View whitelisted address",
+  "View custody transaction list",
+  "View custody transaction detail",
+  "Initiate account transactions",
+  "View custody transaction status",
+  "Approve transaction",
+  "Approve new custody account",
+  "Initiate external wallet address"
+] as const
+
+export const Permission = Schema.Literals(permissionNames)
+export type Permission = typeof Permission.Type
+
+/** Every operation a principal (an API user of a client) can run, and the permission it needs. */
+export const requiredPermission = {
+  "accounts.list": "View custody account",
+  "accounts.get": "View custody account",
+  "accounts.create": "Initiate new custody account",
+  "accounts.approve": "Approve new custody account",
+  "accounts.reject": "Approve new custody account",
+  "transactions.list": "View custody transaction list",
+  "transactions.get": "View custody transaction detail",
+  "transactions.status": "View custody transaction status",
+  "transactions.calculateFee": "Initiate account transactions",
+  "transactions.initiate": "Initiate account transactions",
+  "transactions.approve": "Approve transaction",
+  "transactions.reject": "Approve transaction",
+  "whitelistedAddresses.create": "Initiate external wallet address",
+  "whitelistedAddresses.list": "View whitelisted address",
+  "whitelistedAddresses.get": "View whitelisted address"
+} as const satisfies Record<string, Permission>
+
+export type Operation = keyof typeof requiredPermission
+export const operations = Object.keys(requiredPermission) as ReadonlyArray<Operation>

@@ -1,0 +1,351 @@
+/**
+ * The Storage port: where the custody domain keeps its records, and the unit of work that makes each operation
+ * atomic. An operation runs its reads and writes inside `transaction`; either all of its writes happen or none
+ * do, and two write units never interleave on the same records (a unit that would be caught racing another is
+ * re-run from the start, so a unit must have no effects outside storage that are not safe to repeat).
+ *
+ * Lookups by id are not scoped to a client: the core checks ownership in one place (`Scope`). Lists are always
+ * for one client and ordered newest first (createdAt, then id, descending) so pages are stable.
+ *
+ * `layerMemory` sits here with the port: the embedded default for tests, demos and the Promise facade.
+ */
+import { Context, Effect, Layer, Option, Schema, Semaphore } from "effect"
+import type { Account, AccountFilter, AccountIdentity } from "./Account.js"
+import type { ApiUser } from "./ApiUser.js"
+import type { Client } from "./Client.js"
+import type { IdempotencyRecord } from "./Idempotency.js"
+import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressId } from "./Ids.js"
+import type { LedgerEntry } from "./Ledger.js"
+import * as Page from "./Page.js"
+import * as Transaction from "./Transaction.js"
+import type { WhitelistedAddress, WhitelistFilter } from "./WhitelistedAddress.js"
+
+/** The engine could not be reached or answered with an I/O fault. */
+export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()("StorageUnavailable", {
+  message: Schema.String,
+  cause: Schema.Defect()
+}) {}
+
+/** The unit lost a race with another (serialization failure, deadlock, busy): running it again may succeed. */
+export class StorageConflict extends Schema.TaggedError<StorageConflict>()("StorageConflict", {
+  message: Schema.String,
+  cause: Schema.Defect()
+}) {}
+
+/** A uniqueness or integrity rule of the schema refused a write. */
+export class StorageConstraintViolated extends Schema.TaggedError<StorageConstraintViolated>()(
+  "StorageConstraintViolated",
+  { constraint: Schema.String, message: Schema.String, cause: Schema.Defect() }
+) {}
+
+export class StorageFault extends Schema.TaggedError<StorageFault>()("StorageFault", {
+  message: Schema.String,
+  cause: Schema.Defect()
+}) {}
+
+/** The one error of the Storage port; `reason` says which kind, `isRetryable` whether re-running the unit may help. */
+export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
+  reason: Schema.Union([StorageUnavailable, StorageConflict, StorageConstraintViolated, StorageFault])
+}) {
+  get isRetryable(): boolean {
+    // A unique constraint that fires is a race the core's own check lost: the re-run sees the winner.
+    return this.reason._tag === "StorageConflict" || this.reason._tag === "StorageConstraintViolated"
+  }
+  override get message() {
+    return `${this.reason._tag}: ${this.reason.message}`
+  }
+}
+
+type Op<A> = Effect.Effect<A, StorageError>
+
+/** What one unit of work can read and write. */
+export interface StorageUnit {
+  readonly insertClient: (client: Client) => Op<void>
+  readonly getClient: (id: ClientId) => Op<Option.Option<Client>>
+
+  readonly insertApiUser: (user: ApiUser) => Op<void>
+  readonly getApiUser: (id: ApiUserId) => Op<Option.Option<ApiUser>>
+  readonly findApiUserByKeyId: (keyId: string) => Op<Option.Option<ApiUser>>
+  readonly updateApiUser: (user: ApiUser) => Op<void>
+
+  readonly insertAccount: (account: Account) => Op<void>
+  readonly getAccount: (id: AccountId) => Op<Option.Option<Account>>
+  /** The client's account with this identity that was not rejected, if any (ACC-CREATE-3). */
+  readonly findAccountByIdentity: (clientId: ClientId, identity: AccountIdentity) => Op<Option.Option<Account>>
+  readonly updateAccount: (account: Account) => Op<void>
+  readonly listAccounts: (clientId: ClientId, filter: AccountFilter, page: Page.PageRequest) => Op<Page.Page<Account>>
+
+  readonly insertWhitelistedAddress: (entry: WhitelistedAddress) => Op<void>
+  readonly getWhitelistedAddress: (id: WhitelistedAddressId) => Op<Option.Option<WhitelistedAddress>>
+  /** The client's entry for this asset and address that is not archived, if any. */
+  readonly findWhitelistedAddress: (
+    clientId: ClientId,
+    assetType: string,
+    address: string
+  ) => Op<Option.Option<WhitelistedAddress>>
+  readonly updateWhitelistedAddress: (entry: WhitelistedAddress) => Op<void>
+  readonly listWhitelistedAddresses: (
+    clientId: ClientId,
+    filter: WhitelistFilter,
+    page: Page.PageRequest
+  ) => Op<Page.Page<WhitelistedAddress>>
+
+  readonly insertTransaction: (tx: Transaction.Transaction) => Op<void>
+  readonly getTransaction: (id: TransactionId) => Op<Option.Option<Transaction.Transaction>>
+  readonly updateTransaction: (tx: Transaction.Transaction) => Op<void>
+  readonly listTransactions: (
+    clientId: ClientId,
+    filter: Transaction.TransactionFilter,
+    page: Page.PageRequest
+  ) => Op<Page.Page<Transaction.Transaction>>
+  /** Every transaction from this account whose reservation is open (status in the pending group). */
+  readonly listOpenTransactionsFrom: (accountId: AccountId) => Op<ReadonlyArray<Transaction.Transaction>>
+
+  readonly insertLedgerEntry: (entry: LedgerEntry) => Op<void>
+  readonly listLedgerEntries: (accountId: AccountId) => Op<ReadonlyArray<LedgerEntry>>
+
+  readonly getIdempotencyRecord: (scope: string, key: string) => Op<Option.Option<IdempotencyRecord>>
+  /** Inserts the record unless one exists for (scope, key); true when this call inserted it. */
+  readonly claimIdempotencyRecord: (record: IdempotencyRecord) => Op<boolean>
+  readonly updateIdempotencyRecord: (record: IdempotencyRecord) => Op<void>
+  readonly deleteIdempotencyRecord: (scope: string, key: string) => Op<void>
+  /** Removes records whose `expiresAt` is before `now`; returns how many. */
+  readonly deleteExpiredIdempotencyRecords: (now: string) => Op<number>
+}
+
+export type UnitMode = "read" | "write"
+
+export class Storage extends Context.Service<Storage, {
+  /**
+   * Runs `work` as one unit: atomic, isolated from other write units, committed when it succeeds and rolled back
+   * when it fails or is interrupted. A "read" unit must not write.
+   */
+  readonly transaction: <A, E, R>(
+    mode: UnitMode,
+    work: (unit: StorageUnit) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | StorageError, R>
+}>()("@custody-relay/core/Storage") {
+  static readonly layerMemory: Layer.Layer<Storage> = Layer.effect(Storage, Effect.suspend(() => makeMemory()))
+}
+
+/** Newest first, id as tie-break: the one order every adapter uses for lists. */
+export const compareNewestFirst = (
+  a: { readonly createdAt: string; readonly id: string },
+  b: { readonly createdAt: string; readonly id: string }
+): number => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.createdAt < b.createdAt ? 1 : -1)
+
+const pageOf = <A extends { readonly createdAt: string; readonly id: string }>(
+  rows: ReadonlyArray<A>,
+  request: Page.PageRequest
+): Page.Page<A> => {
+  const sorted = [...rows].sort(compareNewestFirst)
+  const start = Page.offset(request)
+  return { items: sorted.slice(start, start + request.limit), total: sorted.length }
+}
+
+const includesFolded = (haystack: string | null, needle: string): boolean =>
+  haystack !== null && haystack.toLowerCase().includes(needle.toLowerCase())
+
+/** Whether an account satisfies every given filter; the memory store uses it, and SQL adapters mirror it. */
+export const accountMatches = (account: Account, filter: AccountFilter): boolean =>
+  (filter.search === undefined ||
+    includesFolded(account.name, filter.search) ||
+    includesFolded(account.assetId, filter.search) ||
+    includesFolded(account.address, filter.search)) &&
+  (filter.assetId === undefined || account.assetId === filter.assetId) &&
+  (filter.workspace === undefined || account.workspace === filter.workspace) &&
+  (filter.roles === undefined || filter.roles.length === 0 || filter.roles.includes(account.role)) &&
+  (filter.status === undefined || account.status === filter.status)
+
+export const whitelistMatches = (entry: WhitelistedAddress, filter: WhitelistFilter): boolean =>
+  (filter.assetTypes === undefined || filter.assetTypes.length === 0 || filter.assetTypes.includes(entry.assetType)) &&
+  (filter.statuses === undefined || filter.statuses.length === 0 || filter.statuses.includes(entry.status))
+
+export const transactionMatches = (tx: Transaction.Transaction, filter: Transaction.TransactionFilter): boolean =>
+  (filter.accountId === undefined || tx.sourceAccountId === filter.accountId) &&
+  (filter.assetType === undefined || tx.assetType === filter.assetType) &&
+  (filter.group === undefined || Transaction.groupOf[tx.status] === filter.group)
+
+/** A table of immutable records whose writes a unit stages and commits in one step. */
+class MemoryTable<V> {
+  readonly committed = new Map<string, V>()
+}
+
+class StagedTable<V> {
+  readonly writes = new Map<string, V>()
+  readonly deletes = new Set<string>()
+  constructor(readonly table: MemoryTable<V>) {}
+  get(key: string): V | undefined {
+    if (this.deletes.has(key)) return undefined
+    return this.writes.get(key) ?? this.table.committed.get(key)
+  }
+  set(key: string, value: V): void {
+    this.deletes.delete(key)
+    this.writes.set(key, value)
+  }
+  delete(key: string): void {
+    this.writes.delete(key)
+    this.deletes.add(key)
+  }
+  *values(): Iterable<V> {
+    for (const [key, value] of this.table.committed) {
+      if (!this.writes.has(key) && !this.deletes.has(key)) yield value
+    }
+    yield* this.writes.values()
+  }
+  commit(): void {
+    for (const key of this.deletes) this.table.committed.delete(key)
+    for (const [key, value] of this.writes) this.table.committed.set(key, value)
+  }
+}
+
+const makeMemory = Effect.fnUntraced(function*() {
+  const clients = new MemoryTable<Client>()
+  const apiUsers = new MemoryTable<ApiUser>()
+  const apiUserIdByKeyId = new MemoryTable<ApiUserId>()
+  const accounts = new MemoryTable<Account>()
+  const whitelist = new MemoryTable<WhitelistedAddress>()
+  const transactions = new MemoryTable<Transaction.Transaction>()
+  const ledger = new MemoryTable<LedgerEntry>()
+  const idempotency = new MemoryTable<IdempotencyRecord>()
+  const writeLock = yield* Semaphore.make(1)
+
+  const openUnit = (mode: UnitMode) => {
+    const staged = {
+      clients: new StagedTable(clients),
+      apiUsers: new StagedTable(apiUsers),
+      apiUserIdByKeyId: new StagedTable(apiUserIdByKeyId),
+      accounts: new StagedTable(accounts),
+      whitelist: new StagedTable(whitelist),
+      transactions: new StagedTable(transactions),
+      ledger: new StagedTable(ledger),
+      idempotency: new StagedTable(idempotency)
+    }
+    const write = <A>(f: () => A): Op<A> =>
+      mode === "write" ? Effect.sync(f) : Effect.die(new Error("a read unit of work attempted a write"))
+    const read = <A>(f: () => A): Op<A> => Effect.sync(f)
+    const unique = (constraint: string) =>
+      new StorageError({
+        reason: new StorageConstraintViolated({ constraint, message: `duplicate key for ${constraint}`, cause: null })
+      })
+    const idempotencyKey = (scope: string, key: string) => `${scope}\u0000${key}`
+
+    const unit: StorageUnit = {
+      insertClient: (client) =>
+        staged.clients.get(client.id) ? Effect.fail(unique("clients_pkey")) : write(() => staged.clients.set(client.id, client)),
+      getClient: (id) => read(() => Option.fromNullishOr(staged.clients.get(id))),
+
+      insertApiUser: (user) =>
+        staged.apiUsers.get(user.id) || staged.apiUserIdByKeyId.get(user.keyId)
+          ? Effect.fail(unique("api_users_key_id"))
+          : write(() => {
+            staged.apiUsers.set(user.id, user)
+            staged.apiUserIdByKeyId.set(user.keyId, user.id)
+          }),
+      getApiUser: (id) => read(() => Option.fromNullishOr(staged.apiUsers.get(id))),
+      findApiUserByKeyId: (keyId) =>
+        read(() => {
+          const id = staged.apiUserIdByKeyId.get(keyId)
+          return Option.fromNullishOr(id === undefined ? undefined : staged.apiUsers.get(id))
+        }),
+      updateApiUser: (user) => write(() => staged.apiUsers.set(user.id, user)),
+
+      insertAccount: (account) =>
+        staged.accounts.get(account.id) ? Effect.fail(unique("accounts_pkey")) : write(() => staged.accounts.set(account.id, account)),
+      getAccount: (id) => read(() => Option.fromNullishOr(staged.accounts.get(id))),
+      findAccountByIdentity: (clientId, identity) =>
+        read(() => {
+          for (const a of staged.accounts.values()) {
+            if (
+              a.clientId === clientId && a.status !== "rejected" && a.name === identity.name &&
+              a.workspace === identity.workspace && a.assetId === identity.assetId && a.role === identity.role
+            ) return Option.some(a)
+          }
+          return Option.none()
+        }),
+      updateAccount: (account) => write(() => staged.accounts.set(account.id, account)),
+      listAccounts: (clientId, filter, page) =>
+        read(() => pageOf([...staged.accounts.values()].filter((a) => a.clientId === clientId && accountMatches(a, filter)), page)),
+
+      insertWhitelistedAddress: (entry) =>
+        staged.whitelist.get(entry.id) ? Effect.fail(unique("whitelisted_addresses_pkey")) : write(() => staged.whitelist.set(entry.id, entry)),
+      getWhitelistedAddress: (id) => read(() => Option.fromNullishOr(staged.whitelist.get(id))),
+      findWhitelistedAddress: (clientId, assetType, address) =>
+        read(() => {
+          for (const e of staged.whitelist.values()) {
+            if (e.clientId === clientId && e.assetType === assetType && e.address === address && e.status !== "ARCHIVED") {
+              return Option.some(e)
+            }
+          }
+          return Option.none()
+        }),
+      updateWhitelistedAddress: (entry) => write(() => staged.whitelist.set(entry.id, entry)),
+      listWhitelistedAddresses: (clientId, filter, page) =>
+        read(() => pageOf([...staged.whitelist.values()].filter((e) => e.clientId === clientId && whitelistMatches(e, filter)), page)),
+
+      insertTransaction: (tx) =>
+        staged.transactions.get(tx.id) ? Effect.fail(unique("transactions_pkey")) : write(() => staged.transactions.set(tx.id, tx)),
+      getTransaction: (id) => read(() => Option.fromNullishOr(staged.transactions.get(id))),
+      updateTransaction: (tx) => write(() => staged.transactions.set(tx.id, tx)),
+      listTransactions: (clientId, filter, page) =>
+        read(() =>
+          pageOf([...staged.transactions.values()].filter((t) => t.clientId === clientId && transactionMatches(t, filter)), page)
+        ),
+      listOpenTransactionsFrom: (accountId) =>
+        read(() =>
+          [...staged.transactions.values()].filter((t) => t.sourceAccountId === accountId && Transaction.isOpen(t.status))
+        ),
+
+      insertLedgerEntry: (entry) => write(() => staged.ledger.set(entry.id, entry)),
+      listLedgerEntries: (accountId) => read(() => [...staged.ledger.values()].filter((e) => e.accountId === accountId)),
+
+      getIdempotencyRecord: (scope, key) => read(() => Option.fromNullishOr(staged.idempotency.get(idempotencyKey(scope, key)))),
+      claimIdempotencyRecord: (record) =>
+        write(() => {
+          const key = idempotencyKey(record.scope, record.key)
+          if (staged.idempotency.get(key) !== undefined) return false
+          staged.idempotency.set(key, record)
+          return true
+        }),
+      updateIdempotencyRecord: (record) => write(() => staged.idempotency.set(idempotencyKey(record.scope, record.key), record)),
+      deleteIdempotencyRecord: (scope, key) => write(() => staged.idempotency.delete(idempotencyKey(scope, key))),
+      deleteExpiredIdempotencyRecords: (now) =>
+        write(() => {
+          let removed = 0
+          for (const record of [...staged.idempotency.values()]) {
+            if (record.expiresAt < now) {
+              staged.idempotency.delete(idempotencyKey(record.scope, record.key))
+              removed++
+            }
+          }
+          return removed
+        })
+    }
+    return { unit, commit: () => Object.values(staged).forEach((table) => table.commit()) }
+  }
+
+  return Storage.of({
+    transaction: <A, E, R>(mode: UnitMode, work: (unit: StorageUnit) => Effect.Effect<A, E, R>) => {
+      const run = Effect.suspend(() => {
+        const { commit, unit } = openUnit(mode)
+        // Commit in the same synchronous step as the unit's success, so no reader sees half of it.
+        return Effect.tap(work(unit), () => Effect.sync(commit))
+      })
+      return mode === "write" ? writeLock.withPermits(1)(run) : run
+    }
+  })
+})
+
+/**
+ * Runs `work` as one unit of work of the ambient Storage. A storage failure that survived the adapter's retries
+ * is an infrastructure fault, not an answer to the caller's request: it becomes a defect here, at the boundary.
+ */
+export const run = <A, E, R>(
+  mode: UnitMode,
+  work: (unit: StorageUnit) => Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, StorageError>, R | Storage> =>
+  Storage.use((storage) =>
+    storage.transaction(mode, work).pipe(
+      Effect.catchIf((error): error is StorageError => error instanceof StorageError, (error) => Effect.die(error))
+    )
+  ) as Effect.Effect<A, Exclude<E, StorageError>, R | Storage>

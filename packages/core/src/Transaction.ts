@@ -1,0 +1,284 @@
+/**
+ * Outgoing custody transactions and their lifecycle, our profile of TXN-FLOW-1, modelled on how custody providers
+ * report theirs: a transaction waits for its quorum of approvers (AWAITING_SIGNATURE), then for the custody
+ * provider's own policy (PENDING_PROVIDER_APPROVAL), is broadcast (BROADCASTING), waits for confirmations
+ * (CONFIRMING) and ends COMPLETED, or ends REJECTED (an approver or the provider said no), CANCELLED (withdrawn
+ * before broadcast) or FAILED (the provider or the network failed it). Reads show the status in upper case; the
+ * initiate response shows the same state in lower case (TXN-INIT-1). Every status belongs to exactly one list
+ * group (TXN-LIST-2), and the reservation of funds is open exactly while the status is in the pending group.
+ */
+import { Schema } from "effect"
+import { AccountId, ApiUserId, ClientId, TransactionId } from "./Ids.js"
+import { DecimalString } from "./Money.js"
+import * as StateMachine from "./StateMachine.js"
+import { Timestamp } from "./Timestamp.js"
+
+export const statuses = [
+  "AWAITING_SIGNATURE",
+  "PENDING_PROVIDER_APPROVAL",
+  "BROADCASTING",
+  "CONFIRMING",
+  "COMPLETED",
+  "REJECTED",
+  "CANCELLED",
+  "FAILED"
+] as const
+export const TransactionStatus = Schema.Literals(statuses)
+export type TransactionStatus = typeof TransactionStatus.Type
+
+export const statusGroups = ["completed", "pending", "failed"] as const
+export type StatusGroup = (typeof statusGroups)[number]
+
+/** The list-filter group of each status: one table, read by the list filter, the profile and the docs. */
+export const groupOf: Record<TransactionStatus, StatusGroup> = {
+  AWAITING_SIGNATURE: "pending",
+  PENDING_PROVIDER_APPROVAL: "pending",
+  BROADCASTING: "pending",
+  CONFIRMING: "pending",
+  COMPLETED: "completed",
+  REJECTED: "failed",
+  CANCELLED: "failed",
+  FAILED: "failed"
+}
+
+export const statusesIn = (group: StatusGroup): ReadonlyArray<TransactionStatus> =>
+  statuses.filter((s) => groupOf[s] === group)
+
+/** A transaction holds a reservation on its source's balance exactly while it is pending. */
+export const isOpen = (status: TransactionStatus): boolean => groupOf[status] === "pending"
+
+export const machine = StateMachine.make({
+  entity: "transaction",
+  states: statuses,
+  initial: "AWAITING_SIGNATURE",
+  transitions: [
+    { from: "AWAITING_SIGNATURE", event: "quorumReached", to: "PENDING_PROVIDER_APPROVAL" },
+    { from: "AWAITING_SIGNATURE", event: "reject", to: "REJECTED" },
+    { from: "AWAITING_SIGNATURE", event: "cancel", to: "CANCELLED" },
+    { from: "AWAITING_SIGNATURE", event: "fail", to: "FAILED" },
+    { from: "PENDING_PROVIDER_APPROVAL", event: "providerApprove", to: "BROADCASTING" },
+    { from: "PENDING_PROVIDER_APPROVAL", event: "providerReject", to: "REJECTED" },
+    { from: "PENDING_PROVIDER_APPROVAL", event: "cancel", to: "CANCELLED" },
+    { from: "PENDING_PROVIDER_APPROVAL", event: "fail", to: "FAILED" },
+    { from: "BROADCASTING", event: "broadcast", to: "CONFIRMING" },
+    { from: "BROADCASTING", event: "fail", to: "FAILED" },
+    { from: "CONFIRMING", event: "confirm", to: "COMPLETED" },
+    { from: "CONFIRMING", event: "fail", to: "FAILED" }
+  ]
+} as const)
+export type TransactionEvent = (typeof machine.transitions)[number]["event"]
+
+/** The sub-status a transaction shows after each event (null: nothing more to say). */
+export const subStatusAfter: Record<TransactionEvent, string | null> = {
+  quorumReached: "PENDING_PROVIDER_POLICY",
+  reject: "REJECTED_BY_APPROVER",
+  cancel: "CANCELLED_BY_USER",
+  fail: "PROVIDER_ERROR",
+  providerApprove: "SIGNED",
+  providerReject: "BLOCKED_BY_PROVIDER_POLICY",
+  broadcast: "PENDING_BLOCKCHAIN_CONFIRMATIONS",
+  confirm: "CONFIRMED"
+}
+
+/** Sub-statuses a failure may name, for providers that say why. */
+export const failureSubStatuses = ["PROVIDER_ERROR", "TIMED_OUT", "INSUFFICIENT_FUNDS_AT_PROVIDER", "DROPPED_BY_NETWORK"] as const
+
+export const DestinationType = Schema.Literals(["internal", "external"])
+export type DestinationType = typeof DestinationType.Type
+
+/** Reads name the destination kind differently from the initiate request and response (TXN-SHAPE-1). */
+export const readDestinationType = { internal: "internal_wallet", external: "external_wallet" } as const
+
+export const Actor = Schema.Struct({ apiUserId: ApiUserId, name: Schema.String })
+export type Actor = typeof Actor.Type
+
+export const Decision = Schema.Struct({
+  apiUserId: ApiUserId,
+  name: Schema.String,
+  decision: Schema.Literals(["approve", "reject"]),
+  at: Timestamp
+})
+export type Decision = typeof Decision.Type
+
+export const Transaction = Schema.Struct({
+  id: TransactionId,
+  clientId: ClientId,
+  sourceAccountId: AccountId,
+  destinationId: Schema.String,
+  destinationType: DestinationType,
+  /** The address the funds go to, fixed at initiation. */
+  destinationAddress: Schema.String,
+  amount: DecimalString,
+  assetType: Schema.String,
+  networkFee: DecimalString,
+  feeAssetId: Schema.String,
+  /** Taken from the source's available balance at initiation: the amount, plus the fee when paid in the same asset. */
+  reserved: DecimalString,
+  status: TransactionStatus,
+  subStatus: Schema.NullOr(Schema.String),
+  requiredApprovals: Schema.Int,
+  createdBy: Actor,
+  decisions: Schema.Array(Decision),
+  providerTransactionId: Schema.NullOr(Schema.String),
+  approvedAt: Schema.NullOr(Timestamp),
+  providerApprovedAt: Schema.NullOr(Timestamp),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+})
+export type Transaction = typeof Transaction.Type
+
+/** Body of calculate-fee and initiate (TXN-VAL-1); the amount stays a string until the asset's precision is known. */
+export const TransferInput = Schema.Struct({
+  sourceAccountId: Schema.String.check(Schema.isUUID()),
+  destinationId: Schema.String.check(Schema.isUUID()),
+  destinationType: DestinationType,
+  amount: Schema.String.check(Schema.isMaxLength(128)),
+  assetType: Schema.String.check(Schema.isMaxLength(64))
+})
+export type TransferInput = typeof TransferInput.Type
+
+/** List record (TXN-SHAPE-1). */
+export const TransactionListItem = Schema.Struct({
+  id: Schema.String,
+  sourceAccountId: Schema.String,
+  destinationId: Schema.String,
+  destinationType: Schema.Literals(["internal_wallet", "external_wallet"]),
+  amount: Schema.String,
+  assetType: Schema.String,
+  networkFee: Schema.String,
+  status: TransactionStatus,
+  direction: Schema.Literal("OUT"),
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+})
+export type TransactionListItem = typeof TransactionListItem.Type
+
+export const Approvals = Schema.Struct({
+  createdBy: Schema.NullOr(Schema.String),
+  createdAt: Schema.NullOr(Schema.String),
+  signedBy: Schema.NullOr(Schema.String),
+  signedAt: Schema.NullOr(Schema.String),
+  approvedBy: Schema.NullOr(Schema.String),
+  approvedAt: Schema.NullOr(Schema.String),
+  providerApprovedAt: Schema.NullOr(Schema.String),
+  rejectedBy: Schema.NullOr(Schema.String),
+  rejectedAt: Schema.NullOr(Schema.String)
+})
+export type Approvals = typeof Approvals.Type
+
+export const TransactionDetail = Schema.Struct({
+  id: Schema.String,
+  providerTransactionId: Schema.NullOr(Schema.String),
+  sourceAccountId: Schema.String,
+  destinationId: Schema.String,
+  destinationType: Schema.Literals(["internal_wallet", "external_wallet"]),
+  amount: Schema.String,
+  assetType: Schema.String,
+  status: TransactionStatus,
+  subStatus: Schema.NullOr(Schema.String),
+  approvals: Approvals,
+  direction: Schema.Literal("OUT"),
+  transactionType: Schema.Literal("WITHDRAWAL"),
+  networkFee: Schema.String,
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+})
+export type TransactionDetail = typeof TransactionDetail.Type
+
+export const TransactionStatusView = Schema.Struct({
+  id: Schema.String,
+  status: TransactionStatus,
+  subStatus: Schema.NullOr(Schema.String),
+  updatedAt: Schema.String
+})
+export type TransactionStatusView = typeof TransactionStatusView.Type
+
+export const lowerCaseStatuses = statuses.map((s) => s.toLowerCase() as Lowercase<TransactionStatus>)
+
+export const TransactionInitiated = Schema.Struct({
+  id: Schema.String,
+  status: Schema.Literals(lowerCaseStatuses),
+  sourceAccountId: Schema.String,
+  destinationId: Schema.String,
+  destinationType: DestinationType,
+  amount: Schema.String,
+  assetType: Schema.String,
+  createdAt: Schema.String
+})
+export type TransactionInitiated = typeof TransactionInitiated.Type
+
+/** Filters of GET /relay/v1/transactions (TXN-LIST-1). */
+export interface TransactionFilter {
+  /** Transactions whose source is this account. */
+  readonly accountId?: string
+  readonly assetType?: string
+  readonly group?: StatusGroup
+}
+
+export const approvalsOf = (tx: Transaction): Approvals => {
+  const approvals = tx.decisions.filter((d) => d.decision === "approve")
+  const rejection = tx.decisions.find((d) => d.decision === "reject")
+  const first = approvals[0]
+  const quorum = tx.approvedAt === null ? undefined : approvals[approvals.length - 1]
+  return {
+    createdBy: tx.createdBy.name,
+    createdAt: tx.createdAt,
+    signedBy: first?.name ?? null,
+    signedAt: first?.at ?? null,
+    approvedBy: quorum?.name ?? null,
+    approvedAt: tx.approvedAt,
+    providerApprovedAt: tx.providerApprovedAt,
+    rejectedBy: rejection?.name ?? null,
+    rejectedAt: rejection?.at ?? null
+  }
+}
+
+export const toListItem = (tx: Transaction): TransactionListItem => ({
+  id: tx.id,
+  sourceAccountId: tx.sourceAccountId,
+  destinationId: tx.destinationId,
+  destinationType: readDestinationType[tx.destinationType],
+  amount: tx.amount,
+  assetType: tx.assetType,
+  networkFee: tx.networkFee,
+  status: tx.status,
+  direction: "OUT",
+  createdAt: tx.createdAt,
+  updatedAt: tx.updatedAt
+})
+
+export const toDetail = (tx: Transaction): TransactionDetail => ({
+  id: tx.id,
+  providerTransactionId: tx.providerTransactionId,
+  sourceAccountId: tx.sourceAccountId,
+  destinationId: tx.destinationId,
+  destinationType: readDestinationType[tx.destinationType],
+  amount: tx.amount,
+  assetType: tx.assetType,
+  status: tx.status,
+  subStatus: tx.subStatus,
+  approvals: approvalsOf(tx),
+  direction: "OUT",
+  transactionType: "WITHDRAWAL",
+  networkFee: tx.networkFee,
+  createdAt: tx.createdAt,
+  updatedAt: tx.updatedAt
+})
+
+export const toStatusView = (tx: Transaction): TransactionStatusView => ({
+  id: tx.id,
+  status: tx.status,
+  subStatus: tx.subStatus,
+  updatedAt: tx.updatedAt
+})
+
+export const toInitiated = (tx: Transaction): TransactionInitiated => ({
+  id: tx.id,
+  status: tx.status.toLowerCase() as Lowercase<TransactionStatus>,
+  sourceAccountId: tx.sourceAccountId,
+  destinationId: tx.destinationId,
+  destinationType: tx.destinationType,
+  amount: tx.amount,
+  assetType: tx.assetType,
+  createdAt: tx.createdAt
+})

@@ -1,0 +1,100 @@
+/**
+ * Operations on whitelisted addresses: the interface's create, list and get, and the address-book workflow steps
+ * (approve, reject, archive) that the interface leaves to the platform (our profile of WL-FLOW-1: they are
+ * administration operations, run by the embedder's back office or the custody provider's callback).
+ */
+import { Effect, Option } from "effect"
+import { requireUuid } from "./Accounts.js"
+import { Assets } from "./Asset.js"
+import { CustodyProvider } from "./CustodyProvider.js"
+import { Ids, WhitelistedAddressId } from "./Ids.js"
+import * as Page from "./Page.js"
+import { authorize, owns, type Principal } from "./Principal.js"
+import { DuplicateWhitelistedAddress, InvalidAddress, NotFound, TransitionNotAllowed, UnsupportedAsset } from "./RelayError.js"
+import * as StateMachine from "./StateMachine.js"
+import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+import * as WhitelistedAddress from "./WhitelistedAddress.js"
+
+const findAny = (unit: Storage.StorageUnit, id: string) =>
+  Effect.flatMap(unit.getWhitelistedAddress(WhitelistedAddressId.make(id)), (found) =>
+    Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "whitelisted_address", id })))
+
+export const create = Effect.fn("WhitelistedAddresses.create")(function*(
+  principal: Principal,
+  input: WhitelistedAddress.CreateWhitelistedAddressInput
+) {
+  const caller = yield* authorize(principal, "whitelistedAddresses.create")
+  const asset = yield* Effect.fromOption((yield* Assets).get(input.assetType)).pipe(
+    Effect.mapError(() => new UnsupportedAsset({ assetId: input.assetType }))
+  )
+  if (!asset.chain.isValidAddress(input.address)) return yield* new InvalidAddress({ assetType: asset.assetId })
+  const provider = yield* CustodyProvider
+  const id = WhitelistedAddressId.make(yield* (yield* Ids).next)
+  const now = yield* Timestamp.now
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, input.address)
+      if (Option.isSome(existing)) return yield* new DuplicateWhitelistedAddress({ existingId: existing.value.id })
+      const { providerId } = yield* provider.registerWhitelistedAddress(id, asset, input.address)
+      const entry: WhitelistedAddress.WhitelistedAddress = {
+        id,
+        clientId: caller.clientId,
+        providerId,
+        name: input.name,
+        address: input.address,
+        description: input.description ?? "",
+        status: WhitelistedAddress.machine.initial,
+        assetType: asset.assetId,
+        createdAt: now,
+        updatedAt: now
+      }
+      yield* unit.insertWhitelistedAddress(entry)
+      return WhitelistedAddress.toCreated(entry)
+    }))
+})
+
+export const list = Effect.fn("WhitelistedAddresses.list")(function*(
+  principal: Principal,
+  filter: WhitelistedAddress.WhitelistFilter,
+  page: Page.PageRequest
+) {
+  const caller = yield* authorize(principal, "whitelistedAddresses.list")
+  const found = yield* Storage.run("read", (unit) => unit.listWhitelistedAddresses(caller.clientId, filter, page))
+  return Page.envelope({ items: found.items.map(WhitelistedAddress.toView), total: found.total }, page)
+})
+
+export const get = Effect.fn("WhitelistedAddresses.get")(function*(principal: Principal, id: string) {
+  const caller = yield* authorize(principal, "whitelistedAddresses.get")
+  yield* requireUuid("id", id)
+  const entry = yield* Storage.run("read", (unit) =>
+    Effect.flatMap(findAny(unit, id), (e) =>
+      owns(caller, e) ? Effect.succeed(e) : Effect.fail(new NotFound({ resource: "whitelisted_address", id }))))
+  return WhitelistedAddress.toView(entry)
+})
+
+/** Applies one step of the address-book workflow; a step the table does not allow is refused and changes nothing. */
+export const transition = Effect.fn("WhitelistedAddresses.transition")(function*(
+  id: string,
+  event: WhitelistedAddress.WhitelistEvent
+) {
+  yield* requireUuid("id", id)
+  const now = yield* Timestamp.now
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const entry = yield* findAny(unit, id)
+      const status = yield* StateMachine.transition(WhitelistedAddress.machine, entry.status, event).pipe(
+        Effect.fromResult,
+        Effect.mapError(() =>
+          new TransitionNotAllowed({ entity: "whitelisted address", id, status: entry.status, action: event })
+        )
+      )
+      const updated: WhitelistedAddress.WhitelistedAddress = { ...entry, status, updatedAt: now }
+      yield* unit.updateWhitelistedAddress(updated)
+      return updated
+    }))
+})
+
+export const approve = (id: string) => transition(id, "approve")
+export const reject = (id: string) => transition(id, "reject")
+export const archive = (id: string) => transition(id, "archive")

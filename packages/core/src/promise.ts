@@ -1,0 +1,105 @@
+/**
+ * The Promise facade: every operation of the core as a plain async function, for backends that do not use
+ * Effect. Inputs are decoded exactly as the HTTP adapter decodes them; a refusal rejects with the core's tagged
+ * error (an `Error` whose `_tag` names it, e.g. `NotFound`), and a secret is handed out only by `createApiUser`.
+ *
+ *   const relay = createRelay()                    // in memory; pass Relay.layer(storage) for SQL
+ *   const client = await relay.administration.createClient("Acme")
+ *   const key = await relay.administration.createApiUser({ clientId: client.id, permissions: [...] })
+ *   const me = await relay.authenticate(key.keyId, key.secret)
+ *   await relay.accounts.create(me, { name: "Treasury", workspace: "custody", assetId: "BTC" })
+ */
+import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
+import * as Account from "./Account.js"
+import * as Accounts from "./Accounts.js"
+import * as Administration from "./Administration.js"
+import * as Authentication from "./Authentication.js"
+import { decoder } from "./Input.js"
+import * as Page from "./Page.js"
+import type { Permission } from "./Permission.js"
+import type { Principal } from "./Principal.js"
+import * as Relay from "./Relay.js"
+import type { RelayError } from "./RelayError.js"
+import * as Transaction from "./Transaction.js"
+import * as Transactions from "./Transactions.js"
+import * as WhitelistedAddress from "./WhitelistedAddress.js"
+import * as WhitelistedAddresses from "./WhitelistedAddresses.js"
+
+const decodeCreateAccount = decoder(Account.CreateAccountInput)
+const decodeAccountDecision = decoder(Account.AccountDecisionInput)
+const decodeTransfer = decoder(Transaction.TransferInput)
+const decodeCreateWhitelisted = decoder(WhitelistedAddress.CreateWhitelistedAddressInput)
+const decodePage = decoder(Page.PageRequest)
+
+const firstPage: Page.PageRequest = { page: Page.DEFAULT_PAGE, limit: Page.DEFAULT_LIMIT }
+
+export type { Principal, RelayError }
+
+export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Relay.layerMemory() as Layer.Layer<Relay.RelayServices, E>) => {
+  const runtime = ManagedRuntime.make(layer)
+  const run = <A, Err>(effect: Effect.Effect<A, Err, Relay.RelayServices>): Promise<A> => runtime.runPromise(effect)
+  const withPage = <A, Err>(page: unknown, f: (page: Page.PageRequest) => Effect.Effect<A, Err, Relay.RelayServices>) =>
+    run(Effect.flatMap(page === undefined ? Effect.succeed(firstPage) : decodePage(page), f))
+
+  return {
+    authenticate: (keyId: string, secret: string) => run(Authentication.authenticate(keyId, secret)),
+    accounts: {
+      list: (principal: Principal, filter: Account.AccountFilter = {}, page?: Page.PageRequest) =>
+        withPage(page, (p) => Accounts.list(principal, filter, p)),
+      get: (principal: Principal, id: string) => run(Accounts.get(principal, id)),
+      create: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeCreateAccount(input), (i) => Accounts.create(principal, i))),
+      approve: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.approve(principal, i))),
+      reject: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.reject(principal, i))),
+      activate: (accountId: string) => run(Accounts.activate(accountId)),
+      deposit: (accountId: string, amount: string) => run(Accounts.deposit(accountId, amount)),
+      setApprovalPolicy: (accountId: string, requiredApprovals: number) =>
+        run(Accounts.setApprovalPolicy(accountId, requiredApprovals))
+    },
+    transactions: {
+      list: (principal: Principal, filter: Transaction.TransactionFilter = {}, page?: Page.PageRequest) =>
+        withPage(page, (p) => Transactions.list(principal, filter, p)),
+      get: (principal: Principal, id: string) => run(Transactions.get(principal, id)),
+      status: (principal: Principal, id: string) => run(Transactions.status(principal, id)),
+      calculateFee: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.calculateFee(principal, i))),
+      initiate: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.initiate(principal, i))),
+      approve: (principal: Principal, id: string) => run(Transactions.approve(principal, id)),
+      reject: (principal: Principal, id: string) => run(Transactions.reject(principal, id)),
+      cancel: (id: string) => run(Transactions.cancel(id)),
+      advanceTo: (id: string, target: "completed" | "failed") => run(Transactions.advanceTo(id, target)),
+      applyProviderEvent: (id: string, event: Transactions.ProviderEvent, subStatus?: string) =>
+        run(Transactions.applyProviderEvent(id, event, subStatus))
+    },
+    whitelistedAddresses: {
+      list: (principal: Principal, filter: WhitelistedAddress.WhitelistFilter = {}, page?: Page.PageRequest) =>
+        withPage(page, (p) => WhitelistedAddresses.list(principal, filter, p)),
+      get: (principal: Principal, id: string) => run(WhitelistedAddresses.get(principal, id)),
+      create: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeCreateWhitelisted(input), (i) => WhitelistedAddresses.create(principal, i))),
+      approve: (id: string) => run(WhitelistedAddresses.approve(id)),
+      reject: (id: string) => run(WhitelistedAddresses.reject(id)),
+      archive: (id: string) => run(WhitelistedAddresses.archive(id))
+    },
+    administration: {
+      createClient: (name?: string) => run(Administration.createClient(name)),
+      /** The returned secret is the only copy: hand it to its owner and do not log it. */
+      createApiUser: (input: Administration.NewApiUser) =>
+        run(Effect.map(Administration.createApiUser(input), (issued) => ({
+          apiUserId: issued.apiUserId,
+          keyId: issued.keyId,
+          secret: Redacted.value(issued.secret)
+        }))),
+      revokeApiUser: (apiUserId: string) => run(Effect.asVoid(Administration.revokeApiUser(apiUserId))),
+      setPermissions: (apiUserId: string, permissions: ReadonlyArray<Permission>) =>
+        run(Effect.asVoid(Administration.setPermissions(apiUserId, permissions)))
+    },
+    /** Releases the runtime and the resources its layer holds (e.g. database connections). */
+    dispose: () => runtime.dispose()
+  }
+}
+
+export type RelayClient = ReturnType<typeof createRelay>

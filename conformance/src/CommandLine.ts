@@ -1,0 +1,165 @@
+/**
+ * The command line, as a function so that a script can run it against an in-process target:
+ * `runCli(argv, io, overrides)` parses flags, runs the kit (or `doctor`, `--coverage`, `--list`), prints the
+ * chosen report and returns the exit code (0 only when everything expected passed).
+ */
+import { readFile, writeFile } from "node:fs/promises"
+import { parseArgs } from "node:util"
+import { allChecks } from "./checks/index.js"
+import { formatCoverage } from "./Coverage.js"
+import { runDoctor } from "./Doctor.js"
+import { parseExpectations, type ExpectedFailure } from "./Expectations.js"
+import type { BlackBoxCredentials } from "./Fixtures.js"
+import { exitCodeOf, type Report } from "./Report.js"
+import { formatConsole, progressLine } from "./reporters/console.js"
+import { formatJson } from "./reporters/json.js"
+import { formatJunit } from "./reporters/junit.js"
+import { makeControl, runConformance, type HttpControlOptions, type RunOptions } from "./Runner.js"
+import { isRecord } from "./Shape.js"
+import { Transport, type Target } from "./Transport.js"
+import type { Control } from "./Control.js"
+
+export interface CliIo {
+  readonly stdout: (text: string) => void
+  readonly stderr: (text: string) => void
+  readonly isTty: boolean
+}
+
+export interface CliOverrides {
+  /** An in-process target, used when no --base-url is given. */
+  readonly target?: Target
+  readonly control?: Control | HttpControlOptions
+}
+
+export const usage = `custody-relay-conformance [doctor] [options]
+
+  --base-url URL            the server under test (its /relay/v1 lives below it)
+  --control-url URL         the test control protocol base (default: {base-url}/__control)
+  --control-token TOKEN     the x-control-token of the control protocol
+  --config FILE             JSON config: baseUrl, controlUrl, controlToken, or black-box
+                            credentials {primary, secondary} with the implementation's profile
+  --check ID                run only this check (repeatable; exact ids)
+  --tag TAG                 run only checks with this tag (repeatable)
+  --seed N                  run seed (each check derives its own from it)
+  --num-runs N              property runs per check (default 12)
+  --path PATH               fast-check replay path (with --check and --seed)
+  --expected-failures FILE  the implementation's expected failures: {"<check id>": {"reason": "..."}}
+  --rerun-failed REPORT     re-run the failing checks of a JSON report with its seed
+  --reporter R              console (default), json or junit
+  --output FILE             also write the report to FILE
+  --coverage                print the requirement-by-check matrix and exit
+  --list                    list the checks and exit
+`
+
+const readJson = async (file: string): Promise<unknown> => JSON.parse(await readFile(file, "utf8")) as unknown
+
+const credentialOf = (value: unknown): { keyId: string; secret: string } | undefined =>
+  isRecord(value) && typeof value["keyId"] === "string" && typeof value["secret"] === "string" ? { keyId: value["keyId"], secret: value["secret"] } : undefined
+
+export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: CliOverrides = {}): Promise<number> => {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      "base-url": { type: "string" },
+      "control-url": { type: "string" },
+      "control-token": { type: "string" },
+      config: { type: "string" },
+      check: { type: "string", multiple: true },
+      tag: { type: "string", multiple: true },
+      seed: { type: "string" },
+      "num-runs": { type: "string" },
+      path: { type: "string" },
+      "expected-failures": { type: "string" },
+      "rerun-failed": { type: "string" },
+      reporter: { type: "string" },
+      output: { type: "string" },
+      coverage: { type: "boolean" },
+      list: { type: "boolean" },
+      help: { type: "boolean" }
+    }
+  })
+  if (values.help === true) {
+    io.stdout(usage)
+    return 0
+  }
+  if (values.coverage === true) {
+    io.stdout(formatCoverage(allChecks) + "\n")
+    return 0
+  }
+  if (values.list === true) {
+    for (const check of allChecks) io.stdout(`${check.id}  [${check.requirements.join(", ")}]  tags: ${check.tags.join(", ")}${check.needs.length > 0 ? `  needs: ${check.needs.join(", ")}` : ""}\n`)
+    return 0
+  }
+  const config = values.config === undefined ? {} : await readJson(values.config)
+  if (!isRecord(config)) throw new Error("the config file must hold a JSON object")
+  const baseUrl = values["base-url"] ?? (typeof config["baseUrl"] === "string" ? config["baseUrl"] : undefined)
+  const target: Target | undefined = baseUrl !== undefined ? { baseUrl } : overrides.target
+  if (target === undefined) {
+    io.stderr("no target: give --base-url or a config with baseUrl\n\n" + usage)
+    return 2
+  }
+  const controlToken = values["control-token"] ?? (typeof config["controlToken"] === "string" ? config["controlToken"] : undefined)
+  const controlUrl = values["control-url"] ?? (typeof config["controlUrl"] === "string" ? config["controlUrl"] : undefined)
+  let control: Control | HttpControlOptions | undefined
+  if (controlToken !== undefined) control = controlUrl === undefined ? { token: controlToken, ...(baseUrl === undefined ? {} : { url: baseUrl.replace(/\/+$/, "") + "/__control" }) } : { token: controlToken, url: controlUrl }
+  else if (baseUrl === undefined) control = overrides.control
+  let blackBox: RunOptions["blackBox"]
+  const credentials = isRecord(config["credentials"]) ? config["credentials"] : undefined
+  if (control === undefined && credentials !== undefined) {
+    const primary = credentialOf(credentials["primary"])
+    if (primary === undefined) throw new Error("black-box config: credentials.primary needs keyId and secret")
+    const secondary = credentialOf(credentials["secondary"])
+    const set: BlackBoxCredentials = secondary === undefined ? { primary } : { primary, secondary }
+    blackBox = { credentials: set, profile: config["profile"] }
+  }
+  if (positionals[0] === "doctor") {
+    const result = await runDoctor(new Transport(target), makeControl(target, control), blackBox?.profile)
+    for (const problem of result.problems) io.stdout(`problem: ${problem}\n`)
+    for (const note of result.notes) io.stdout(`note: ${note}\n`)
+    for (const [capability, state] of Object.entries(result.capabilities)) io.stdout(`capability ${capability}: ${state}\n`)
+    io.stdout(result.ok ? "doctor: the target answers as the protocol says\n" : "doctor: problems found\n")
+    return result.ok ? 0 : 1
+  }
+  let expectedFailures: ReadonlyArray<ExpectedFailure> = []
+  if (values["expected-failures"] !== undefined) {
+    const parsed = parseExpectations(await readJson(values["expected-failures"]))
+    if (!parsed.ok) {
+      io.stderr(`expected-failures file: ${parsed.problems.join("; ")}\n`)
+      return 2
+    }
+    expectedFailures = parsed.entries
+  }
+  let checks = values.check
+  let seed = values.seed === undefined ? undefined : Number(values.seed)
+  if (values["rerun-failed"] !== undefined) {
+    const previous = (await readJson(values["rerun-failed"])) as Partial<Report>
+    const failed = (previous.checks ?? []).filter((check) => ["fail", "warn", "harness-error", "unexpected-pass"].includes(check.outcome)).map((check) => check.id)
+    if (failed.length === 0) {
+      io.stdout("the report has no failing check to re-run\n")
+      return 0
+    }
+    checks = failed
+    seed = seed ?? previous.seed
+  }
+  if (seed !== undefined && !Number.isSafeInteger(seed)) throw new Error("--seed must be an integer")
+  const numRuns = values["num-runs"] === undefined ? undefined : Number(values["num-runs"])
+  const options: RunOptions = {
+    target,
+    ...(control === undefined ? {} : { control }),
+    ...(blackBox === undefined ? {} : { blackBox }),
+    ...(checks === undefined ? {} : { checks }),
+    ...(values.tag === undefined ? {} : { tags: values.tag }),
+    ...(seed === undefined ? {} : { seed }),
+    ...(numRuns === undefined ? {} : { numRuns }),
+    ...(values.path === undefined ? {} : { path: values.path }),
+    expectedFailures,
+    onProgress: progressLine(io.stderr, io.isTty)
+  }
+  const report = await runConformance(options)
+  const reporter = values.reporter ?? "console"
+  const text = reporter === "json" ? formatJson(report) : reporter === "junit" ? formatJunit(report) : formatConsole(report)
+  io.stdout(text)
+  if (values.output !== undefined) await writeFile(values.output, reporter === "console" ? formatJson(report) : text)
+  return exitCodeOf(report.status)
+}

@@ -1,0 +1,32 @@
+/**
+ * The requirement-by-check matrix: which checks cover which requirement ids. The kit's own tests fail when a MUST
+ * or SHOULD id is covered by no check, and `--coverage` prints the matrix.
+ */
+import type { Check } from "./Check.js"
+import { requirements, type Requirement } from "./requirements.js"
+
+export interface CoverageRow {
+  readonly requirement: Requirement
+  readonly checks: ReadonlyArray<string>
+}
+
+export const coverageMatrix = (checks: ReadonlyArray<Check>, catalogue: ReadonlyArray<Requirement> = requirements): Array<CoverageRow> =>
+  catalogue.map((requirement) => ({ requirement, checks: checks.filter((check) => check.requirements.includes(requirement.id)).map((check) => check.id) }))
+
+/** MUST and SHOULD ids no check covers (PROFILE ids too: each is checked against the declared profile). */
+export const uncovered = (checks: ReadonlyArray<Check>, catalogue: ReadonlyArray<Requirement> = requirements): Array<Requirement> =>
+  coverageMatrix(checks, catalogue)
+    .filter((row) => row.checks.length === 0)
+    .map((row) => row.requirement)
+
+/** Requirement ids a check names that the catalogue does not know. */
+export const unknownRequirementIds = (checks: ReadonlyArray<Check>, catalogue: ReadonlyArray<Requirement> = requirements): Array<string> => {
+  const known = new Set(catalogue.map((requirement) => requirement.id))
+  return [...new Set(checks.flatMap((check) => check.requirements).filter((id) => !known.has(id)))]
+}
+
+export const formatCoverage = (checks: ReadonlyArray<Check>): string => {
+  const rows = coverageMatrix(checks)
+  const width = Math.max(...rows.map((row) => row.requirement.id.length))
+  return rows.map((row) => `${row.requirement.id.padEnd(width)}  ${row.requirement.level.padEnd(7)}  ${row.checks.length === 0 ? "(uncovered)" : row.checks.join(", ")}`).join("\n")
+}

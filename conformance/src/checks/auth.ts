@@ -1,0 +1,251 @@
+/**
+ * Authentication and permissions: the header pair (AUTH-HDR-1), 401 for every bad credential (AUTH-401-1), the
+ * key prefix (AUTH-KEY-1), secrets never exposed (AUTH-SEC-1), the permission matrix with its exact 403 body
+ * (AUTH-PERM-1), permission changes (AUTH-PERM-2), non-client-scoped credentials (AUTH-SCOPE-1) and the order of
+ * checks (AUTH-ORDER-1).
+ */
+import { defineCheck, type CheckContext } from "../Check.js"
+import { allPermissions, endpointPath, endpoints, permissions, type Endpoint } from "../Endpoints.js"
+import type { Tenant } from "../Fixtures.js"
+import { RelayClient } from "../RelayClient.js"
+import { isRecord } from "../Shape.js"
+import type { HttpResult } from "../Transport.js"
+import { randomUuid } from "./support.js"
+
+/** A plausible body per POST endpoint, so that only the credential or permission decides the answer. */
+const plausibleBody = (e: Endpoint, context: CheckContext, ids: { account?: string; other?: string }): Record<string, unknown> | undefined => {
+  const asset = context.fixtures.asset()
+  switch (e.key) {
+    case "createAccount":
+      return { name: context.fixtures.uniqueName(), workspace: "custody", assetId: asset.assetId }
+    case "approveAccount":
+    case "rejectAccount":
+      return { accountId: ids.account ?? randomUuid() }
+    case "calculateFee":
+    case "initiateTransaction":
+      return { sourceAccountId: ids.account ?? randomUuid(), destinationId: ids.other ?? randomUuid(), destinationType: "internal", amount: "1", assetType: asset.assetId }
+    case "createWhitelist":
+      return { name: context.fixtures.uniqueName("wl"), address: asset.sampleAddresses.valid[0] ?? "", assetType: asset.assetId }
+    default:
+      return undefined
+  }
+}
+
+const call = (client: RelayClient, e: Endpoint, context: CheckContext, ids: { account?: string; other?: string } = {}): Promise<HttpResult> =>
+  client.raw(e.method, endpointPath(e, ids.account ?? randomUuid()), plausibleBody(e, context, ids))
+
+export const headerPair = defineCheck({
+  id: "auth.headers.required",
+  title: "Both x-api-key and x-api-secret are required; nothing else authenticates",
+  requirements: ["AUTH-HDR-1", "AUTH-401-1"],
+  tags: ["auth"],
+  needs: [],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const both = await tenant.client.listAccounts()
+    context.expectStatus(both, 200, "AUTH-HDR-1", "GET /accounts with both headers")
+    const variants: ReadonlyArray<[string, Record<string, string>]> = [
+      ["only x-api-key", { "x-api-key": tenant.credential.keyId }],
+      ["only x-api-secret", { "x-api-secret": tenant.credential.secret }],
+      ["a bearer token", { authorization: `Bearer ${tenant.credential.secret}` }],
+      ["basic auth", { authorization: `Basic ${btoa(`${tenant.credential.keyId}:${tenant.credential.secret}`)}` }],
+      ["swapped headers", { "x-api-key": tenant.credential.secret, "x-api-secret": tenant.credential.keyId }]
+    ]
+    for (const [what, headers] of variants) {
+      const result = await context.transport.send("GET", "/relay/v1/accounts", { headers })
+      context.expectStatus(result, 401, ["AUTH-HDR-1", "AUTH-401-1"], `GET /accounts with ${what}`)
+    }
+  }
+})
+
+export const invalidCredentials = defineCheck({
+  id: "auth.credentials.invalid",
+  title: "Missing, malformed, unknown or wrong credentials get 401 on every endpoint",
+  requirements: ["AUTH-401-1", "ERR-CODE-1"],
+  tags: ["auth", "matrix"],
+  needs: [],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const credentials: ReadonlyArray<[string, RelayClient]> = [
+      ["no credentials", tenant.client.withCredential(undefined)],
+      ["a wrong secret", tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: tenant.credential.secret + "x" })],
+      ["an empty secret", tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: "" })],
+      ["an unknown key", tenant.client.withCredential({ keyId: tenant.credential.keyId + "unknown", secret: tenant.credential.secret })],
+      ["a malformed key", tenant.client.withCredential({ keyId: "%%%' OR 1=1", secret: "x" })],
+      ["an oversized key", tenant.client.withCredential({ keyId: "k".repeat(4096), secret: "s".repeat(4096) })]
+    ]
+    for (const e of endpoints) {
+      for (const [what, client] of credentials) {
+        const result = await call(client, e, context)
+        context.expectStatus(result, 401, "AUTH-401-1", `${e.method} ${e.path} with ${what}`)
+      }
+    }
+  }
+})
+
+export const revokedCredentials = defineCheck({
+  id: "auth.credentials.revoked",
+  title: "A revoked credential gets 401 from the next request on",
+  requirements: ["AUTH-401-1"],
+  tags: ["auth", "matrix"],
+  needs: ["control", "api-users.revoke"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const before = await tenant.client.listAccounts()
+    context.expectStatus(before, 200, "AUTH-401-1", "GET /accounts before revocation")
+    await context.control.revokeApiUser(tenant.apiUser?.apiUserId ?? "")
+    for (const e of endpoints) {
+      const result = await call(tenant.client, e, context)
+      context.expectStatus(result, 401, "AUTH-401-1", `${e.method} ${e.path} with a revoked credential`)
+    }
+  }
+})
+
+export const keyPrefix = defineCheck({
+  id: "auth.key.prefix",
+  title: "Key ids share a fixed service prefix and do not authenticate alone",
+  requirements: ["AUTH-KEY-1"],
+  tags: ["auth"],
+  needs: ["control"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const users: Array<Tenant> = [tenant]
+    for (let index = 0; index < 3; index += 1) users.push(await context.fixtures.user(tenant, allPermissions))
+    const other = await context.fixtures.otherTenant()
+    users.push(other)
+    const keys = users.map((user) => user.credential.keyId)
+    let prefix = keys[0] ?? ""
+    for (const key of keys) while (!key.startsWith(prefix)) prefix = prefix.slice(0, -1)
+    context.expect(prefix.length >= 2, "AUTH-KEY-1", `key ids share no fixed prefix: ${keys.join(", ")}`)
+    context.expect(new Set(keys).size === keys.length, "AUTH-KEY-1", "two API users got the same key id")
+    for (const user of users) context.expect(user.credential.keyId !== user.credential.secret, "AUTH-KEY-1", "a key id equals its secret")
+    const keyAlone = await tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: tenant.credential.keyId }).listAccounts()
+    context.expectStatus(keyAlone, 401, "AUTH-KEY-1", "the key id used as its own secret")
+  }
+})
+
+const containsSecret = (result: HttpResult, secret: string): boolean => {
+  if (secret.length < 6) return false
+  if (result.text.includes(secret)) return true
+  let found = false
+  result.headers.forEach((value) => {
+    if (value.includes(secret)) found = true
+  })
+  return found
+}
+
+export const secretNotExposed = defineCheck({
+  id: "auth.secret.not-exposed",
+  title: "No answer (success or error, body or header) carries a secret",
+  requirements: ["AUTH-SEC-1"],
+  tags: ["auth", "security"],
+  needs: ["control"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const account = await context.fixtures.pendingAccount(tenant)
+    const secrets = [tenant.credential.secret]
+    const results: Array<HttpResult> = []
+    for (const e of endpoints) {
+      results.push(await call(tenant.client, e, context, { account: account.id }))
+      results.push(await tenant.client.raw(e.method, endpointPath(e, "not-a-uuid"), e.method === "POST" ? "{bad json" : undefined))
+      results.push(await tenant.client.raw(e.method, endpointPath(e, account.id), e.method === "POST" ? { amount: "1e-8", name: "" } : undefined))
+    }
+    const wrong = tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: tenant.credential.secret.slice(0, -1) + "#" })
+    results.push(await wrong.listAccounts())
+    const restricted = await context.fixtures.user(tenant, [])
+    secrets.push(restricted.credential.secret)
+    for (const e of endpoints) results.push(await call(restricted.client, e, context, { account: account.id }))
+    for (const result of results) {
+      for (const secret of secrets) {
+        context.expect(!containsSecret(result, secret), "AUTH-SEC-1", `the answer to ${result.exchange.method} ${result.exchange.path} carries an API secret`, result)
+      }
+    }
+  }
+})
+
+const permissionBody = (permission: string): string => JSON.stringify({ message: `Missing required API scope: ${permission}` })
+
+export const permissionMatrix = defineCheck({
+  id: "auth.permission.matrix",
+  title: "Every endpoint without its permission: 403 with the exact body; with only it: not 403",
+  requirements: ["AUTH-PERM-1", "ERR-CODE-1"],
+  tags: ["auth", "matrix"],
+  needs: ["control"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const account = await context.fixtures.pendingAccount(tenant)
+    for (const e of endpoints) {
+      const lacking = await context.fixtures.user(tenant, allPermissions.filter((permission) => permission !== e.permission))
+      const result = await call(lacking.client, e, context, { account: account.id })
+      context.expectStatus(result, 403, "AUTH-PERM-1", `${e.method} ${e.path} without "${e.permission}"`)
+      const expected = JSON.parse(permissionBody(e.permission)) as unknown
+      context.expect(
+        isRecord(result.json) && Object.keys(result.json).length === 1 && result.json["message"] === (expected as { message: string }).message,
+        "AUTH-PERM-1",
+        `${e.method} ${e.path}: the 403 body should be exactly ${permissionBody(e.permission)}`,
+        result
+      )
+      const only = await context.fixtures.user(tenant, [e.permission])
+      const allowed = await call(only.client, e, context, { account: account.id })
+      const refusedForPermission = allowed.status === 401 || (allowed.status === 403 && isRecord(allowed.json) && String(allowed.json["message"]).startsWith("Missing required API scope"))
+      context.expect(!refusedForPermission, "AUTH-PERM-1", `${e.method} ${e.path} with only "${e.permission}" was refused with ${allowed.status}`, allowed)
+    }
+  }
+})
+
+export const permissionChange = defineCheck({
+  id: "auth.permission.change",
+  title: "A permission change applies to the next request",
+  requirements: ["AUTH-PERM-2", "AUTH-PERM-1"],
+  tags: ["auth"],
+  needs: ["control", "api-users.permissions"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const apiUserId = tenant.apiUser?.apiUserId ?? ""
+    context.expectStatus(await tenant.client.listAccounts(), 200, "AUTH-PERM-2", "GET /accounts with every permission")
+    await context.control.setPermissions(apiUserId, allPermissions.filter((permission) => permission !== permissions.viewAccount))
+    const denied = await tenant.client.listAccounts()
+    context.expectStatus(denied, 403, "AUTH-PERM-2", "GET /accounts right after the permission was withdrawn")
+    await context.control.setPermissions(apiUserId, allPermissions)
+    context.expectStatus(await tenant.client.listAccounts(), 200, "AUTH-PERM-2", "GET /accounts right after the permission was granted again")
+  }
+})
+
+export const unscopedCredential = defineCheck({
+  id: "auth.scope.unscoped",
+  title: "A credential that is not client-scoped gets 403 on every endpoint",
+  requirements: ["AUTH-SCOPE-1", "ERR-CODE-1"],
+  tags: ["auth", "matrix"],
+  needs: ["control"],
+  async run(context) {
+    const user = await context.control.createApiUser(null, allPermissions)
+    const client = new RelayClient(context.transport, { keyId: user.keyId, secret: user.secret })
+    for (const e of endpoints) {
+      const result = await call(client, e, context)
+      context.expectStatus(result, 403, "AUTH-SCOPE-1", `${e.method} ${e.path} with a credential that is not client-scoped`)
+    }
+  }
+})
+
+export const checkOrder = defineCheck({
+  id: "auth.order",
+  title: "Authentication before permission before validation",
+  requirements: ["AUTH-ORDER-1"],
+  tags: ["auth"],
+  needs: ["control"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const bad = tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: "wrong-secret" })
+    for (const e of endpoints.filter((candidate) => candidate.method === "POST")) {
+      const badCredential = await bad.raw("POST", endpointPath(e), "{broken")
+      if (badCredential.status !== 401) context.note("AUTH-ORDER-1", `${e.path}: bad credentials and a bad body should be 401, got ${badCredential.status}`, badCredential)
+      const lacking = await context.fixtures.user(tenant, allPermissions.filter((permission) => permission !== e.permission))
+      const noPermission = await lacking.client.raw("POST", endpointPath(e), "{broken")
+      if (noPermission.status !== 403) context.note("AUTH-ORDER-1", `${e.path}: a missing permission and a bad body should be 403, got ${noPermission.status}`, noPermission)
+      const allowed = await tenant.client.raw("POST", endpointPath(e), "{broken")
+      if (allowed.status !== 400) context.note("AUTH-ORDER-1", `${e.path}: with the permission, a bad body should be 400, got ${allowed.status}`, allowed)
+    }
+  }
+})
+
+export const authChecks = [headerPair, invalidCredentials, revokedCredentials, keyPrefix, secretNotExposed, permissionMatrix, permissionChange, unscopedCredential, checkOrder]

@@ -1,0 +1,147 @@
+/**
+ * Concurrency with real concurrent batches (not simulated interleavings): a server-side race can only be provoked
+ * by requests that are in flight together. Outcomes are judged against the model: they must match some
+ * sequential order of the same calls (the Jepsen approach).
+ */
+import { Decimal } from "decimal.js"
+import { defineCheck, type CheckContext } from "../Check.js"
+import { ControlError } from "../Control.js"
+import type { Tenant } from "../Fixtures.js"
+import { groupOf } from "../Profile.js"
+import { isRecord } from "../Shape.js"
+import type { HttpResult } from "../Transport.js"
+import { envelopeOf, fundedPair, transfer } from "./support.js"
+
+const rounds = (context: CheckContext): number => Math.max(2, Math.min(8, Math.round(context.settings.numRuns / 3)))
+
+const availableBalance = async (context: CheckContext, tenant: Tenant, accountId: string): Promise<Decimal> => {
+  const result = await tenant.client.getAccount(accountId)
+  const value = isRecord(result.json) ? result.json["availableBalance"] : undefined
+  context.expect(typeof value === "string", "GEN-DEC-1", "availableBalance is not a string", result)
+  return new Decimal(String(value))
+}
+
+/**
+ * Whether accepting exactly the calls in `accepted` (each of cost `cost`) out of `total` from `balance` matches
+ * some sequential order: the accepted fit in the balance and every refused one would not have fitted after them.
+ */
+export const sequentiallyExplainable = (balance: Decimal, costs: ReadonlyArray<Decimal>, accepted: ReadonlyArray<boolean>): boolean => {
+  const spent = costs.reduce((sum, cost, index) => (accepted[index] === true ? sum.plus(cost) : sum), new Decimal(0))
+  if (spent.gt(balance)) return false
+  const left = balance.minus(spent)
+  return costs.every((cost, index) => accepted[index] === true || cost.gt(left))
+}
+
+export const parallelInitiations = defineCheck({
+  id: "concurrency.initiate.no-overspend",
+  title: "Parallel initiations that together exceed the balance never overspend and match a sequential order",
+  requirements: ["TXN-FLOW-1", "TXN-INIT-1"],
+  tags: ["concurrency", "transactions"],
+  needs: ["control", "accounts.activate", "accounts.credit"],
+  async run(context) {
+    for (let round = 0; round < rounds(context); round += 1) {
+      const tenant = await context.fixtures.tenant()
+      const { source, destination } = await fundedPair(context, tenant, undefined, "0")
+      const amount = "3"
+      const fee = await tenant.client.calculateFee(transfer(source, destination.id, amount))
+      context.expectStatus(fee, 200, "TXN-FEE-1", "calculate-fee")
+      const body = fee.json as Record<string, unknown>
+      const sameAsset = body["feeAssetType"] === source.assetId
+      const cost = new Decimal(amount).plus(sameAsset ? new Decimal(String(body["estimatedFee"])) : 0)
+      const balance = cost.times(3).plus(cost.div(2)).toDecimalPlaces(context.fixtures.asset(source.assetId).precision, Decimal.ROUND_DOWN)
+      await context.control.creditAccount(source.id, balance.toFixed())
+      const batch = 8
+      const results: Array<HttpResult> = await Promise.all(Array.from({ length: batch }, () => tenant.client.initiate(transfer(source, destination.id, amount))))
+      const accepted = results.map((result) => result.status === 201)
+      for (const result of results) {
+        context.expect(result.status === 201 || (result.status >= 400 && result.status < 500 && result.status !== 401 && result.status !== 404), "TXN-FLOW-1", `a parallel initiation answered ${result.status}`, result)
+      }
+      const count = accepted.filter(Boolean).length
+      context.expect(
+        sequentiallyExplainable(balance, results.map(() => cost), accepted),
+        "TXN-FLOW-1",
+        `${count} of ${batch} parallel initiations of ${cost.toFixed()} each were accepted from a balance of ${balance.toFixed()}: no sequential order explains that`,
+        ...results.filter((result) => result.status === 201).slice(0, 2)
+      )
+      const left = await availableBalance(context, tenant, source.id)
+      context.expect(left.gte(0) && left.eq(balance.minus(cost.times(count))), "TXN-FLOW-1", `after ${count} accepted initiation(s) the available balance is ${left.toFixed()}, expected ${balance.minus(cost.times(count)).toFixed()}`)
+      const listed = envelopeOf(context, await tenant.client.listTransactions({ accountId: source.id }), "TXN-FLOW-1", "GET /transactions")
+      context.expect(listed.total === count, "TXN-FLOW-1", `${count} initiation(s) were accepted but ${listed.total} transaction(s) are stored`)
+    }
+  }
+})
+
+export const parallelDecisions = defineCheck({
+  id: "concurrency.account.approve-reject",
+  title: "Parallel approve and reject of one account: exactly one succeeds and the account shows the winner",
+  requirements: ["ACC-APPR-2", "ACC-APPR-1"],
+  tags: ["concurrency", "accounts"],
+  needs: ["control"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    for (let round = 0; round < rounds(context) * 2; round += 1) {
+      const account = await context.fixtures.pendingAccount(tenant)
+      const calls = round % 2 === 0 ? (["approve", "reject", "approve"] as const) : (["reject", "approve", "reject"] as const)
+      const results = await Promise.all(calls.map((call) => (call === "approve" ? tenant.client.approveAccount(account.id) : tenant.client.rejectAccount(account.id))))
+      const winners = results.map((result, index) => ({ result, call: calls[index] })).filter(({ result }) => result.status === 200 || result.status === 201)
+      context.expect(winners.length === 1, "ACC-APPR-2", `${winners.length} of ${calls.length} parallel decisions on one account succeeded`, ...results)
+      for (const result of results) {
+        context.expect([200, 201, 400, 409].includes(result.status), "ACC-APPR-2", `a parallel decision answered ${result.status}`, result)
+      }
+      const winner = winners[0]
+      if (winner === undefined) continue
+      const read = await tenant.client.getAccount(account.id)
+      const expected = winner.call === "approve" ? "approved" : "rejected"
+      const status = isRecord(read.json) ? read.json["status"] : undefined
+      context.expect(status === expected || (expected === "approved" && status === "active"), "ACC-APPR-2", `the ${winner.call} won but the account reads ${String(status)}`, read)
+    }
+  }
+})
+
+export const parallelAdvances = defineCheck({
+  id: "concurrency.transaction.advance",
+  title: "Parallel advance to completed and to failed: exactly one wins (409 for the other) and funds follow the winner",
+  requirements: ["TXN-FLOW-1", "TXN-LIST-2"],
+  tags: ["concurrency", "transactions"],
+  needs: ["control", "accounts.activate", "accounts.credit", "transactions.advance"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const { source, destination } = await fundedPair(context, tenant, undefined, "1000")
+    for (let round = 0; round < rounds(context); round += 1) {
+      const initiate = await tenant.client.initiate(transfer(source, destination.id, "2"))
+      context.expectStatus(initiate, 201, "TXN-INIT-1", "initiate")
+      const id = String((initiate.json as Record<string, unknown>)["id"])
+      const sourceBefore = await availableBalance(context, tenant, source.id)
+      const destinationBefore = await availableBalance(context, tenant, destination.id)
+      const targets = round % 2 === 0 ? (["completed", "failed"] as const) : (["failed", "completed"] as const)
+      const outcomes = await Promise.all(
+        targets.map(async (to) => {
+          try {
+            await context.control.advanceTransaction(id, to)
+            return { to, status: 200 }
+          } catch (error) {
+            if (error instanceof ControlError) return { to, status: error.status }
+            throw error
+          }
+        })
+      )
+      const winners = outcomes.filter((outcome) => outcome.status === 200)
+      context.expect(winners.length === 1, "TXN-FLOW-1", `${winners.length} of 2 parallel advances succeeded (${outcomes.map((o) => `${o.to}: ${o.status}`).join(", ")})`)
+      context.expect(outcomes.every((outcome) => outcome.status === 200 || outcome.status === 409), "TXN-FLOW-1", `the losing advance should be 409: ${outcomes.map((o) => `${o.to}: ${o.status}`).join(", ")}`)
+      const winner = winners[0]
+      if (winner === undefined) continue
+      const read = await tenant.client.getTransactionStatus(id)
+      const status = isRecord(read.json) ? String(read.json["status"]) : ""
+      context.expect(groupOf(context.profile, status) === winner.to, ["TXN-FLOW-1", "TXN-LIST-2"], `advance to ${winner.to} won but the transaction reads ${status}`, read)
+      const sourceAfter = await availableBalance(context, tenant, source.id)
+      const destinationAfter = await availableBalance(context, tenant, destination.id)
+      if (winner.to === "failed") {
+        context.expect(sourceAfter.gt(sourceBefore) && destinationAfter.eq(destinationBefore), "TXN-FLOW-1", `a failed transaction should release its reservation: source ${sourceBefore.toFixed()} -> ${sourceAfter.toFixed()}, destination ${destinationBefore.toFixed()} -> ${destinationAfter.toFixed()}`)
+      } else {
+        context.expect(sourceAfter.eq(sourceBefore) && destinationAfter.eq(destinationBefore.plus(2)), "TXN-FLOW-1", `a completed transaction should settle: source ${sourceBefore.toFixed()} -> ${sourceAfter.toFixed()}, destination ${destinationBefore.toFixed()} -> ${destinationAfter.toFixed()}`)
+      }
+    }
+  }
+})
+
+export const concurrencyChecks = [parallelInitiations, parallelDecisions, parallelAdvances]

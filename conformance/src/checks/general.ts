@@ -1,0 +1,120 @@
+/**
+ * General checks: JSON bodies (GEN-JSON-1), the version prefix (GEN-PATH-1), fuzzed input never answered with a
+ * 5xx (GEN-5XX-1) and the self-consistency of error bodies (ERR-BODY-1).
+ */
+import fc from "fast-check"
+import { defineCheck } from "../Check.js"
+import { endpointPath, endpoints } from "../Endpoints.js"
+import { isRecord } from "../Shape.js"
+import { fundedPair, randomUuid } from "./support.js"
+
+const postEndpoints = endpoints.filter((e) => e.method === "POST")
+
+export const jsonBodies = defineCheck({
+  id: "gen.json.malformed-body",
+  title: "A body that is not JSON, or not a JSON object, is 400; answers are JSON",
+  requirements: ["GEN-JSON-1", "ERR-CODE-1"],
+  tags: ["general", "validation"],
+  needs: [],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const bodies = ["{not json", "[]", '"text"', "42", "null", "{\"name\": "]
+    for (const e of postEndpoints) {
+      for (const body of bodies) {
+        const result = await tenant.client.raw("POST", endpointPath(e), body)
+        context.expectStatus(result, 400, ["GEN-JSON-1", "ERR-CODE-1"], `POST ${e.path} with body ${body}`)
+      }
+    }
+    const list = await tenant.client.listAccounts()
+    context.expect((list.headers.get("content-type") ?? "").includes("application/json"), "GEN-JSON-1", "a JSON answer should carry Content-Type application/json", list)
+    context.expect(list.json !== undefined, "GEN-JSON-1", "the answer body is not JSON", list)
+    const error = await tenant.client.raw("POST", endpointPath(postEndpoints[0] ?? endpoints[0]!), "{")
+    context.expect(error.json !== undefined, "GEN-JSON-1", "an error answer body is not JSON", error)
+  }
+})
+
+export const pathPrefix = defineCheck({
+  id: "gen.path.prefix",
+  title: "Endpoints live under /relay/v1 only",
+  requirements: ["GEN-PATH-1"],
+  tags: ["general"],
+  needs: [],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const ok = await tenant.client.raw("GET", "/relay/v1/accounts")
+    context.expectStatus(ok, 200, "GEN-PATH-1", "GET /relay/v1/accounts")
+    for (const path of ["/relay/v2/accounts", "/relay/accounts", "/accounts", "/v1/accounts", "/relay/v1/accountz"]) {
+      const result = await context.transport.send("GET", path, { headers: { "x-api-key": tenant.credential.keyId, "x-api-secret": tenant.credential.secret } })
+      context.expect(result.status >= 400 && result.status < 500, "GEN-PATH-1", `GET ${path} outside the version prefix should be a 4xx (404), got ${result.status}`, result)
+    }
+  }
+})
+
+const fuzzValue = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.string({ unit: "binary", maxLength: 40 }),
+  fc.constantFrom(-1, 0, 1e308, -1e308, 1.5, "", " ", "0", "1e999", "NaN", "-0", "💥".repeat(20), "\u0000", "'; DROP TABLE accounts; --")
+)
+const fieldNames = ["name", "workspace", "assetId", "description", "role", "accountId", "sourceAccountId", "destinationId", "destinationType", "amount", "assetType", "address"]
+
+export const fuzzNo5xx = defineCheck({
+  id: "gen.fuzz.no-5xx",
+  title: "Fuzzed bodies, query strings and ids never get a 5xx",
+  requirements: ["GEN-5XX-1", "ERR-CODE-1"],
+  tags: ["general", "fuzz", "property"],
+  needs: ["control", "accounts.activate"],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const { source } = await fundedPair(context, tenant)
+    const body = fc.oneof(
+      fc.dictionary(fc.constantFrom(...fieldNames), fuzzValue, { maxKeys: 6 }),
+      fc.record({ sourceAccountId: fc.constant(source.id), destinationId: fc.oneof(fc.constant(source.id), fc.uuid()), destinationType: fuzzValue, amount: fuzzValue, assetType: fuzzValue }),
+      fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
+      fc.string({ unit: "binary", maxLength: 60 })
+    )
+    const query = fc.dictionary(fc.constantFrom("page", "limit", "status", "assetId", "assetType", "workspace", "role", "search", "accountId"), fc.string({ unit: "grapheme", maxLength: 12 }), { maxKeys: 4 })
+    await context.property(
+      ["GEN-5XX-1"],
+      [fc.constantFrom(...endpoints), body, query, fc.string({ unit: "grapheme", minLength: 1, maxLength: 20 })],
+      async (e, payload, params, id) => {
+        const path =
+          endpointPath(e, id.replace(/[/?#%.]/g, "x")) + (e.method === "GET" ? "?" + new URLSearchParams(params).toString() : "")
+        const result = await tenant.client.raw(e.method, path, e.method === "POST" ? payload : undefined)
+        context.expect(result.status < 500, "GEN-5XX-1", `${e.method} ${e.path} answered ${result.status} to client input`, result)
+      },
+      { numRuns: context.settings.numRuns * 8 }
+    )
+  }
+})
+
+export const errorBodies = defineCheck({
+  id: "err.body.consistent",
+  title: "Error bodies other than the permission 403 share one shape, as the profile's choice",
+  requirements: ["ERR-BODY-1", "ERR-CODE-1"],
+  tags: ["errors"],
+  needs: [],
+  async run(context) {
+    const tenant = await context.fixtures.tenant()
+    const samples = [
+      await tenant.client.createAccount({ name: "x" }),
+      await tenant.client.raw("POST", "/relay/v1/accounts", "{"),
+      await tenant.client.getAccount(randomUuid()),
+      await tenant.client.getAccount("not-a-uuid"),
+      await tenant.client.listAccounts({ page: "0" }),
+      await tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: "wrong" }).listAccounts()
+    ]
+    const expected = [400, 400, 404, 400, 400, 401]
+    let keys: string | undefined
+    for (const [index, result] of samples.entries()) {
+      context.expectStatus(result, expected[index] ?? 400, "ERR-CODE-1", `error sample ${index}`)
+      context.expect(isRecord(result.json), "ERR-BODY-1", "an error body should be a JSON object", result)
+      const body = result.json as Record<string, unknown>
+      context.expect(typeof body["message"] === "string", "ERR-BODY-1", "an error body should carry a message", result)
+      const shape = Object.keys(body).sort().join(",")
+      if (keys === undefined) keys = shape
+      context.expect(shape === keys, "ERR-BODY-1", `error bodies differ in shape: {${keys}} vs {${shape}}`, samples[0]!, result)
+    }
+  }
+})
+
+export const generalChecks = [jsonBodies, pathPrefix, fuzzNo5xx, errorBodies]

@@ -1,0 +1,58 @@
+/**
+ * Rate limiting: a burst past the limit gets 429 with Retry-After and the three X-RateLimit headers (LIM-RATE-1),
+ * the numbers follow the profile or the limit the control set (LIM-RATE-2), and another key keeps its own budget
+ * (LIM-RATE-3). The control's limit applies to API users created afterwards, so the check sets a small limit,
+ * creates its users, and restores the profile's numbers at once.
+ */
+import { defineCheck } from "../Check.js"
+import type { Tenant } from "../Fixtures.js"
+import type { HttpResult } from "../Transport.js"
+
+const headerNames = ["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] as const
+
+export const rateLimitBurst = defineCheck({
+  id: "limit.rate.burst",
+  title: "A burst past the limit gets 429 with Retry-After and X-RateLimit-*; another key is unaffected",
+  requirements: ["LIM-RATE-1", "LIM-RATE-2", "LIM-RATE-3", "ERR-CODE-1"],
+  tags: ["limits"],
+  needs: ["control", "rate-limit"],
+  async run(context) {
+    const limit = 5
+    const windowSeconds = 60
+    const declared = context.profile.rateLimit
+    let tenant: Tenant
+    let bystander: Tenant
+    await context.control.setRateLimit(limit, windowSeconds)
+    try {
+      tenant = await context.fixtures.tenant()
+      bystander = await context.fixtures.user(tenant, ["View custody account"])
+    } finally {
+      await context.control.setRateLimit(declared.limit, declared.windowSeconds)
+    }
+    const burst: Array<HttpResult> = []
+    for (let index = 0; index < limit + 3; index += 1) burst.push(await tenant.client.listAccounts())
+    const allowed = burst.filter((result) => result.status === 200).length
+    const limited = burst.filter((result) => result.status === 429)
+    context.expect(limited.length > 0, "LIM-RATE-1", `${limit + 3} requests against a limit of ${limit} got no 429`, ...burst.slice(-1))
+    context.expect(allowed === limit, "LIM-RATE-2", `the limit is ${limit} per window but ${allowed} request(s) passed`, ...burst.slice(limit - 1, limit + 1))
+    const nowSeconds = Math.floor(Date.now() / 1000)
+    for (const result of limited) {
+      for (const name of headerNames) context.expect(result.headers.get(name) !== null, "LIM-RATE-1", `a 429 lacks the ${name} header`, result)
+      const retryAfter = Number(result.headers.get("retry-after"))
+      context.expect(Number.isInteger(retryAfter) && retryAfter >= 0 && retryAfter <= windowSeconds + 1, "LIM-RATE-1", `Retry-After should be seconds within the window, got ${result.headers.get("retry-after")}`, result)
+      const reset = Number(result.headers.get("x-ratelimit-reset"))
+      context.expect(Number.isInteger(reset) && reset >= nowSeconds - 5 && reset <= nowSeconds + windowSeconds + 5, "LIM-RATE-1", `X-RateLimit-Reset should be a Unix timestamp within the window, got ${result.headers.get("x-ratelimit-reset")}`, result)
+      context.expect(result.headers.get("x-ratelimit-limit") === String(limit), "LIM-RATE-2", `X-RateLimit-Limit should be ${limit}, got ${result.headers.get("x-ratelimit-limit")}`, result)
+      context.expect(result.headers.get("x-ratelimit-remaining") === "0", "LIM-RATE-1", `X-RateLimit-Remaining should be 0 on a 429, got ${result.headers.get("x-ratelimit-remaining")}`, result)
+    }
+    const other = await bystander.client.listAccounts()
+    if (other.status !== 200) context.note("LIM-RATE-3", `another key of the same client got ${other.status} while the first was limited`, other)
+    const fresh = await context.fixtures.tenant()
+    const after = await fresh.client.listAccounts()
+    context.expectStatus(after, 200, "LIM-RATE-3", "a key created after the limit was restored")
+    const headerLimit = after.headers.get("x-ratelimit-limit")
+    if (headerLimit !== null) context.expect(headerLimit === String(declared.limit), "LIM-RATE-2", `X-RateLimit-Limit ${headerLimit} differs from the profile's ${declared.limit}`, after)
+  }
+})
+
+export const limitChecks = [rateLimitBurst]

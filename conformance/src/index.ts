@@ -1,0 +1,32 @@
+/**
+ * @custody-relay/conformance: a property-based conformance kit for the Custody Relay interface. Point it at any
+ * server (a base URL, or an in-process `(Request) => Promise<Response>` handler) with the test control protocol,
+ * or run it black-box from pre-made credentials, and read the conformance statement it returns.
+ */
+export { runConformance, checkSeed, defaultNumRuns, selectChecks, makeControl } from "./Runner.js"
+export type { RunOptions, HttpControlOptions, ProgressEvent } from "./Runner.js"
+export { runCli, usage } from "./CommandLine.js"
+export type { CliIo, CliOverrides } from "./CommandLine.js"
+export { allChecks } from "./checks/index.js"
+export { CheckContext, CheckFailure, defineCheck } from "./Check.js"
+export type { Check, Violation } from "./Check.js"
+export { HttpControl, ControlError, CapabilityMissing, capabilityNames, controlProtocolVersion } from "./Control.js"
+export type { Control, ApiUser, Capability, Need, AdvanceTarget, WhitelistStatusChange, ProviderFault } from "./Control.js"
+export { parseProfile } from "./Profile.js"
+export type { Profile, AssetProfile, TransactionGroup } from "./Profile.js"
+export { parseExpectations } from "./Expectations.js"
+export type { ExpectedFailure } from "./Expectations.js"
+export { applyExpectation, summarizeRequirements, runStatus, unusedExpectations, exitCodeOf } from "./Report.js"
+export type { Report, CheckReport, RequirementReport } from "./Report.js"
+export type { Outcome, RunStatus } from "./Outcome.js"
+export { requirements, requirementById } from "./requirements.js"
+export type { Requirement, RequirementLevel } from "./requirements.js"
+export { coverageMatrix, uncovered, formatCoverage } from "./Coverage.js"
+export { runDoctor } from "./Doctor.js"
+export type { DoctorResult } from "./Doctor.js"
+export { formatConsole } from "./reporters/console.js"
+export { formatJson } from "./reporters/json.js"
+export { formatJunit } from "./reporters/junit.js"
+export type { Target, Handler, Exchange } from "./Transport.js"
+export type { BlackBoxCredentials } from "./Fixtures.js"
+export { kitVersion, interfaceVersion } from "./version.js"

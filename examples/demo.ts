@@ -13,6 +13,7 @@ import {
   Permission,
   Reconciliation,
   Relay,
+  type RelayError,
   Transactions,
   WhitelistedAddresses
 } from "@custody-relay/core"
@@ -68,7 +69,7 @@ const demo = Effect.gen(function*() {
     reconciled: (yield* Reconciliation.reconcileAccount(cold.id)).consistent
   })
 
-  const refusals = {
+  const refusals: Record<string, Effect.Effect<unknown, RelayError.RelayError, Relay.RelayServices>> = {
     "amount in scientific notation": Transactions.initiate(operator, { ...transfer, amount: "1e-8" }),
     "9 decimal places for BTC": Transactions.initiate(operator, { ...transfer, amount: "0.000000001" }),
     "more than the balance": Transactions.initiate(operator, { ...transfer, amount: "5" }),

@@ -34,6 +34,14 @@ const decodePage = decoder(Page.PageRequest)
 const firstPage: Page.PageRequest = { page: Page.DEFAULT_PAGE, limit: Page.DEFAULT_LIMIT }
 
 export type { Principal, RelayError }
+export type { AccountFilter } from "./Account.js"
+export type { NewApiUser } from "./Administration.js"
+export type { PageRequest } from "./Page.js"
+export type { Permission } from "./Permission.js"
+export type { RelayServices } from "./Relay.js"
+export type { TransactionFilter } from "./Transaction.js"
+export type { ProviderEvent } from "./Transactions.js"
+export type { WhitelistFilter } from "./WhitelistedAddress.js"
 
 export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Relay.layerMemory() as Layer.Layer<Relay.RelayServices, E>) => {
   const runtime = ManagedRuntime.make(layer)

@@ -422,8 +422,21 @@ export const modelSequences = defineCheck({
     const property = fc.asyncProperty(fc.commands(modelCommands(assets, stats), { maxCommands: 24 }), (commands) =>
       context.tracked(async () => {
         // A fresh tenant for every run and every shrink step: isolation without resets.
-        const tenant = await context.fixtures.tenant()
-        await fc.asyncModelRun(() => ({ model: new RelayModel(), real: { context, tenant } }), commands)
+        await fc.asyncModelRun(async () => {
+          const tenant = await context.fixtures.tenant()
+          const model = new RelayModel()
+          // A funded starting point, so that most generated commands find something to act on.
+          const asset = assets[0]
+          if (asset !== undefined) {
+            for (const balance of ["100", "0"]) {
+              const account = await context.fixtures.activeAccount(tenant, asset.assetId, balance)
+              model.accounts.push({ id: account.id, assetId: asset.assetId, status: "active", balance: new Decimal(balance) })
+            }
+            const entry = await context.fixtures.whitelist(tenant, asset.assetId, "APPROVED")
+            model.whitelist.push({ id: entry.id, assetType: asset.assetId, status: "APPROVED" })
+          }
+          return { model, real: { context, tenant } }
+        }, commands)
       })
     )
     await context.runProperty(["TXN-FLOW-1"], property as unknown as fc.IAsyncProperty<unknown>, context.settings.numRuns)

@@ -1,0 +1,253 @@
+/**
+ * The deliberately faulty variants of a correct server, each a wrapper around its handler, with the requirement id
+ * the kit must report it under.
+ */
+import { Decimal } from "decimal.js"
+import { control, isObject, pathOf, precisionOf, readJsonBody, rewrite, withBody, type Fault } from "./wrap.js"
+
+const isTransfer = (request: Request): boolean => request.method === "POST" && /\/relay\/v1\/transactions\/(initiate|calculate-fee)$/.test(pathOf(request))
+const isList = (request: Request): boolean => request.method === "GET" && /\/relay\/v1\/(accounts|transactions|whitelisted-addresses)$/.test(pathOf(request))
+const byIdRead = /\/relay\/v1\/(accounts|transactions|whitelisted-addresses)\/[^/]+(\/status)?$/
+
+export const faults: ReadonlyArray<Fault> = [
+  {
+    name: "precision off by one: an over-precise amount is truncated and accepted",
+    requirement: "TXN-PREC-2",
+    checks: ["txn.precision.boundary"],
+    wrap: (handler, { token }) => {
+      let precision: Map<string, number> | undefined
+      return async (request) => {
+        if (!isTransfer(request)) return handler(request)
+        precision ??= await precisionOf(handler, token)
+        const { request: copy, body } = await readJsonBody(request)
+        if (!isObject(body) || typeof body["amount"] !== "string" || !/^\d+\.\d+$/.test(body["amount"])) return handler(copy)
+        const places = precision.get(String(body["assetType"])) ?? 8
+        const [whole, fraction = ""] = body["amount"].split(".")
+        if (fraction.length !== places + 1) return handler(copy)
+        return handler(withBody(copy, { ...body, amount: `${whole}.${fraction.slice(0, places)}` }))
+      }
+    }
+  },
+  {
+    name: "scientific notation accepted: an exponent amount is rewritten to plain",
+    requirement: "TXN-PREC-1",
+    checks: ["txn.amount.malformed"],
+    wrap: (handler) => async (request) => {
+      if (!isTransfer(request)) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (!isObject(body) || typeof body["amount"] !== "string" || !/^\d+(\.\d+)?[eE][-+]?\d+$/.test(body["amount"])) return handler(copy)
+      return handler(withBody(copy, { ...body, amount: new Decimal(body["amount"]).toFixed() }))
+    }
+  },
+  {
+    name: "a foreign id answered 403 instead of 404",
+    requirement: "SCOPE-1",
+    checks: ["scope.foreign-ids"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method === "GET" && byIdRead.test(pathOf(request)) && response.status === 404) return rewrite(response, (body) => body, 403)
+      return response
+    }
+  },
+  {
+    name: "a second approve of an account accepted",
+    requirement: "ACC-APPR-2",
+    checks: ["acc.approve.processed"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).endsWith("/accounts/approve")) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      const response = await handler(copy)
+      if (response.status === 409 || response.status === 400) return rewrite(response, () => ({ accountId: isObject(body) ? body["accountId"] : null, status: "approved" }), 200)
+      return response
+    }
+  },
+  {
+    name: "a wrong 403 message for a missing permission",
+    requirement: "AUTH-PERM-1",
+    checks: ["auth.permission.matrix"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (response.status !== 403) return response
+      return rewrite(response, (body) => (isObject(body) && typeof body["message"] === "string" ? { message: body["message"].replace("Missing required API scope", "Forbidden: missing scope") } : body))
+    }
+  },
+  {
+    name: "list totals counting other clients' records",
+    requirement: "SCOPE-2",
+    checks: ["scope.lists"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (!isList(request) || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) && typeof body["total"] === "number" ? { ...body, total: body["total"] + 1 } : body))
+    }
+  },
+  {
+    name: "a pending whitelisted address usable as a destination",
+    requirement: "TXN-DEST-1",
+    checks: ["txn.destination.external"],
+    wrap: (handler, { token }) => async (request) => {
+      if (!isTransfer(request)) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (isObject(body) && body["destinationType"] === "external" && typeof body["destinationId"] === "string") {
+        const read = await handler(new Request(new URL(`/relay/v1/whitelisted-addresses/${body["destinationId"]}`, copy.url), { headers: copy.headers }))
+        const entry = read.status === 200 ? ((await read.json()) as unknown) : undefined
+        if (isObject(entry) && entry["status"] === "PENDING") await control(handler, token, "POST", `/whitelisted-addresses/${body["destinationId"]}/status`, { status: "APPROVED" })
+      }
+      return handler(copy)
+    }
+  },
+  {
+    name: "rate-limit headers missing on 429",
+    requirement: "LIM-RATE-1",
+    checks: ["limit.rate.burst"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (response.status !== 429) return response
+      const headers = new Headers(response.headers)
+      for (const name of ["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]) headers.delete(name)
+      return new Response(await response.text(), { status: 429, headers })
+    }
+  },
+  {
+    name: "calculate-fee storing a transaction",
+    requirement: "TXN-FEE-1",
+    checks: ["txn.fee.no-side-effect"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).endsWith("/transactions/calculate-fee")) return handler(request)
+      const { request: copy } = await readJsonBody(request)
+      const text = await copy.clone().text()
+      await handler(new Request(copy.url.replace("calculate-fee", "initiate"), { method: "POST", headers: copy.headers, body: text }))
+      return handler(copy)
+    }
+  },
+  {
+    name: "overspend under concurrency: the source is credited before each initiation",
+    requirement: "TXN-FLOW-1",
+    checks: ["concurrency.initiate.no-overspend"],
+    wrap: (handler, { token }) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).endsWith("/transactions/initiate")) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (isObject(body) && typeof body["sourceAccountId"] === "string" && typeof body["amount"] === "string" && /^\d+(\.\d+)?$/.test(body["amount"])) {
+        await control(handler, token, "POST", `/accounts/${body["sourceAccountId"]}/credit`, { amount: new Decimal(body["amount"]).times(2).toFixed() })
+      }
+      return handler(copy)
+    }
+  },
+  {
+    name: "status case wrong: read responses carry lower-case transaction statuses",
+    requirement: "TXN-SHAPE-1",
+    checks: ["txn.shape.records"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !pathOf(request).includes("/relay/v1/transactions") || response.status !== 200) return response
+      const lower = (record: unknown): unknown => (isObject(record) && typeof record["status"] === "string" ? { ...record, status: record["status"].toLowerCase() } : record)
+      return rewrite(response, (body) => (isObject(body) && Array.isArray(body["items"]) ? { ...body, items: body["items"].map(lower) } : lower(body)))
+    }
+  },
+  {
+    name: "a secret echoed in an error body",
+    requirement: "AUTH-SEC-1",
+    checks: ["auth.secret.not-exposed"],
+    wrap: (handler) => async (request) => {
+      const secret = request.headers.get("x-api-secret")
+      const response = await handler(request)
+      if (response.status < 400 || secret === null || response.status === 401) return response
+      return rewrite(response, (body) => (isObject(body) ? { ...body, detail: `request authenticated with ${secret}` } : body))
+    }
+  },
+  {
+    name: "a revoked credential keeps working (revocation ignored)",
+    requirement: "AUTH-401-1",
+    checks: ["auth.credentials.revoked"],
+    wrap: (handler) => async (request) => {
+      if (request.method === "POST" && /\/__control\/api-users\/[^/]+\/revoke$/.test(pathOf(request))) return new Response("{}", { status: 200, headers: { "content-type": "application/json" } })
+      return handler(request)
+    }
+  },
+  {
+    name: "a deposit address shown before activation",
+    requirement: "ACC-ADDR-1",
+    checks: ["acc.active.lifecycle", "acc.approve.pending"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !pathOf(request).includes("/relay/v1/accounts") || response.status !== 200) return response
+      const fill = (record: unknown): unknown => (isObject(record) && record["address"] === null ? { ...record, address: "pending-deposit-address" } : record)
+      return rewrite(response, (body) => (isObject(body) && Array.isArray(body["items"]) ? { ...body, items: body["items"].map(fill) } : fill(body)))
+    }
+  },
+  {
+    name: "page=0 and negative pages served as page 1",
+    requirement: "PAGE-3",
+    checks: ["page.invalid-values"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      const page = url.searchParams.get("page")
+      if (page !== null && /^-?\d+$/.test(page) && Number(page) <= 0) {
+        url.searchParams.set("page", "1")
+        return handler(new Request(url, { method: request.method, headers: request.headers }))
+      }
+      return handler(request)
+    }
+  },
+  {
+    name: "a duplicate account answered 400 instead of 409",
+    requirement: "ACC-CREATE-3",
+    checks: ["acc.create.duplicate"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      return response.status === 409 && request.method === "POST" && pathOf(request).endsWith("/relay/v1/accounts") ? rewrite(response, (body) => body, 400) : response
+    }
+  },
+  {
+    name: "malformed ids answered 404 instead of 400",
+    requirement: "TXN-GET-1",
+    checks: ["txn.get.ids"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      return request.method === "GET" && byIdRead.test(pathOf(request)) && response.status === 400 ? rewrite(response, (body) => body, 404) : response
+    }
+  },
+  {
+    name: "the whitelist create response carries providerId",
+    requirement: "WL-CREATE-2",
+    checks: ["wl.create.response"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/whitelisted-addresses") || response.status >= 300) return response
+      return rewrite(response, (body) => (isObject(body) ? { ...body, providerId: "00000000-0000-4000-8000-000000000001" } : body))
+    }
+  },
+  {
+    name: "estimatedFee sent as a string",
+    requirement: "TXN-FEE-2",
+    checks: ["txn.fee.shape"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/calculate-fee") || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) ? { ...body, estimatedFee: String(body["estimatedFee"]) } : body))
+    }
+  },
+  {
+    name: "fuzzed bodies with unknown fields crash the server (500)",
+    requirement: "GEN-5XX-1",
+    checks: ["gen.fuzz.no-5xx"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).startsWith("/relay/v1/")) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (body === undefined || (isObject(body) && typeof body["name"] !== "string" && "name" in body)) {
+        return new Response(JSON.stringify({ message: "internal error", code: "INTERNAL", requestId: "x" }), { status: 500, headers: { "content-type": "application/json" } })
+      }
+      return handler(copy)
+    }
+  },
+  {
+    name: "timestamps not in UTC",
+    requirement: "GEN-TIME-1",
+    checks: ["acc.create.response"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/relay/v1/accounts") || response.status !== 201) return response
+      return rewrite(response, (body) => (isObject(body) && typeof body["createdAt"] === "string" ? { ...body, createdAt: body["createdAt"].replace(/(\.\d+)?Z$/, "+02:00") } : body))
+    }
+  }
+]

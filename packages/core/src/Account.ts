@@ -4,7 +4,7 @@
  * created `pending_approval` with no address; approval or rejection is final; an approved account becomes
  * `active` when the custody provider assigns its deposit address (our profile of ACC-ACTIVE-1).
  */
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { AccountId, ClientId } from "./Ids.js"
 import { DecimalString } from "./Money.js"
 import * as StateMachine from "./StateMachine.js"
@@ -75,36 +75,16 @@ export interface AccountIdentity {
   readonly role: AccountRole
 }
 
-/** List and get record (ACC-SHAPE-1). */
-export const AccountView = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  description: Schema.String,
-  workspace: Workspace,
-  role: AccountRole,
-  assetId: Schema.String,
-  chainType: Schema.String,
-  address: Schema.NullOr(Schema.String),
-  status: AccountStatus,
-  availableBalance: Schema.String,
-  availableBalanceCad: Schema.String,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
-})
+/** List and get record (ACC-SHAPE-1): the record without its internal fields, plus its CAD value. */
+export const AccountView = Account.mapFields(Struct.omit(["clientId", "requiredApprovals"])).mapFields(
+  Struct.assign({ availableBalanceCad: Schema.String })
+)
 export type AccountView = typeof AccountView.Type
 
 /** The create response carries exactly these nine fields (ACC-SHAPE-2). */
-export const AccountCreated = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  workspace: Workspace,
-  assetId: Schema.String,
-  role: AccountRole,
-  address: Schema.NullOr(Schema.String),
-  description: Schema.String,
-  status: AccountStatus,
-  createdAt: Schema.String
-})
+export const AccountCreated = Account.mapFields(
+  Struct.pick(["id", "name", "workspace", "assetId", "role", "address", "description", "status", "createdAt"])
+)
 export type AccountCreated = typeof AccountCreated.Type
 
 /** Body of approve and reject. */
@@ -112,7 +92,7 @@ export const AccountDecisionInput = Schema.Struct({ accountId: Schema.String.che
 export type AccountDecisionInput = typeof AccountDecisionInput.Type
 
 /** Answer of approve and reject (ACC-APPR-1). */
-export const AccountDecision = Schema.Struct({ accountId: Schema.String, status: AccountStatus })
+export const AccountDecision = Schema.Struct({ accountId: AccountId, status: AccountStatus })
 export type AccountDecision = typeof AccountDecision.Type
 
 /** Filters of GET /relay/v1/accounts (ACC-LIST-1); every given filter must hold for every returned record. */

@@ -7,7 +7,7 @@
  * initiate response shows the same state in lower case (TXN-INIT-1). Every status belongs to exactly one list
  * group (TXN-LIST-2), and the reservation of funds is open exactly while the status is in the pending group.
  */
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { AccountId, ApiUserId, ClientId, TransactionId } from "./Ids.js"
 import { DecimalString } from "./Money.js"
 import * as StateMachine from "./StateMachine.js"
@@ -137,20 +137,14 @@ export const TransferInput = Schema.Struct({
 })
 export type TransferInput = typeof TransferInput.Type
 
+const ReadDestinationType = Schema.Literals(["internal_wallet", "external_wallet"])
+
 /** List record (TXN-SHAPE-1). */
-export const TransactionListItem = Schema.Struct({
-  id: Schema.String,
-  sourceAccountId: Schema.String,
-  destinationId: Schema.String,
-  destinationType: Schema.Literals(["internal_wallet", "external_wallet"]),
-  amount: Schema.String,
-  assetType: Schema.String,
-  networkFee: Schema.String,
-  status: TransactionStatus,
-  direction: Schema.Literal("OUT"),
-  createdAt: Schema.String,
-  updatedAt: Schema.String
-})
+export const TransactionListItem = Transaction.mapFields(
+  Struct.pick([
+    "id", "sourceAccountId", "destinationId", "amount", "assetType", "networkFee", "status", "createdAt", "updatedAt"
+  ])
+).mapFields(Struct.assign({ destinationType: ReadDestinationType, direction: Schema.Literal("OUT") }))
 export type TransactionListItem = typeof TransactionListItem.Type
 
 export const Approvals = Schema.Struct({
@@ -166,45 +160,29 @@ export const Approvals = Schema.Struct({
 })
 export type Approvals = typeof Approvals.Type
 
-export const TransactionDetail = Schema.Struct({
-  id: Schema.String,
-  providerTransactionId: Schema.NullOr(Schema.String),
-  sourceAccountId: Schema.String,
-  destinationId: Schema.String,
-  destinationType: Schema.Literals(["internal_wallet", "external_wallet"]),
-  amount: Schema.String,
-  assetType: Schema.String,
-  status: TransactionStatus,
-  subStatus: Schema.NullOr(Schema.String),
-  approvals: Approvals,
-  direction: Schema.Literal("OUT"),
-  transactionType: Schema.Literal("WITHDRAWAL"),
-  networkFee: Schema.String,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
-})
+/** Detail record (TXN-SHAPE-2). */
+export const TransactionDetail = TransactionListItem.mapFields(Struct.omit(["destinationType", "direction"])).mapFields(
+  Struct.assign({
+    providerTransactionId: Schema.NullOr(Schema.String),
+    destinationType: ReadDestinationType,
+    subStatus: Schema.NullOr(Schema.String),
+    approvals: Approvals,
+    direction: Schema.Literal("OUT"),
+    transactionType: Schema.Literal("WITHDRAWAL")
+  })
+)
 export type TransactionDetail = typeof TransactionDetail.Type
 
-export const TransactionStatusView = Schema.Struct({
-  id: Schema.String,
-  status: TransactionStatus,
-  subStatus: Schema.NullOr(Schema.String),
-  updatedAt: Schema.String
-})
+/** Status record (TXN-SHAPE-4). */
+export const TransactionStatusView = Transaction.mapFields(Struct.pick(["id", "status", "subStatus", "updatedAt"]))
 export type TransactionStatusView = typeof TransactionStatusView.Type
 
 export const lowerCaseStatuses = statuses.map((s) => s.toLowerCase() as Lowercase<TransactionStatus>)
 
-export const TransactionInitiated = Schema.Struct({
-  id: Schema.String,
-  status: Schema.Literals(lowerCaseStatuses),
-  sourceAccountId: Schema.String,
-  destinationId: Schema.String,
-  destinationType: DestinationType,
-  amount: Schema.String,
-  assetType: Schema.String,
-  createdAt: Schema.String
-})
+/** Initiate response (TXN-INIT-1): the status in lower case, the destination type as sent. */
+export const TransactionInitiated = Transaction.mapFields(
+  Struct.pick(["id", "sourceAccountId", "destinationId", "destinationType", "amount", "assetType", "createdAt"])
+).mapFields(Struct.assign({ status: Schema.Literals(lowerCaseStatuses) }))
 export type TransactionInitiated = typeof TransactionInitiated.Type
 
 /** Filters of GET /relay/v1/transactions (TXN-LIST-1). */

@@ -3,7 +3,7 @@
  * rejection decides it; an entry that is no longer wanted is ARCHIVED, never deleted, so old transactions keep
  * their destination. Only APPROVED is usable as a destination (WL-STATE-1, TXN-DEST-1).
  */
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { ClientId, WhitelistedAddressId } from "./Ids.js"
 import * as StateMachine from "./StateMachine.js"
 import { Text } from "./Text.js"
@@ -54,26 +54,13 @@ export const CreateWhitelistedAddressInput = Schema.Struct({
 export type CreateWhitelistedAddressInput = typeof CreateWhitelistedAddressInput.Type
 
 /** List and get record (WL-SHAPE-1). */
-export const WhitelistedAddressView = Schema.Struct({
-  id: Schema.String,
-  providerId: Schema.String,
-  name: Schema.String,
-  address: Schema.String,
-  description: Schema.String,
-  status: WhitelistStatus,
-  assetType: Schema.String
-})
+export const WhitelistedAddressView = WhitelistedAddress.mapFields(
+  Struct.pick(["id", "providerId", "name", "address", "description", "status", "assetType"])
+)
 export type WhitelistedAddressView = typeof WhitelistedAddressView.Type
 
 /** The create response: no providerId (WL-CREATE-2). */
-export const WhitelistedAddressCreated = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  address: Schema.String,
-  description: Schema.String,
-  status: WhitelistStatus,
-  assetType: Schema.String
-})
+export const WhitelistedAddressCreated = WhitelistedAddressView.mapFields(Struct.omit(["providerId"]))
 export type WhitelistedAddressCreated = typeof WhitelistedAddressCreated.Type
 
 export interface WhitelistFilter {

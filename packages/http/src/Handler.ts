@@ -1,0 +1,203 @@
+/**
+ * The relay as a Web-standard handler, `(request: Request) => Promise<Response>`, with no web framework inside.
+ * Each request goes through the same steps, in the order AUTH-ORDER-1 asks for:
+ *   route (404, 405) -> credentials (401) -> rate limit (429) -> the route's permission (403)
+ *   -> body read and parsed (413, 415, 400) -> Idempotency-Key -> decoding (400) -> the core operation
+ * and every refusal, whatever raised it, becomes a response in exactly one place (`Reply.failure`); a defect
+ * becomes a bare 500 whose cause goes to the log only. Each request gets an id (x-request-id, echoed) that every
+ * log line of the request carries; credentials are never logged (AUTH-SEC-1).
+ */
+import {
+  Authentication,
+  CustodyProvider,
+  Principal,
+  RateLimiter,
+  Relay,
+  RelayConfig,
+  RelayError
+} from "@custody-relay/core"
+import { Cause, Effect, Layer, Logger, type LogLevel, ManagedRuntime, References, Result } from "effect"
+import * as Control from "./Control.js"
+import type { AnyError } from "./ErrorTable.js"
+import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
+import * as Idempotency from "./Idempotency.js"
+import * as OpenApi from "./OpenApi.js"
+import * as RateLimitPolicies from "./RateLimitPolicies.js"
+import * as Reply from "./Reply.js"
+import { parseJson, readText } from "./RequestBody.js"
+import * as Router from "./Router.js"
+import { routes } from "./Routes.js"
+
+export interface HandlerOptions<E = never> {
+  /** The domain's services; `Relay.layerMemory()` by default, `Relay.layer(storage)` for a database. */
+  readonly layer?: Layer.Layer<Relay.RelayServices, E>
+  /** Approval quorum of new accounts, activation on approval (our profile). */
+  readonly config?: Partial<RelayConfig.RelayConfigShape>
+  /** Requests per window per API key; 600 per 60 s by default. */
+  readonly rateLimit?: RateLimitPolicies.RateLimitOptions
+  /** Largest request body accepted, in bytes (64 KiB by default); larger is 413. */
+  readonly maxBodyBytes?: number
+  readonly idempotency?: Partial<Idempotency.IdempotencyOptions>
+  /** Where log lines go; one JSON line per entry on stdout by default. */
+  readonly logger?: Logger.Logger<unknown, unknown>
+  readonly logLevel?: LogLevel.LogLevel
+  /** Mounts the test control protocol at /__control, guarded by this token. Never set it in production. */
+  readonly controlToken?: string
+}
+
+export interface RelayHandler<E = never> {
+  (request: Request): Promise<Response>
+  /** Settles once the layers are built (storage opened, migrations run); rejects with the start-up failure. */
+  readonly ready: Promise<void>
+  /** Runs Effect programs (administration, seeding) against the same services as the handler. */
+  readonly runtime: ManagedRuntime.ManagedRuntime<Relay.RelayServices, E>
+  /** Releases the services (closes the database). Requests still running are allowed to finish first. */
+  readonly dispose: () => Promise<void>
+  readonly [Symbol.asyncDispose]: () => Promise<void>
+}
+
+interface RequestState {
+  rateHeaders: Readonly<Record<string, string>>
+  /** Safe to log: a key id identifies but does not authenticate (AUTH-KEY-1). */
+  keyId: string | undefined
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+const requestIdOf = (request: Request): string => {
+  const given = request.headers.get("x-request-id")
+  return given !== null && REQUEST_ID.test(given) ? given : crypto.randomUUID()
+}
+
+/** Builds the handler and its runtime. The layers are built once, in the background; call `ready` to wait. */
+export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHandler<E> => {
+  const relayLayer = options.layer ?? (Relay.layerMemory() as Layer.Layer<Relay.RelayServices, E>)
+  const config: RelayConfig.RelayConfigShape = {
+    ...RelayConfig.RelayConfig.defaultValue(),
+    ...options.config
+  }
+  const layer = Layer.mergeAll(
+    relayLayer,
+    Layer.succeed(RelayConfig.RelayConfig, config),
+    Logger.layer([options.logger ?? Logger.consoleJson]),
+    Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Info")
+  )
+  const runtime = ManagedRuntime.make(layer)
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const policies = RateLimitPolicies.make(options.rateLimit)
+  const idempotency = Idempotency.make({ ...Idempotency.defaults, ...options.idempotency })
+  const providerFaults: Control.ProviderFaults = new Map()
+  const control = options.controlToken === undefined
+    ? undefined
+    : Control.make({ token: options.controlToken, policies, providerFaults, maxBodyBytes })
+  const router = Router.make(routes)
+  let openApiBody: string | undefined
+  const openApi = (): Reply.Reply => {
+    openApiBody ??= JSON.stringify(OpenApi.make(routes))
+    return { status: 200, body: openApiBody, headers: {} }
+  }
+
+  /**
+   * The API proper. `state` collects what later steps learn (the X-RateLimit-* headers, so refusals after
+   * authentication carry them too, and the key id for the log line).
+   */
+  const api = (request: Request, url: URL, state: RequestState) =>
+    Effect.gen(function*() {
+      const match = router(request.method, url.pathname)
+      if (match._tag === "NotFound") return yield* new RouteNotFound()
+      if (match._tag === "MethodNotAllowed") return yield* new MethodNotAllowed({ method: request.method, allow: match.allow })
+      const route = match.route
+
+      const principal = yield* Authentication.authenticate(request.headers.get("x-api-key"), request.headers.get("x-api-secret"))
+      state.keyId = principal.keyId
+      const limiter = yield* RateLimiter.RateLimiter
+      const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal.keyId))
+      state.rateHeaders = RateLimitPolicies.headers(decision)
+      if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
+
+      // AUTH-ORDER-1: the permission is checked before the body is even read.
+      yield* Principal.authorize(principal, route.operation)
+
+      const text = route.method === "POST" ? yield* readText(request, maxBodyBytes) : ""
+      const body = parseJson(text, request.headers.get("content-type"))
+      if (Result.isFailure(body)) return yield* body.failure
+
+      const fault = principal.clientId === null || providerFaults.size === 0 ? undefined : providerFaults.get(principal.clientId)
+      const operation = route.handle(principal, { params: match.params, search: url.searchParams, body: body.success })
+      const work = Effect.map(
+        fault === undefined ? operation : Effect.updateService(operation, CustodyProvider.CustodyProvider, Control.faultyProvider(fault)),
+        (value) => Reply.json(route.successStatus, value)
+      )
+      const key = route.method === "POST" ? request.headers.get(Idempotency.HEADER) : null
+      if (key === null) return yield* work
+      if (!Idempotency.isValidKey(key)) {
+        return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
+      }
+      const hash = yield* Idempotency.fingerprint(request.method, url.pathname, text)
+      return yield* idempotency.run(principal.keyId, key, hash, work)
+    })
+
+  const serve = (request: Request, requestId: string, startedAt: number) =>
+    Effect.gen(function*() {
+      const url = new URL(request.url)
+      const state: RequestState = { rateHeaders: {}, keyId: undefined }
+      const isControl = control !== undefined && (url.pathname === Control.PREFIX || url.pathname.startsWith(`${Control.PREFIX}/`))
+      const program: Effect.Effect<Reply.Reply, AnyError, Relay.RelayServices> = isControl
+        ? control(request, url.pathname)
+        : request.method === "GET" && url.pathname === OpenApi.PATH
+        ? Effect.sync(openApi)
+        : api(request, url, state)
+      const reply = yield* program.pipe(
+        // The one place a refusal becomes an answer.
+        Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
+        Effect.catchCause((cause) =>
+          Effect.as(
+            Effect.logError("request failed with a defect", Cause.pretty(cause)),
+            Reply.defect(requestId)
+          )
+        )
+      )
+      yield* Effect.logInfo("request").pipe(
+        Effect.annotateLogs({
+          status: reply.status,
+          durationMs: Math.round(performance.now() - startedAt),
+          ...(state.keyId === undefined ? {} : { keyId: state.keyId })
+        })
+      )
+      return Reply.withHeaders(reply, state.rateHeaders)
+    }).pipe(Effect.annotateLogs({ requestId, method: request.method, path: safePath(request.url) }))
+
+  const handler = async (request: Request): Promise<Response> => {
+    const requestId = requestIdOf(request)
+    const startedAt = performance.now()
+    let reply: Reply.Reply
+    try {
+      reply = await runtime.runPromise(serve(request, requestId, startedAt))
+    } catch {
+      // Only a request URL the platform itself cannot parse, or a runtime being disposed, lands here.
+      reply = Reply.defect(requestId)
+    }
+    const response = Reply.toResponse(reply)
+    response.headers.set("x-request-id", requestId)
+    return response
+  }
+
+  const ready = runtime.context().then(() => undefined)
+  // A start-up failure is reported through `ready` and by every request; it must not crash the process unobserved.
+  ready.catch(() => undefined)
+  return Object.assign(handler, {
+    ready,
+    runtime,
+    dispose: () => runtime.dispose(),
+    [Symbol.asyncDispose]: () => runtime.dispose()
+  })
+}
+
+/** The path without the query string, for logs: query values are the caller's data. */
+const safePath = (url: string): string => {
+  const start = url.indexOf("/", url.indexOf("//") + 2)
+  const end = url.indexOf("?")
+  return start < 0 ? "/" : end < 0 ? url.slice(start) : url.slice(start, end)
+}

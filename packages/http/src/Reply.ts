@@ -1,0 +1,60 @@
+/**
+ * A reply before it becomes a `Response`: status, JSON text and headers. The pipeline passes replies around (the
+ * idempotency store keeps one, rate-limit headers are added to one) and turns exactly one into a `Response` at the
+ * end. `failure` is the one place an error becomes a reply: the error table gives status and code; the 403 for a
+ * missing permission has the interface's exact body; every other error body is `{message, code, requestId}` with
+ * `details` on validation errors, and never a stack trace, a SQL fragment or a secret (ERR-BODY-1, AUTH-SEC-1).
+ */
+import { defectMapping, defectMessage, errorTable, type AnyError } from "./ErrorTable.js"
+
+export interface Reply {
+  readonly status: number
+  readonly body: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+export const json = (status: number, value: unknown, headers: Readonly<Record<string, string>> = {}): Reply => ({
+  status,
+  body: JSON.stringify(value),
+  headers
+})
+
+/** The error body's shape (ERR-BODY-1, our profile). */
+export interface ErrorBody {
+  readonly message: string
+  readonly code: string
+  readonly requestId: string
+  readonly details?: ReadonlyArray<{ readonly path: ReadonlyArray<string | number>; readonly message: string }>
+}
+
+export const failure = (error: AnyError, requestId: string): Reply => {
+  const mapping = errorTable[error._tag]
+  // AUTH-PERM-1: this body is the interface's, to the letter, and carries nothing else.
+  if (error._tag === "PermissionDenied") return json(mapping.status, { message: error.message })
+  const body: ErrorBody = error._tag === "InvalidRequest"
+    ? { message: error.message, code: mapping.code, requestId, details: error.issues }
+    : { message: error.message, code: mapping.code, requestId }
+  switch (error._tag) {
+    case "MethodNotAllowed":
+      return json(mapping.status, body, { allow: error.allow.join(", ") })
+    case "RateLimited":
+      return json(mapping.status, body, { "retry-after": String(error.retryAfterSeconds) })
+    default:
+      return json(mapping.status, body)
+  }
+}
+
+export const defect = (requestId: string): Reply =>
+  json(defectMapping.status, { message: defectMessage, code: defectMapping.code, requestId } satisfies ErrorBody)
+
+export const withHeaders = (reply: Reply, headers: Readonly<Record<string, string>>): Reply => ({
+  ...reply,
+  headers: { ...reply.headers, ...headers }
+})
+
+export const toResponse = (reply: Reply): Response => {
+  const headers = new Headers(reply.headers)
+  headers.set("content-type", "application/json; charset=utf-8")
+  headers.set("cache-control", "no-store")
+  return new Response(reply.body, { status: reply.status, headers })
+}

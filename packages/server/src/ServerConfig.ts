@@ -1,0 +1,52 @@
+/**
+ * The server's configuration from the environment, checked at start-up so a typo stops the process with a clear
+ * message instead of running with a default nobody chose.
+ */
+export interface ServerConfig {
+  readonly port: number
+  readonly host: string
+  readonly database: string
+  readonly rateLimit: { readonly limit: number; readonly windowSeconds: number }
+  readonly defaultRequiredApprovals: number
+  readonly controlToken: string | undefined
+  /** Seed the demo client: "auto" seeds a SQLite file that did not exist yet, or ":memory:". */
+  readonly demo: "auto" | "always" | "never"
+  readonly logLevel: "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
+}
+
+export const DEFAULT_DATABASE = "./data/relay.db"
+
+const integer = (env: NodeJS.ProcessEnv, name: string, fallback: number, minimum: number, maximum: number): number => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return fallback
+  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN
+  if (!Number.isSafeInteger(value) || value < minimum || value > maximum) {
+    throw new Error(`${name} must be an integer from ${minimum} to ${maximum}, got ${JSON.stringify(raw)}`)
+  }
+  return value
+}
+
+const oneOf = <const V extends string>(env: NodeJS.ProcessEnv, name: string, values: ReadonlyArray<V>, fallback: V): V => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return fallback
+  const found = values.find((v) => v.toLowerCase() === raw.toLowerCase())
+  if (found === undefined) throw new Error(`${name} must be one of ${values.join(", ")}, got ${JSON.stringify(raw)}`)
+  return found
+}
+
+export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
+  const token = env["RELAY_TEST_CONTROL_TOKEN"]
+  return {
+    port: integer(env, "PORT", 8080, 0, 65535),
+    host: env["HOST"] || "127.0.0.1",
+    database: env["RELAY_DATABASE"] || DEFAULT_DATABASE,
+    rateLimit: {
+      limit: integer(env, "RELAY_RATE_LIMIT", 600, 1, 1_000_000_000),
+      windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", 60, 1, 86_400)
+    },
+    defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
+    controlToken: token === undefined || token === "" ? undefined : token,
+    demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),
+    logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info")
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * A relay ready to serve: the HTTP handler over SQL storage, with its configuration. This is what the server's
+ * entry point runs and what the conformance kit starts in-process:
+ *
+ * ```ts
+ * const relay = await createRelay({ database: ":memory:", controlToken: "x", rateLimit: { limit: 100000, windowSeconds: 60 } })
+ * const response = await relay.handler(new Request("http://relay/relay/v1/accounts", { headers }))
+ * await relay.close()
+ * ```
+ */
+import { Relay, type RelayConfig, type Storage } from "@custody-relay/core"
+import { makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
+import type { Logger, LogLevel } from "effect"
+import * as StorageLayer from "./StorageLayer.js"
+
+export interface RelayOptions {
+  /** A SQLite file path, ":memory:" (the default) or a postgres:// URL. */
+  readonly database?: string
+  /** Mounts the test control protocol at /__control with this token. Never set it in production. */
+  readonly controlToken?: string
+  /** Requests per window per API key (LIM-RATE-2); 600 per 60 s by default. */
+  readonly rateLimit?: RateLimitOptions
+  /** Approvals a transaction from a new account needs; 1 by default. */
+  readonly defaultRequiredApprovals?: number
+  /**
+   * Activate an account (assign its deposit address) as soon as it is approved; true by default, since the
+   * embedded simulated custody provider has no later callback to do it.
+   */
+  readonly activateOnApproval?: boolean
+  readonly maxBodyBytes?: number
+  /** Where log lines go; JSON lines on stdout by default. */
+  readonly logger?: Logger.Logger<unknown, unknown>
+  /** "Warn" by default: an embedded relay stays quiet; the server's entry point logs every request at "Info". */
+  readonly logLevel?: LogLevel.LogLevel
+}
+
+export interface RunningRelay {
+  readonly handler: RelayHandler<Storage.StorageError>
+  /** Waits for requests in flight, then closes the database. */
+  readonly close: () => Promise<void>
+}
+
+export const createRelay = async (options: RelayOptions = {}): Promise<RunningRelay> => {
+  const config: Partial<RelayConfig.RelayConfigShape> = {
+    activateOnApproval: options.activateOnApproval ?? true,
+    ...(options.defaultRequiredApprovals === undefined ? {} : { defaultRequiredApprovals: options.defaultRequiredApprovals })
+  }
+  const handler = makeHandler({
+    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:")),
+    config,
+    logLevel: options.logLevel ?? "Warn",
+    ...(options.controlToken === undefined ? {} : { controlToken: options.controlToken }),
+    ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.logger === undefined ? {} : { logger: options.logger })
+  })
+  try {
+    await handler.ready
+  } catch (error) {
+    await handler.dispose()
+    throw error
+  }
+  return { handler, close: () => handler.dispose() }
+}

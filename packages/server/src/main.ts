@@ -1,0 +1,75 @@
+/**
+ * `pnpm start`: the relay on node:http. SQLite file ./data/relay.db by default, on 127.0.0.1:8080; configuration
+ * from the environment (see docs/server.md). On a first start it seeds demo data and prints the demo credentials
+ * once. SIGTERM or SIGINT stops accepting connections, lets requests in flight finish, then closes the database.
+ */
+import { mkdirSync, existsSync } from "node:fs"
+import { dirname } from "node:path"
+import { serve } from "@custody-relay/http/node"
+import { configFromEnv } from "./ServerConfig.js"
+import { createRelay } from "./createRelay.js"
+import { engineOf } from "./StorageLayer.js"
+import { seedDemo, type DemoCredentials } from "./seedDemo.js"
+
+const printDemo = (demo: DemoCredentials, url: string): void => {
+  const lines = [
+    "",
+    "Demo data created. Each secret is shown only now; store the ones you need.",
+    "",
+    ...demo.users.map((u) => `  ${u.role.padEnd(11)} x-api-key: ${u.keyId}   x-api-secret: ${u.secret}`),
+    "",
+    ...demo.accounts.map((a) => `  account ${a.id}  ${a.name} (${a.balance} ${a.assetId})`),
+    `  whitelisted address ${demo.whitelistedAddressId} (BTC, approved)`,
+    ""
+  ]
+  const viewer = demo.users[0]
+  if (viewer !== undefined) {
+    lines.push("Try:", `  curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${viewer.keyId}' -H 'x-api-secret: ${viewer.secret}'`, "")
+  }
+  lines.push(`OpenAPI document: ${url}/relay/v1/openapi.json`, "")
+  process.stdout.write(lines.join("\n") + "\n")
+}
+
+const main = async (): Promise<void> => {
+  const config = configFromEnv()
+  const engine = engineOf(config.database)
+  const isFile = engine === "sqlite" && config.database !== ":memory:"
+  const fresh = isFile ? !existsSync(config.database) : config.database === ":memory:"
+  if (isFile) mkdirSync(dirname(config.database), { recursive: true })
+
+  const relay = await createRelay({
+    database: config.database,
+    rateLimit: config.rateLimit,
+    defaultRequiredApprovals: config.defaultRequiredApprovals,
+    logLevel: config.logLevel,
+    ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })
+  })
+  const listening = await serve(relay.handler, { port: config.port, host: config.host })
+  const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
+  process.stdout.write(`custody-relay listening on ${listening.url} (${where})\n`)
+  if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")
+
+  if (config.demo === "always" || (config.demo === "auto" && fresh)) {
+    printDemo(await relay.handler.runtime.runPromise(seedDemo), listening.url)
+  }
+
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    process.stdout.write(`${signal}: finishing requests in flight, then closing the database\n`)
+    void listening.close()
+      .then(() => relay.close())
+      .then(() => {
+        process.stdout.write("custody-relay stopped\n")
+        process.exit(0)
+      })
+  }
+  process.once("SIGTERM", () => stop("SIGTERM"))
+  process.once("SIGINT", () => stop("SIGINT"))
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`custody-relay failed to start: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exit(1)
+})

@@ -10,7 +10,7 @@ import { allPermissions } from "./Endpoints.js"
 import { assetOf, type AssetProfile } from "./Profile.js"
 import { RelayClient, type Credential } from "./RelayClient.js"
 import { isRecord } from "./Shape.js"
-import type { HttpResult } from "./Transport.js"
+import { formatExchange, type HttpResult } from "./Transport.js"
 
 export interface Tenant {
   /** Undefined in black-box mode, where the kit cannot know it. */
@@ -57,16 +57,25 @@ export interface Fixtures {
 
 let nameCounter = 0
 
+/** A fixture step the target refused: the kit cannot set up what the check needs (reported as harness-error). */
+export class FixtureFailure extends Error {
+  constructor(message: string, readonly exchanges: ReadonlyArray<string>) {
+    super(message)
+    this.name = "FixtureFailure"
+  }
+}
+
 export const fixturesFor =
   (blackBox: BlackBoxCredentials | undefined) =>
   (context: CheckContext): Fixtures => {
-    const requirementIds = context.check.requirements
     const step = (what: string, result: HttpResult, statuses: ReadonlyArray<number>): Record<string, unknown> => {
       if (!statuses.includes(result.status) || !isRecord(result.json)) {
-        context.fail(requirementIds, `fixture step "${what}" expected ${statuses.join(" or ")}, got ${result.status}`, result)
+        throw new FixtureFailure(`fixture step "${what}" expected ${statuses.join(" or ")}, got ${result.status}`, [formatExchange(result.exchange)])
       }
       return result.json as Record<string, unknown>
     }
+    // Implementations may refuse the same address twice for one client, so each tenant walks the sample list.
+    const addressesUsed = new Map<string, number>()
     const makeTenant = (credential: Credential, clientId: string | undefined, apiUser: ApiUser | undefined): Tenant => ({
       clientId,
       apiUser,
@@ -125,7 +134,13 @@ export const fixturesFor =
       },
       async whitelist(tenant, assetId, status = "APPROVED") {
         const asset = fixtures.asset(assetId)
-        const address = asset.sampleAddresses.valid[0] ?? ""
+        const key = `${tenant.credential.keyId} ${asset.assetId}`
+        const used = addressesUsed.get(key) ?? 0
+        const address = asset.sampleAddresses.valid[used]
+        if (address === undefined) {
+          throw new FixtureFailure(`the profile offers ${asset.sampleAddresses.valid.length} valid ${asset.assetId} address(es); this check needs more for one client (see docs/control-protocol.md)`, [])
+        }
+        addressesUsed.set(key, used + 1)
         const body = step(
           "create whitelisted address",
           await tenant.client.createWhitelist({ name: fixtures.uniqueName("wl"), address, assetType: asset.assetId }),

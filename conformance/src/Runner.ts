@@ -8,7 +8,7 @@ import { allChecks } from "./checks/index.js"
 import { CapabilityMissing, ControlError, controlProtocolVersion, gateControl, HttpControl, type Control } from "./Control.js"
 import { runDoctor } from "./Doctor.js"
 import type { ExpectedFailure } from "./Expectations.js"
-import { fixturesFor, type BlackBoxCredentials } from "./Fixtures.js"
+import { FixtureFailure, fixturesFor, type BlackBoxCredentials } from "./Fixtures.js"
 import type { Outcome } from "./Outcome.js"
 import { declaredCapabilities, type Profile } from "./Profile.js"
 import { applyExpectation, countOutcomes, runStatus, summarizeRequirements, unusedExpectations, type CheckReport, type Report } from "./Report.js"
@@ -121,6 +121,7 @@ const runOne = async (
     if (error instanceof CheckFailure) context.violations.push(error.violation)
     else if (error instanceof CapabilityMissing) missing = error.message
     else if (error instanceof ControlError) harness = `control call failed: ${error.message}`
+    else if (error instanceof FixtureFailure) harness = [error.message, ...error.exchanges].join("\n")
     else harness = error instanceof Error ? (error.stack ?? error.message) : String(error)
   }
   const { refused, answered } = context.refusalRatio

@@ -158,6 +158,11 @@ class Decide implements Cmd {
     if (model.decide(account, this.to)) {
       statusIs(real, result, [200, 201], ["ACC-APPR-1"], `${this.to === "approved" ? "approve" : "reject"} a pending account`)
       if (field(result, "status") !== this.to || field(result, "accountId") !== account.id) fail(real, ["ACC-APPR-1"], `the answer should be {accountId, status: ${this.to}}`, result)
+      if (this.to === "approved") {
+        // When an approved account turns active is the profile's (ACC-ACTIVE-1): some activate on approval.
+        const read = await real.tenant.client.getAccount(account.id)
+        if (field(read, "status") === "active") account.status = "active"
+      }
     } else statusIs(real, result, [400, 409], ["ACC-APPR-2"], `${this.to === "approved" ? "approve" : "reject"} an account already ${account.status}`)
     await readBalance(real, account, "after a decision")
   }
@@ -210,12 +215,15 @@ class Fund implements Cmd {
 
 class CreateWhitelist implements Cmd {
   constructor(readonly asset: AssetProfile, readonly stats: ModelStats) {}
-  check(): boolean {
-    return true
+  /** Each sample address once per client: an implementation may refuse duplicates. */
+  check(model: Readonly<RelayModel>): boolean {
+    const ok = model.whitelist.filter((entry) => entry.assetType === this.asset.assetId).length < this.asset.sampleAddresses.valid.length
+    if (!ok) this.stats.discarded += 1
+    return ok
   }
   async run(model: RelayModel, real: Real): Promise<void> {
     this.stats.executed += 1
-    const address = this.asset.sampleAddresses.valid[model.whitelist.length % Math.max(1, this.asset.sampleAddresses.valid.length)] ?? ""
+    const address = this.asset.sampleAddresses.valid[model.whitelist.filter((entry) => entry.assetType === this.asset.assetId).length] ?? ""
     const result = await real.tenant.client.createWhitelist({ name: real.context.fixtures.uniqueName("wl"), address, assetType: this.asset.assetId })
     statusIs(real, result, [200, 201], ["WL-CREATE-1"], "create whitelisted address")
     if (field(result, "status") !== "PENDING") fail(real, ["WL-CREATE-2"], "a new whitelisted address is not PENDING", result)

@@ -18,9 +18,11 @@ const list = (tenant: Tenant, name: ListName, query?: Query): Promise<HttpResult
 /** A tenant with `count` accounts and `count` whitelisted addresses (transactions stay empty: cheap). */
 const tenantWith = async (context: CheckContext, count: number): Promise<Tenant> => {
   const tenant = await context.fixtures.tenant()
+  const assets = context.profile.assets
   for (let index = 0; index < count; index += 1) {
     await context.fixtures.pendingAccount(tenant)
-    await context.fixtures.whitelist(tenant, undefined, "PENDING")
+    // Spread over the assets: an implementation may refuse the same address twice for one client.
+    await context.fixtures.whitelist(tenant, assets[index % assets.length]?.assetId, "PENDING")
   }
   return tenant
 }

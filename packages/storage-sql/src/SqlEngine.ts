@@ -1,0 +1,36 @@
+/**
+ * What differs between the engines once kysely has smoothed the SQL: how a unit of work begins, whether reads in a
+ * write unit lock their rows, and how a driver error maps to a `StorageError` reason. Everything else (the unit's
+ * queries, retries, migrations' shape) is written once over this interface.
+ */
+import type { Storage } from "@custody-relay/core"
+import { type ControlledTransaction, type Kysely, PostgresIntrospector, SqliteIntrospector } from "kysely"
+import type { Database } from "./schema/Database.js"
+
+export type EngineName = "sqlite" | "postgres"
+
+export interface SqlEngine {
+  readonly name: EngineName
+  /**
+   * Starts a transaction for a unit. SQLite takes the database's write lock up front for a write unit (BEGIN
+   * IMMEDIATE), so two writers never both read and then collide; PostgreSQL runs write units in READ COMMITTED
+   * with row locks and read units on one REPEATABLE READ snapshot, so a page and its total agree.
+   */
+  readonly begin: (db: Kysely<Database>, mode: Storage.UnitMode) => Promise<ControlledTransaction<Database>>
+  /**
+   * Whether a write unit's reads by id lock the row they return (SELECT ... FOR NO KEY UPDATE) until the unit
+   * ends. PostgreSQL needs it so two nodes cannot both read one balance and both spend it; SQLite's write lock
+   * already covers the whole database.
+   */
+  readonly locksRowsForWrite: boolean
+  /** The engine's `position of needle in haystack` function; both take (haystack, needle) and answer 0 for none. */
+  readonly substringPosition: "instr" | "strpos"
+  readonly classify: (cause: unknown) => Storage.StorageError
+}
+
+/** Which engine a kysely instance talks to, read from its dialect's introspector (public API, no query). */
+export const engineNameOf = <DB>(db: Kysely<DB>): EngineName => {
+  if (db.introspection instanceof PostgresIntrospector) return "postgres"
+  if (db.introspection instanceof SqliteIntrospector) return "sqlite"
+  throw new Error("@custody-relay/storage-sql supports kysely's SQLite and PostgreSQL dialects only")
+}

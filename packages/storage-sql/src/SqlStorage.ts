@@ -1,0 +1,308 @@
+/**
+ * The Storage port over kysely, written once for both engines. A unit of work is one database transaction,
+ * begun as the engine says (`SqlEngine.begin`), committed when the unit succeeds and rolled back when it fails or
+ * is interrupted. A unit that fails with a retryable `StorageError` (lost a race: busy, deadlock, a duplicate its
+ * own check did not see) is run again from the start, a bounded number of times with a short jittered backoff.
+ *
+ * Every query means what the memory store means: the same filters (`Storage.accountMatches` and friends), the
+ * same order (`Storage.compareNewestFirst`), the same page arithmetic (`Page.offset`). A read unit refuses writes
+ * before they reach the database, as the memory store does.
+ */
+import { type Account, type Ids, Page, Storage, type Transaction, type WhitelistedAddress } from "@custody-relay/core"
+import { Effect, Option, Schedule } from "effect"
+import { type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
+import * as AccountRow from "./rows/AccountRow.js"
+import * as ApiUserRow from "./rows/ApiUserRow.js"
+import * as ClientRow from "./rows/ClientRow.js"
+import * as IdempotencyRecordRow from "./rows/IdempotencyRecordRow.js"
+import * as LedgerEntryRow from "./rows/LedgerEntryRow.js"
+import * as TransactionRow from "./rows/TransactionRow.js"
+import * as WhitelistedAddressRow from "./rows/WhitelistedAddressRow.js"
+import type { Database } from "./schema/Database.js"
+import type { SqlEngine } from "./SqlEngine.js"
+
+export interface SqlStorageOptions {
+  /** How many times a unit that lost a race is run again before its error is let through; default 8. */
+  readonly maxRetries?: number
+}
+
+export const DEFAULT_MAX_RETRIES = 8
+
+type Op<A> = Effect.Effect<A, Storage.StorageError>
+
+/**
+ * Backoff between re-runs: 2 ms doubling, capped at 100 ms, jittered so units that collided once do not collide
+ * again in step.
+ */
+const backoff = Schedule.min([Schedule.exponential("2 millis"), Schedule.spaced("100 millis")]).pipe(Schedule.jittered)
+
+export const isRetryable = (error: unknown): boolean => error instanceof Storage.StorageError && error.isRetryable
+
+/** An update that matched no row: the core updates only records it read in the same unit, so this is a bug. */
+const expectOneRow = (table: string, key: string) => (result: { readonly numUpdatedRows: bigint }): void => {
+  if (result.numUpdatedRows !== 1n) throw new Error(`update of ${table} ${key} matched ${result.numUpdatedRows} rows`)
+}
+
+const countOf = (row: { readonly total: number | string | bigint }): number => Number(row.total)
+
+/** The unit's reads and writes over one open transaction (or any kysely handle) in one mode. */
+export const makeUnit = (db: Kysely<Database>, mode: Storage.UnitMode, engine: SqlEngine): Storage.StorageUnit => {
+  const query = <A>(run: () => Promise<A>): Op<A> => Effect.tryPromise({ try: run, catch: engine.classify })
+  const write = <A>(run: () => Promise<A>): Op<A> =>
+    mode === "write" ? query(run) : Effect.die(new Error("a read unit of work attempted a write"))
+  // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
+  const lock = mode === "write" && engine.locksRowsForWrite
+  const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
+    row === undefined ? Option.none() : Option.some(decode(row))
+
+  /** The page of `request` and the total; a short page ends the list, so only a full page pays for the count. */
+  const pageOf = async <Row, A>(
+    rows: (limit: number, offset: number) => Promise<ReadonlyArray<Row>>,
+    count: () => Promise<number>,
+    decode: (row: Row) => A,
+    request: Page.PageRequest
+  ): Promise<Page.Page<A>> => {
+    const offset = Page.offset(request)
+    const found = await rows(request.limit, offset)
+    const endsHere = found.length < request.limit && (found.length > 0 || offset === 0)
+    return { items: found.map(decode), total: endsHere ? offset + found.length : await count() }
+  }
+
+  /** `needle` occurs in `column`: the folded search, as `String.includes` on the folded texts. */
+  const contains = (column: "name_folded" | "asset_id_folded" | "address_folded", needle: string): Expression<SqlBool> =>
+    // No stored text holds U+0000 (the core's Text refuses control characters, and PostgreSQL cannot store it), so
+    // such a needle matches nothing; PostgreSQL would refuse the parameter instead.
+    needle.includes("\u0000")
+      ? sql<SqlBool>`1 = 0`
+      : sql<SqlBool>`${sql.raw(engine.substringPosition)}(${sql.ref(column)}, ${needle}) > 0`
+
+  const accountWhere = (clientId: Ids.ClientId, filter: Account.AccountFilter) =>
+  (eb: ExpressionBuilder<Database, "accounts">): Expression<SqlBool> => {
+    const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", clientId)]
+    if (filter.search !== undefined) {
+      const needle = AccountRow.fold(filter.search)
+      terms.push(eb.or([contains("name_folded", needle), contains("asset_id_folded", needle), contains("address_folded", needle)]))
+    }
+    if (filter.assetId !== undefined) terms.push(eb("asset_id", "=", filter.assetId))
+    if (filter.workspace !== undefined) terms.push(eb("workspace", "=", filter.workspace))
+    if (filter.roles !== undefined && filter.roles.length > 0) terms.push(eb("role", "in", [...filter.roles]))
+    if (filter.status !== undefined) terms.push(eb("status", "=", filter.status))
+    return eb.and(terms)
+  }
+
+  const whitelistWhere = (clientId: Ids.ClientId, filter: WhitelistedAddress.WhitelistFilter) =>
+  (eb: ExpressionBuilder<Database, "whitelisted_addresses">): Expression<SqlBool> => {
+    const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", clientId)]
+    if (filter.assetTypes !== undefined && filter.assetTypes.length > 0) terms.push(eb("asset_type", "in", [...filter.assetTypes]))
+    if (filter.statuses !== undefined && filter.statuses.length > 0) terms.push(eb("status", "in", [...filter.statuses]))
+    return eb.and(terms)
+  }
+
+  const transactionWhere = (clientId: Ids.ClientId, filter: Transaction.TransactionFilter) =>
+  (eb: ExpressionBuilder<Database, "transactions">): Expression<SqlBool> => {
+    const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", clientId)]
+    // The filter's account id is any string the caller sent, not an AccountId: compare it as text.
+    if (filter.accountId !== undefined) terms.push(sql<SqlBool>`${sql.ref("source_account_id")} = ${filter.accountId}`)
+    if (filter.assetType !== undefined) terms.push(eb("asset_type", "=", filter.assetType))
+    if (filter.group !== undefined) terms.push(eb("status_group", "=", filter.group))
+    return eb.and(terms)
+  }
+
+  return {
+    insertClient: (client) => write(() => db.insertInto("clients").values(ClientRow.encode(client)).execute()).pipe(Effect.asVoid),
+    getClient: (id) =>
+      query(() => db.selectFrom("clients").selectAll().where("id", "=", id).executeTakeFirst()).pipe(
+        Effect.map(optional(ClientRow.decode))
+      ),
+
+    insertApiUser: (user) => write(() => db.insertInto("api_users").values(ApiUserRow.encode(user)).execute()).pipe(Effect.asVoid),
+    getApiUser: (id) =>
+      query(() =>
+        db.selectFrom("api_users").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
+      ).pipe(Effect.map(optional(ApiUserRow.decode))),
+    findApiUserByKeyId: (keyId) =>
+      query(() => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId).executeTakeFirst()).pipe(
+        Effect.map(optional(ApiUserRow.decode))
+      ),
+    updateApiUser: (user) =>
+      write(async () => {
+        const { id, created_at: _, ...changes } = ApiUserRow.encode(user)
+        expectOneRow("api_users", id)(await db.updateTable("api_users").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
+      }),
+
+    insertAccount: (account) => write(() => db.insertInto("accounts").values(AccountRow.encode(account)).execute()).pipe(Effect.asVoid),
+    getAccount: (id) =>
+      query(() =>
+        db.selectFrom("accounts").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
+      ).pipe(Effect.map(optional(AccountRow.decode))),
+    findAccountByIdentity: (clientId, identity) =>
+      query(() =>
+        db.selectFrom("accounts").selectAll()
+          .where("client_id", "=", clientId)
+          .where("name", "=", identity.name)
+          .where("workspace", "=", identity.workspace)
+          .where("asset_id", "=", identity.assetId)
+          .where("role", "=", identity.role)
+          // A literal, not a parameter: SQLite uses the partial unique index only when it can see the predicate.
+          .where("status", "<>", sql.lit("rejected"))
+          .executeTakeFirst()
+      ).pipe(Effect.map(optional(AccountRow.decode))),
+    updateAccount: (account) =>
+      write(async () => {
+        const { id, client_id: _, created_at: __, ...changes } = AccountRow.encode(account)
+        expectOneRow("accounts", id)(await db.updateTable("accounts").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
+      }),
+    listAccounts: (clientId, filter, request) => {
+      const where = accountWhere(clientId, filter)
+      return query(() =>
+        pageOf(
+          (limit, offset) =>
+            db.selectFrom("accounts").selectAll().where(where)
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
+          () =>
+            db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
+              .executeTakeFirstOrThrow().then(countOf),
+          AccountRow.decode,
+          request
+        )
+      )
+    },
+
+    insertWhitelistedAddress: (entry) =>
+      write(() => db.insertInto("whitelisted_addresses").values(WhitelistedAddressRow.encode(entry)).execute()).pipe(Effect.asVoid),
+    getWhitelistedAddress: (id) =>
+      query(() =>
+        db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())
+          .executeTakeFirst()
+      ).pipe(Effect.map(optional(WhitelistedAddressRow.decode))),
+    findWhitelistedAddress: (clientId, assetType, address) =>
+      query(() =>
+        db.selectFrom("whitelisted_addresses").selectAll()
+          .where("client_id", "=", clientId)
+          .where("asset_type", "=", assetType)
+          .where("address", "=", address)
+          .where("status", "<>", sql.lit("ARCHIVED"))
+          .executeTakeFirst()
+      ).pipe(Effect.map(optional(WhitelistedAddressRow.decode))),
+    updateWhitelistedAddress: (entry) =>
+      write(async () => {
+        const { id, client_id: _, created_at: __, ...changes } = WhitelistedAddressRow.encode(entry)
+        expectOneRow("whitelisted_addresses", id)(
+          await db.updateTable("whitelisted_addresses").set(changes).where("id", "=", id).executeTakeFirstOrThrow()
+        )
+      }),
+    listWhitelistedAddresses: (clientId, filter, request) => {
+      const where = whitelistWhere(clientId, filter)
+      return query(() =>
+        pageOf(
+          (limit, offset) =>
+            db.selectFrom("whitelisted_addresses").selectAll().where(where)
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
+          () =>
+            db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
+              .executeTakeFirstOrThrow().then(countOf),
+          WhitelistedAddressRow.decode,
+          request
+        )
+      )
+    },
+
+    insertTransaction: (tx) => write(() => db.insertInto("transactions").values(TransactionRow.encode(tx)).execute()).pipe(Effect.asVoid),
+    getTransaction: (id) =>
+      query(() =>
+        db.selectFrom("transactions").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
+      ).pipe(Effect.map(optional(TransactionRow.decode))),
+    updateTransaction: (tx) =>
+      write(async () => {
+        const { id, client_id: _, created_at: __, ...changes } = TransactionRow.encode(tx)
+        expectOneRow("transactions", id)(await db.updateTable("transactions").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
+      }),
+    listTransactions: (clientId, filter, request) => {
+      const where = transactionWhere(clientId, filter)
+      return query(() =>
+        pageOf(
+          (limit, offset) =>
+            db.selectFrom("transactions").selectAll().where(where)
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
+          () =>
+            db.selectFrom("transactions").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
+              .executeTakeFirstOrThrow().then(countOf),
+          TransactionRow.decode,
+          request
+        )
+      )
+    },
+    listOpenTransactionsFrom: (accountId) =>
+      query(() =>
+        db.selectFrom("transactions").selectAll()
+          .where("source_account_id", "=", accountId)
+          // The literal lets SQLite use the partial index of open transactions.
+          .where("status_group", "=", sql.lit("pending"))
+          .orderBy("created_at").orderBy("id")
+          .execute()
+      ).pipe(Effect.map((rows) => rows.map(TransactionRow.decode))),
+
+    insertLedgerEntry: (entry) =>
+      write(() => db.insertInto("ledger_entries").values(LedgerEntryRow.encode(entry)).execute()).pipe(Effect.asVoid),
+    listLedgerEntries: (accountId) =>
+      query(() =>
+        db.selectFrom("ledger_entries").selectAll().where("account_id", "=", accountId).orderBy("created_at").orderBy("id").execute()
+      ).pipe(Effect.map((rows) => rows.map(LedgerEntryRow.decode))),
+
+    getIdempotencyRecord: (scope, key) =>
+      query(() =>
+        db.selectFrom("idempotency_records").selectAll().where("scope", "=", scope).where("key", "=", key)
+          .$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
+      ).pipe(Effect.map(optional(IdempotencyRecordRow.decode))),
+    claimIdempotencyRecord: (record) =>
+      write(() =>
+        db.insertInto("idempotency_records").values(IdempotencyRecordRow.encode(record))
+          .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
+          .executeTakeFirstOrThrow()
+      ).pipe(Effect.map((result) => result.numInsertedOrUpdatedRows === 1n)),
+    updateIdempotencyRecord: (record) =>
+      write(async () => {
+        const { scope, key, created_at: _, ...changes } = IdempotencyRecordRow.encode(record)
+        expectOneRow("idempotency_records", `${scope}/${key}`)(
+          await db.updateTable("idempotency_records").set(changes).where("scope", "=", scope).where("key", "=", key)
+            .executeTakeFirstOrThrow()
+        )
+      }),
+    deleteIdempotencyRecord: (scope, key) =>
+      write(() => db.deleteFrom("idempotency_records").where("scope", "=", scope).where("key", "=", key).execute()).pipe(
+        Effect.asVoid
+      ),
+    deleteExpiredIdempotencyRecords: (now) =>
+      // `now` is any instant the caller names, not a stored Timestamp: compare it as text.
+      write(() =>
+        db.deleteFrom("idempotency_records").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`).executeTakeFirstOrThrow()
+      ).pipe(
+        Effect.map((result) => Number(result.numDeletedRows))
+      )
+  }
+}
+
+/** The Storage service over a kysely instance whose schema is up to date (see `migrateToLatest`). */
+export const make = (
+  db: Kysely<Database>,
+  engine: SqlEngine,
+  options: SqlStorageOptions = {}
+): Storage.Storage["Service"] => {
+  const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
+  const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(
+      Effect.tryPromise({ try: () => engine.begin(db, mode), catch: engine.classify }),
+      (trx) =>
+        Effect.flatMap(work(makeUnit(trx, mode, engine)), (value) =>
+          Effect.as(Effect.tryPromise({ try: () => trx.commit().execute(), catch: engine.classify }), value)),
+      (trx) =>
+        trx.isCommitted || trx.isRolledBack
+          ? Effect.void
+          // A rollback that fails changes nothing for the caller: the unit's outcome is already decided, and kysely
+          // releases (pg: discards) the connection either way, so the server ends the transaction with it.
+          : Effect.promise(() => trx.rollback().execute().catch(() => undefined))
+    )
+  return Storage.Storage.of({
+    transaction: (mode, work) => Effect.retry(attempt(mode, work), { schedule: backoff, times, while: isRetryable })
+  })
+}

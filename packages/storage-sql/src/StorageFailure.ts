@@ -1,0 +1,58 @@
+/**
+ * Builders of the Storage port's one error, `Storage.StorageError`, one per reason. The engines' classifiers
+ * decide which reason a driver error is; these only wrap it, keeping the driver's error as the cause.
+ */
+import { Storage } from "@custody-relay/core"
+
+const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+export const conflict = (cause: unknown): Storage.StorageError =>
+  new Storage.StorageError({ reason: new Storage.StorageConflict({ message: messageOf(cause), cause }) })
+
+export const unavailable = (cause: unknown): Storage.StorageError =>
+  new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: messageOf(cause), cause }) })
+
+export const constraintViolated = (constraint: string, cause: unknown): Storage.StorageError =>
+  new Storage.StorageError({
+    reason: new Storage.StorageConstraintViolated({ constraint, message: messageOf(cause), cause })
+  })
+
+export const fault = (cause: unknown): Storage.StorageError =>
+  new Storage.StorageError({ reason: new Storage.StorageFault({ message: messageOf(cause), cause }) })
+
+/**
+ * Failures that are not the database's answer but the way to it: the socket, the pool, a closed handle. Both
+ * engines share them; node's system errors carry a `code` such as `ECONNREFUSED`.
+ */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH"
+])
+const UNREACHABLE_MESSAGES = [
+  "Connection terminated",
+  "timeout exceeded when trying to connect",
+  "Client has encountered a connection error",
+  "Cannot use a pool after calling end",
+  "driver has already been destroyed",
+  "The database connection is not open",
+  "Postgres connection has been discarded"
+]
+
+export const isUnreachable = (cause: unknown): boolean => {
+  if (!(cause instanceof Error)) return false
+  const code = "code" in cause ? cause.code : undefined
+  if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true
+  return UNREACHABLE_MESSAGES.some((fragment) => cause.message.includes(fragment))
+}
+
+/** The driver error's `code` property when it has a string one (SQLSTATE for pg, `SQLITE_*` for better-sqlite3). */
+export const codeOf = (cause: unknown): string | undefined => {
+  if (typeof cause !== "object" || cause === null || !("code" in cause)) return undefined
+  return typeof cause.code === "string" ? cause.code : undefined
+}

@@ -1,0 +1,27 @@
+/**
+ * @custody-relay/storage-sql: the core's Storage and RateLimiter ports on SQL, through kysely. Embedded SQLite
+ * (better-sqlite3, one file) by default; PostgreSQL (pg) for several nodes on one database. Each layer opens the
+ * database, migrates it to the latest schema and closes it when released.
+ *
+ * ```ts
+ * import { Relay } from "@custody-relay/core"
+ * import { layerSqlite } from "@custody-relay/storage-sql"
+ *
+ * const RelayLive = Relay.layer(layerSqlite({ filename: "relay.db" }))
+ * ```
+ */
+export { layerSqlite, type SqliteOptions } from "./sqlite/layerSqlite.js"
+export { layerPostgres, type PostgresOptions, type PostgresPoolOptions } from "./postgres/layerPostgres.js"
+export { migrateToLatest } from "./migrations/migrateToLatest.js"
+export type { SqlStorageOptions } from "./SqlStorage.js"
+export type {
+  AccountsTable,
+  ApiUsersTable,
+  ClientsTable,
+  Database,
+  IdempotencyRecordsTable,
+  LedgerEntriesTable,
+  RateLimitWindowsTable,
+  TransactionsTable,
+  WhitelistedAddressesTable
+} from "./schema/Database.js"

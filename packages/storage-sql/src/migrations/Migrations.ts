@@ -1,0 +1,35 @@
+/**
+ * The package's migrations, in order, as modules rather than files found on disk: they travel inside a bundle
+ * and need no file system. Names sort in the order they run; a new migration is a new module appended here.
+ */
+import type { Kysely } from "kysely"
+import type { Migration, MigrationProvider } from "kysely/migration"
+import type { EngineName } from "../SqlEngine.js"
+import * as Records from "./0001_records.js"
+import * as ListIndexes from "./0002_list_indexes.js"
+import * as RateLimitWindows from "./0003_rate_limit_windows.js"
+
+type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
+
+const ordered: ReadonlyArray<readonly [string, Up]> = [
+  ["0001_records", Records.up],
+  ["0002_list_indexes", ListIndexes.up],
+  ["0003_rate_limit_windows", RateLimitWindows.up]
+]
+
+/** Migration names, oldest first. */
+export const names: ReadonlyArray<string> = ordered.map(([name]) => name)
+
+/** Where kysely's Migrator records what ran: names of our own, so an embedder's kysely migrations never meet ours. */
+export const MIGRATION_TABLE = "custody_relay_migration"
+export const MIGRATION_LOCK_TABLE = "custody_relay_migration_lock"
+
+/** The migrations for one engine; no `down`: the schema only moves forward. */
+export const providerFor = (engine: EngineName): MigrationProvider => ({
+  getMigrations: () =>
+    Promise.resolve(
+      Object.fromEntries(
+        ordered.map(([name, up]): [string, Migration] => [name, { up: (db: Kysely<unknown>) => up(db, engine) }])
+      )
+    )
+})

@@ -1,0 +1,28 @@
+/**
+ * pg's errors as `StorageError` reasons, by SQLSTATE (`code`).
+ * - 40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available: lost a race; re-run.
+ * - 23505 unique_violation: a duplicate the core's own check did not see; the constraint name comes with it.
+ * - Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53xxx (insufficient resources)
+ *   and socket errors: the server, not the query.
+ * Every other error, other integrity rules included, is a fault: running it again cannot help.
+ */
+import type { Storage } from "@custody-relay/core"
+import * as StorageFailure from "../StorageFailure.js"
+
+const CONFLICTS = new Set(["40001", "40P01", "55P03"])
+const UNAVAILABLE = new Set(["57P01", "57P02", "57P03"])
+
+const constraintOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "constraint" in cause && typeof cause.constraint === "string"
+    ? cause.constraint
+    : "unknown"
+
+export const classifyPostgresError = (cause: unknown): Storage.StorageError => {
+  const code = StorageFailure.codeOf(cause)
+  if (code !== undefined) {
+    if (CONFLICTS.has(code)) return StorageFailure.conflict(cause)
+    if (code === "23505") return StorageFailure.constraintViolated(constraintOf(cause), cause)
+    if (UNAVAILABLE.has(code) || code.startsWith("08") || code.startsWith("53")) return StorageFailure.unavailable(cause)
+  }
+  return StorageFailure.isUnreachable(cause) ? StorageFailure.unavailable(cause) : StorageFailure.fault(cause)
+}

@@ -1,0 +1,30 @@
+/** An API user as an `api_users` row and back; its permissions travel as a JSON array, decoded on the way in. */
+import { type ApiUser, Permission } from "@custody-relay/core"
+import { Schema } from "effect"
+import type { ApiUsersTable } from "../schema/Database.js"
+
+const decodePermissions = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Permission.Permission)))
+
+export const encode = (user: ApiUser.ApiUser): ApiUsersTable => ({
+  id: user.id,
+  client_id: user.clientId,
+  name: user.name,
+  key_id: user.keyId,
+  secret_hash: user.secretHash,
+  permissions: JSON.stringify(user.permissions),
+  revoked_at: user.revokedAt,
+  created_at: user.createdAt,
+  updated_at: user.updatedAt
+})
+
+export const decode = (row: ApiUsersTable): ApiUser.ApiUser => ({
+  id: row.id,
+  clientId: row.client_id,
+  name: row.name,
+  keyId: row.key_id,
+  secretHash: row.secret_hash,
+  permissions: decodePermissions(row.permissions),
+  revokedAt: row.revoked_at,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at
+})

@@ -1,0 +1,150 @@
+/**
+ * The tables as kysely sees them after the latest migration: one interface per table, columns in snake_case,
+ * typed in the domain's terms (branded ids, literal statuses) because the adapter is the only writer and writes
+ * only records the core made.
+ *
+ * Column choices that matter:
+ * - Money columns hold canonical decimal strings: TEXT in SQLite, unconstrained NUMERIC in PostgreSQL. Both give
+ *   back exactly the digits written (PostgreSQL may add trailing zeros, which `Money.canonical` removes on read).
+ * - Timestamps are the core's ISO-8601 UTC strings with milliseconds, stored as text so that the text order is
+ *   the time order and the row order matches `Storage.compareNewestFirst` byte for byte.
+ * - `*_folded` columns hold the JavaScript lower-case of the searchable fields, so the account search means what
+ *   the memory store means (`toLowerCase` is Unicode-aware; SQL `lower` and `LIKE` are not, or not the same).
+ * - `transactions.status_group` is `Transaction.groupOf[status]`, stored so a group filter is one index range.
+ * - JSON columns (`permissions`, `decisions`) hold small arrays that are always read and written whole.
+ */
+import type {
+  Account,
+  Idempotency,
+  Ids,
+  Ledger,
+  Timestamp,
+  Transaction,
+  WhitelistedAddress
+} from "@custody-relay/core"
+
+export interface ClientsTable {
+  readonly id: Ids.ClientId
+  readonly name: string
+  readonly created_at: Timestamp.Timestamp
+}
+
+export interface ApiUsersTable {
+  readonly id: Ids.ApiUserId
+  readonly client_id: Ids.ClientId | null
+  readonly name: string
+  readonly key_id: string
+  readonly secret_hash: string
+  /** JSON array of permission names. */
+  readonly permissions: string
+  readonly revoked_at: Timestamp.Timestamp | null
+  readonly created_at: Timestamp.Timestamp
+  readonly updated_at: Timestamp.Timestamp
+}
+
+export interface AccountsTable {
+  readonly id: Ids.AccountId
+  readonly client_id: Ids.ClientId
+  readonly name: string
+  readonly name_folded: string
+  readonly description: string
+  readonly workspace: Account.Workspace
+  readonly role: Account.AccountRole
+  readonly asset_id: string
+  readonly asset_id_folded: string
+  readonly chain_type: string
+  readonly address: string | null
+  readonly address_folded: string | null
+  readonly status: Account.AccountStatus
+  /** Canonical decimal written; NUMERIC in PostgreSQL may read back with trailing zeros. */
+  readonly available_balance: string
+  readonly required_approvals: number
+  readonly created_at: Timestamp.Timestamp
+  readonly updated_at: Timestamp.Timestamp
+}
+
+export interface WhitelistedAddressesTable {
+  readonly id: Ids.WhitelistedAddressId
+  readonly client_id: Ids.ClientId
+  readonly provider_id: string
+  readonly name: string
+  readonly address: string
+  readonly description: string
+  readonly status: WhitelistedAddress.WhitelistStatus
+  readonly asset_type: string
+  readonly created_at: Timestamp.Timestamp
+  readonly updated_at: Timestamp.Timestamp
+}
+
+export interface TransactionsTable {
+  readonly id: Ids.TransactionId
+  readonly client_id: Ids.ClientId
+  readonly source_account_id: Ids.AccountId
+  readonly destination_id: string
+  readonly destination_type: Transaction.DestinationType
+  readonly destination_address: string
+  readonly amount: string
+  readonly asset_type: string
+  readonly network_fee: string
+  readonly fee_asset_id: string
+  readonly reserved: string
+  readonly status: Transaction.TransactionStatus
+  readonly status_group: Transaction.StatusGroup
+  readonly sub_status: string | null
+  readonly required_approvals: number
+  readonly created_by_api_user_id: Ids.ApiUserId
+  readonly created_by_name: string
+  /** JSON array of `Transaction.Decision`. */
+  readonly decisions: string
+  readonly provider_transaction_id: string | null
+  readonly approved_at: Timestamp.Timestamp | null
+  readonly provider_approved_at: Timestamp.Timestamp | null
+  readonly created_at: Timestamp.Timestamp
+  readonly updated_at: Timestamp.Timestamp
+}
+
+export interface LedgerEntriesTable {
+  readonly id: Ids.LedgerEntryId
+  readonly client_id: Ids.ClientId
+  readonly account_id: Ids.AccountId
+  readonly kind: Ledger.LedgerEntryKind
+  readonly direction: Ledger.LedgerEntry["direction"]
+  readonly amount: string
+  readonly transaction_id: string | null
+  readonly created_at: Timestamp.Timestamp
+}
+
+export interface IdempotencyRecordsTable {
+  readonly scope: string
+  readonly key: string
+  readonly request_hash: string
+  readonly state: Idempotency.IdempotencyRecord["state"]
+  readonly response_status: number | null
+  readonly response_body: string | null
+  readonly created_at: Timestamp.Timestamp
+  readonly expires_at: Timestamp.Timestamp
+}
+
+/** One fixed window of one rate-limit key (RateLimiter): shared by every node that uses the database. */
+export interface RateLimitWindowsTable {
+  readonly key: string
+  /** Unix milliseconds; BIGINT in PostgreSQL, which the driver returns as a string. */
+  readonly window_start: number | string
+  /** Unix milliseconds when the window ends: the purge deletes windows that ended. */
+  readonly window_end: number | string
+  readonly count: number
+}
+
+export interface Database {
+  readonly clients: ClientsTable
+  readonly api_users: ApiUsersTable
+  readonly accounts: AccountsTable
+  readonly whitelisted_addresses: WhitelistedAddressesTable
+  readonly transactions: TransactionsTable
+  readonly ledger_entries: LedgerEntriesTable
+  readonly idempotency_records: IdempotencyRecordsTable
+  readonly rate_limit_windows: RateLimitWindowsTable
+}
+
+/** A row of a table as read back (kysely's `Selectable` would add nothing: no column is generated). */
+export type Row<T extends keyof Database> = Database[T]

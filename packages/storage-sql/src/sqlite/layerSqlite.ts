@@ -1,0 +1,48 @@
+/**
+ * Storage and RateLimiter on an embedded SQLite file through better-sqlite3: nothing to run, one file to back
+ * up. The connection is set up for a store several processes may share:
+ * - WAL: readers never block the writer nor it them, and a crash loses no committed transaction.
+ * - synchronous=NORMAL: in WAL mode a commit survives a process crash (SIGKILL included); only a power loss can
+ *   drop the last commits, never corrupt the file.
+ * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
+ * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
+ * Write units begin IMMEDIATE (see WriteLockDriver). better-sqlite3 is loaded when the layer is built, so a
+ * PostgreSQL-only application need not install it.
+ */
+import type { RateLimiter, Storage } from "@custody-relay/core"
+import { Kysely } from "kysely"
+import type { Layer } from "effect"
+import type { Database } from "../schema/Database.js"
+import * as SqlLayer from "../SqlLayer.js"
+import type { SqlStorageOptions } from "../SqlStorage.js"
+import { SqliteEngine } from "./SqliteEngine.js"
+import { WriteLockSqliteDialect } from "./WriteLockDriver.js"
+
+export interface SqliteOptions extends SqlStorageOptions {
+  /** A file path, or ":memory:" for a private database that lives as long as the layer. */
+  readonly filename: string
+  /** How long a write waits for another connection's write lock, in milliseconds; default 5000. */
+  readonly busyTimeoutMillis?: number
+}
+
+export const DEFAULT_BUSY_TIMEOUT_MILLIS = 5_000
+
+/** Opens and configures the file; exported for tools and tests that need the kysely instance itself. */
+export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Database>> => {
+  const { default: BetterSqlite3 } = await import("better-sqlite3")
+  const database = new BetterSqlite3(options.filename, { timeout: options.busyTimeoutMillis ?? DEFAULT_BUSY_TIMEOUT_MILLIS })
+  try {
+    database.pragma("journal_mode = WAL")
+    database.pragma("synchronous = NORMAL")
+    database.pragma("foreign_keys = ON")
+  } catch (error) {
+    database.close()
+    throw error
+  }
+  return new Kysely<Database>({ dialect: new WriteLockSqliteDialect({ database }) })
+}
+
+export const layerSqlite = (
+  options: SqliteOptions
+): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
+  SqlLayer.make(SqlLayer.scoped(() => openSqlite(options), SqliteEngine), SqliteEngine, options)

@@ -1,0 +1,495 @@
+/**
+ * The Storage (and RateLimiter) contract, written once and run against every implementation: the core's memory
+ * store, SQLite in a file and in memory, and PostgreSQL. Lists are checked against the port's own definitions
+ * (`Storage.accountMatches`, `whitelistMatches`, `transactionMatches`, `compareNewestFirst`, `Page.offset`), which
+ * are what the memory store runs, so a SQL store that passes means exactly what the memory store means.
+ *
+ * One layer per suite: every test makes its own client(s), so tests share a database without meeting.
+ */
+import { assert, layer } from "@effect/vitest"
+import {
+  Account,
+  Money,
+  type Page,
+  RateLimiter,
+  Storage,
+  type Transaction,
+  type WhitelistedAddress
+} from "@custody-relay/core"
+import { Deferred, Effect, Exit, Fiber, type Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
+import * as Records from "./Records.js"
+
+export type StorageLayer = Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, unknown>
+
+const write = <A, E>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E>) =>
+  Storage.Storage.use((storage) => storage.transaction("write", work))
+
+const read = <A, E>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E>) =>
+  Storage.Storage.use((storage) => storage.transaction("read", work))
+
+const ids = (items: ReadonlyArray<{ readonly id: string }>): ReadonlyArray<string> => items.map((item) => item.id)
+
+/** What a page must hold: the port's definition, applied to everything the test stored. */
+const expectedPage = <A extends { readonly createdAt: string; readonly id: string }>(
+  all: ReadonlyArray<A>,
+  matches: (a: A) => boolean,
+  request: Page.PageRequest
+) => {
+  const sorted = all.filter(matches).sort(Storage.compareNewestFirst)
+  const start = (request.page - 1) * request.limit
+  return { ids: ids(sorted.slice(start, start + request.limit)), total: sorted.length }
+}
+
+/** Every page size and page number worth trying for `count` rows, past the end included. */
+const pageRequests = (count: number): ReadonlyArray<Page.PageRequest> =>
+  [1, 3, 7, 100].flatMap((limit) =>
+    Array.from({ length: Math.ceil(count / limit) + 1 }, (_, i) => ({ page: i + 1, limit }))
+  )
+
+const reasonOf = (error: Storage.StorageError) => error.reason._tag
+
+/** Balances and amounts that must survive storage digit for digit (issue 3: 18-decimal ETH, a 10^30 balance). */
+const exactAmounts = [
+  "1000000000000000000000000000000",
+  "0.000000000000000001",
+  "123456789012345678.123456789012345678",
+  "999999999999999999999999999999.999999999999999999",
+  "100.5",
+  "0"
+].map((amount) => Money.canonical(amount))
+
+export const suite = (name: string, makeLayer: () => StorageLayer): void =>
+  layer(makeLayer(), { excludeTestServices: true, timeout: "60 seconds" })(name, (it) => {
+    it.effect("clients: insert, get, absent", () =>
+      Effect.gen(function*() {
+        const client = Records.client({ name: "Ärger & Söhne" })
+        yield* write((unit) => unit.insertClient(client))
+        assert.deepStrictEqual(yield* read((unit) => unit.getClient(client.id)), Option.some(client))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getClient(Records.client().id))))
+      }))
+
+    it.effect("api users: insert, get, find by key id, update", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const scoped = Records.apiUser(client.id)
+        const unscoped = Records.apiUser(null, { permissions: [] })
+        yield* write((unit) =>
+          Effect.all([unit.insertClient(client), unit.insertApiUser(scoped), unit.insertApiUser(unscoped)])
+        )
+        assert.deepStrictEqual(yield* read((unit) => unit.getApiUser(scoped.id)), Option.some(scoped))
+        assert.deepStrictEqual(yield* read((unit) => unit.findApiUserByKeyId(unscoped.keyId)), Option.some(unscoped))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.findApiUserByKeyId("crk_unknown"))))
+        const revoked = { ...scoped, permissions: [], revokedAt: Records.at(5), updatedAt: Records.at(5) }
+        yield* write((unit) => unit.updateApiUser(revoked))
+        assert.deepStrictEqual(yield* read((unit) => unit.getApiUser(scoped.id)), Option.some(revoked))
+      }))
+
+    it.effect("accounts: insert, get, update; identity lookup skips rejected accounts and other clients", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const other = Records.client()
+        const rejected = Records.account(client.id, { name: "Ops", status: "rejected" })
+        const live = Records.account(client.id, { name: "Ops", status: "pending_approval", description: "first" })
+        const othersTwin = Records.account(other.id, { name: "Ops", status: "pending_approval" })
+        yield* write((unit) =>
+          Effect.all([unit.insertClient(client), unit.insertClient(other)]).pipe(
+            Effect.andThen(Effect.all([unit.insertAccount(rejected), unit.insertAccount(live), unit.insertAccount(othersTwin)]))
+          )
+        )
+        const identity: Account.AccountIdentity = { name: "Ops", workspace: "custody", assetId: "ETH", role: "custody" }
+        assert.deepStrictEqual(yield* read((unit) => unit.findAccountByIdentity(client.id, identity)), Option.some(live))
+        for (const miss of [{ ...identity, name: "ops" }, { ...identity, role: "staking" as const }, { ...identity, assetId: "BTC" }]) {
+          assert.isTrue(Option.isNone(yield* read((unit) => unit.findAccountByIdentity(client.id, miss))))
+        }
+        const activated = { ...live, status: "active" as const, address: "0xAbC", availableBalance: Money.canonical("12.25"), updatedAt: Records.at(9) }
+        yield* write((unit) => unit.updateAccount(activated))
+        assert.deepStrictEqual(yield* read((unit) => unit.getAccount(live.id)), Option.some(activated))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getAccount(Records.account(client.id).id))))
+      }))
+
+    it.effect("listAccounts: every filter, order and page exactly as the port defines them", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const other = Records.client()
+        const names = ["Treasury", "TREASURY cold", "Ärger", "ärger klein", "İstanbul", "Straße", "50% fund", "a_b", "Ops"]
+        const accounts: Array<Account.Account> = []
+        let i = 0
+        for (const name of names) {
+          for (const assetId of ["ETH", "BTC", "USDC_ETH"]) {
+            const n = i++
+            accounts.push(Records.account(client.id, {
+              name,
+              assetId,
+              workspace: n % 2 === 0 ? "custody" : "transactional",
+              role: n % 3 === 0 ? "staking" : "custody",
+              status: Account.statuses[n % 4] ?? "active",
+              address: n % 5 === 0 ? null : `0xDeAd${n.toString(16)}BeeF`,
+              // Several share one instant, so the id decides their order.
+              createdAt: Records.at(Math.floor(n / 3))
+            }))
+          }
+        }
+        const foreign = Records.account(other.id, { name: "Treasury" })
+        yield* write((unit) =>
+          Effect.all([unit.insertClient(client), unit.insertClient(other)]).pipe(
+            Effect.andThen(Effect.forEach([...accounts, foreign], unit.insertAccount, { discard: true }))
+          )
+        )
+        const filters: ReadonlyArray<Account.AccountFilter> = [
+          {},
+          { search: "treasury" },
+          { search: "TREASURY" },
+          { search: "ÄRGER" },
+          { search: "i̇stanbul" },
+          { search: "STRASSE" },
+          { search: "straße" },
+          { search: "%" },
+          { search: "_" },
+          { search: "" },
+          { search: "eth" },
+          { search: "usdc_" },
+          { search: "beef" },
+          { search: "0xdead1" },
+          { search: "nothing like it" },
+          { search: "\u0000" },
+          { assetId: "BTC" },
+          { assetId: "btc" },
+          { workspace: "transactional" },
+          { roles: [] },
+          { roles: ["staking"] },
+          { roles: ["staking", "custody"] },
+          { status: "rejected" },
+          { search: "r", assetId: "ETH", workspace: "custody", roles: ["custody"], status: "active" }
+        ]
+        for (const filter of filters) {
+          for (const request of pageRequests(accounts.length)) {
+            const page = yield* read((unit) => unit.listAccounts(client.id, filter, request))
+            const expected = expectedPage(accounts, (a) => Storage.accountMatches(a, filter), request)
+            assert.deepStrictEqual({ ids: ids(page.items), total: page.total }, expected, JSON.stringify({ filter, request }))
+          }
+        }
+        const first = yield* read((unit) => unit.listAccounts(client.id, {}, { page: 1, limit: 100 }))
+        assert.deepStrictEqual(first.items, [...accounts].sort(Storage.compareNewestFirst))
+      }))
+
+    it.effect("whitelisted addresses: insert, get, find skips archived, update, list as the port defines it", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const entries: Array<WhitelistedAddress.WhitelistedAddress> = []
+        const statuses = ["PENDING", "APPROVED", "REJECTED", "ARCHIVED"] as const
+        for (let n = 0; n < 24; n++) {
+          entries.push(Records.whitelisted(client.id, {
+            assetType: ["ETH", "BTC", "SOL"][n % 3] ?? "ETH",
+            status: statuses[n % 4] ?? "PENDING",
+            createdAt: Records.at(Math.floor(n / 4))
+          }))
+        }
+        const archived = Records.whitelisted(client.id, { address: "0xsame", status: "ARCHIVED", createdAt: Records.at(100) })
+        const live = Records.whitelisted(client.id, { address: "0xsame", status: "PENDING", createdAt: Records.at(101) })
+        const all = [...entries, archived, live]
+        yield* write((unit) =>
+          unit.insertClient(client).pipe(Effect.andThen(Effect.forEach(all, unit.insertWhitelistedAddress, { discard: true })))
+        )
+        assert.deepStrictEqual(yield* read((unit) => unit.getWhitelistedAddress(live.id)), Option.some(live))
+        assert.deepStrictEqual(yield* read((unit) => unit.findWhitelistedAddress(client.id, "ETH", "0xsame")), Option.some(live))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.findWhitelistedAddress(client.id, "BTC", "0xsame"))))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.findWhitelistedAddress(Records.client().id, "ETH", "0xsame"))))
+        const approved = { ...live, status: "APPROVED" as const, updatedAt: Records.at(200) }
+        yield* write((unit) => unit.updateWhitelistedAddress(approved))
+        assert.deepStrictEqual(yield* read((unit) => unit.getWhitelistedAddress(live.id)), Option.some(approved))
+        const stored = all.map((e) => (e.id === live.id ? approved : e))
+        const filters: ReadonlyArray<WhitelistedAddress.WhitelistFilter> = [
+          {},
+          { assetTypes: [] },
+          { assetTypes: ["ETH"] },
+          { assetTypes: ["ETH", "SOL"] },
+          { statuses: ["ARCHIVED"] },
+          { statuses: ["PENDING", "APPROVED"], assetTypes: ["BTC", "ETH"] }
+        ]
+        for (const filter of filters) {
+          for (const request of pageRequests(stored.length)) {
+            const page = yield* read((unit) => unit.listWhitelistedAddresses(client.id, filter, request))
+            const expected = expectedPage(stored, (e) => Storage.whitelistMatches(e, filter), request)
+            assert.deepStrictEqual({ ids: ids(page.items), total: page.total }, expected, JSON.stringify({ filter, request }))
+          }
+        }
+      }))
+
+    it.effect("transactions: insert, get, update with decisions; list and open reservations as the port defines them", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const eth = Records.account(client.id, { assetId: "ETH" })
+        const btc = Records.account(client.id, { assetId: "BTC" })
+        const txs: Array<Transaction.Transaction> = []
+        Records.transactionStatuses.forEach((status, s) => {
+          for (const source of [eth, btc, eth]) {
+            txs.push(Records.transaction(source, { status, createdAt: Records.at(s) }))
+          }
+        })
+        yield* write((unit) =>
+          unit.insertClient(client).pipe(
+            Effect.andThen(unit.insertAccount(eth)),
+            Effect.andThen(unit.insertAccount(btc)),
+            Effect.andThen(Effect.forEach(txs, unit.insertTransaction, { discard: true }))
+          )
+        )
+        const first = txs[0]
+        assert.isDefined(first)
+        if (first === undefined) return
+        assert.deepStrictEqual(yield* read((unit) => unit.getTransaction(first.id)), Option.some(first))
+        const decided: Transaction.Transaction = {
+          ...first,
+          status: "PENDING_PROVIDER_APPROVAL",
+          subStatus: "PENDING_PROVIDER_POLICY",
+          decisions: [
+            { apiUserId: Records.apiUser(client.id).id, name: "Zoë", decision: "approve", at: Records.at(50) },
+            { apiUserId: Records.apiUser(client.id).id, name: "Ann", decision: "reject", at: Records.at(51) }
+          ],
+          providerTransactionId: "provider-1",
+          approvedAt: Records.at(51),
+          updatedAt: Records.at(51)
+        }
+        yield* write((unit) => unit.updateTransaction(decided))
+        assert.deepStrictEqual(yield* read((unit) => unit.getTransaction(first.id)), Option.some(decided))
+        const stored = txs.map((t) => (t.id === decided.id ? decided : t))
+        const filters: ReadonlyArray<Transaction.TransactionFilter> = [
+          {},
+          { accountId: eth.id },
+          { accountId: "not-an-id" },
+          { assetType: "BTC" },
+          { group: "pending" },
+          { group: "completed" },
+          { group: "failed" },
+          { accountId: eth.id, group: "pending", assetType: "ETH" }
+        ]
+        for (const filter of filters) {
+          for (const request of pageRequests(stored.length)) {
+            const page = yield* read((unit) => unit.listTransactions(client.id, filter, request))
+            const expected = expectedPage(stored, (t) => Storage.transactionMatches(t, filter), request)
+            assert.deepStrictEqual({ ids: ids(page.items), total: page.total }, expected, JSON.stringify({ filter, request }))
+          }
+        }
+        const open = yield* read((unit) => unit.listOpenTransactionsFrom(eth.id))
+        const expectedOpen = stored.filter((t) => t.sourceAccountId === eth.id && ["AWAITING_SIGNATURE", "PENDING_PROVIDER_APPROVAL", "BROADCASTING", "CONFIRMING"].includes(t.status))
+        assert.deepStrictEqual([...ids(open)].sort(), [...ids(expectedOpen)].sort())
+        assert.deepStrictEqual(yield* read((unit) => unit.listTransactions(Records.client().id, {}, { page: 1, limit: 20 })), { items: [], total: 0 })
+      }))
+
+    it.effect("pagination is stable: walking the pages visits every record once, newest first", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const source = Records.account(client.id)
+        const txs = Array.from({ length: 53 }, (_, n) => Records.transaction(source, { createdAt: Records.at(n % 7) }))
+        yield* write((unit) =>
+          unit.insertClient(client).pipe(
+            Effect.andThen(unit.insertAccount(source)),
+            Effect.andThen(Effect.forEach(txs, unit.insertTransaction, { discard: true }))
+          )
+        )
+        const seen: Array<string> = []
+        for (let page = 1; ; page++) {
+          const found = yield* read((unit) => unit.listTransactions(client.id, {}, { page, limit: 10 }))
+          assert.strictEqual(found.total, txs.length)
+          if (found.items.length === 0) break
+          seen.push(...ids(found.items))
+        }
+        assert.deepStrictEqual(seen, ids([...txs].sort(Storage.compareNewestFirst)))
+      }))
+
+    it.effect("ledger entries: insert and list by account", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const a = Records.account(client.id)
+        const b = Records.account(client.id)
+        const entries = [
+          Records.ledgerEntry(a, { amount: Money.canonical("0.000000000000000001"), createdAt: Records.at(1) }),
+          Records.ledgerEntry(a, { kind: "settlement", direction: "debit", transactionId: "tx-1", createdAt: Records.at(2) }),
+          Records.ledgerEntry(b, { kind: "transfer_in", transactionId: "tx-2", createdAt: Records.at(3) })
+        ]
+        yield* write((unit) =>
+          unit.insertClient(client).pipe(
+            Effect.andThen(Effect.all([unit.insertAccount(a), unit.insertAccount(b)])),
+            Effect.andThen(Effect.forEach(entries, unit.insertLedgerEntry, { discard: true }))
+          )
+        )
+        const listed = yield* read((unit) => unit.listLedgerEntries(a.id))
+        assert.deepStrictEqual([...listed].sort((x, y) => x.id.localeCompare(y.id)), entries.slice(0, 2).sort((x, y) => x.id.localeCompare(y.id)))
+        assert.deepStrictEqual(yield* read((unit) => unit.listLedgerEntries(Records.account(client.id).id)), [])
+      }))
+
+    it.effect("idempotency records: claim once, get, update, delete, expire", () =>
+      Effect.gen(function*() {
+        const record = Records.idempotencyRecord()
+        assert.isTrue(yield* write((unit) => unit.claimIdempotencyRecord(record)))
+        assert.isFalse(yield* write((unit) => unit.claimIdempotencyRecord({ ...record, requestHash: "other" })))
+        assert.deepStrictEqual(yield* read((unit) => unit.getIdempotencyRecord(record.scope, record.key)), Option.some(record))
+        const completed = { ...record, state: "completed" as const, responseStatus: 201, responseBody: "{\"id\":\"ä\"}" }
+        yield* write((unit) => unit.updateIdempotencyRecord(completed))
+        assert.deepStrictEqual(yield* read((unit) => unit.getIdempotencyRecord(record.scope, record.key)), Option.some(completed))
+        yield* write((unit) => unit.deleteIdempotencyRecord(record.scope, record.key))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getIdempotencyRecord(record.scope, record.key))))
+        // Expiry is global: use instants far from every other test's records.
+        const old = Records.idempotencyRecord({ expiresAt: Records.at(-10_000_000_000) })
+        const fresh = Records.idempotencyRecord({ expiresAt: Records.at(-9_000_000_000) })
+        yield* write((unit) => Effect.all([unit.claimIdempotencyRecord(old), unit.claimIdempotencyRecord(fresh)]))
+        assert.strictEqual(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(Records.at(-9_500_000_000))), 1)
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getIdempotencyRecord(old.scope, old.key))))
+        assert.isTrue(Option.isSome(yield* read((unit) => unit.getIdempotencyRecord(fresh.scope, fresh.key))))
+        yield* write((unit) => unit.deleteIdempotencyRecord(fresh.scope, fresh.key))
+      }))
+
+    it.effect("money round-trips digit for digit: a 10^30 balance, 18-decimal amounts", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        yield* write((unit) => unit.insertClient(client))
+        for (const amount of exactAmounts) {
+          const account = Records.account(client.id, { availableBalance: amount })
+          const tx = Records.transaction(account, { amount, networkFee: amount, reserved: amount })
+          const entry = Records.ledgerEntry(account, { amount })
+          yield* write((unit) =>
+            unit.insertAccount(account).pipe(
+              Effect.andThen(unit.insertTransaction(tx)),
+              Effect.andThen(unit.insertLedgerEntry(entry))
+            )
+          )
+          const stored = yield* read((unit) =>
+            Effect.all([unit.getAccount(account.id), unit.getTransaction(tx.id), unit.listLedgerEntries(account.id)])
+          )
+          assert.strictEqual(Option.getOrThrow(stored[0]).availableBalance, amount)
+          const storedTx = Option.getOrThrow(stored[1])
+          assert.deepStrictEqual([storedTx.amount, storedTx.networkFee, storedTx.reserved], [amount, amount, amount])
+          assert.strictEqual(stored[2][0]?.amount, amount)
+        }
+      }))
+
+    it.effect("a failed unit writes nothing: error, defect and interruption all roll back", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const account = Records.account(client.id)
+        const failed = yield* Effect.exit(write((unit) =>
+          unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account)), Effect.andThen(Effect.fail("refused" as const)))
+        ))
+        assert.isTrue(Exit.isFailure(failed))
+        const died = yield* Effect.exit(write((unit) =>
+          unit.insertClient(client).pipe(Effect.andThen(Effect.die(new Error("boom"))))
+        ))
+        assert.isTrue(Exit.hasDies(died))
+        const started = yield* Deferred.make<void>()
+        const fiber = yield* Effect.forkChild(write((unit) =>
+          unit.insertClient(client).pipe(Effect.andThen(Deferred.succeed(started, undefined)), Effect.andThen(Effect.never))
+        ))
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(fiber)
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getClient(client.id))))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getAccount(account.id))))
+        // The store is still usable after all three.
+        yield* write((unit) => unit.insertClient(client))
+        assert.isTrue(Option.isSome(yield* read((unit) => unit.getClient(client.id))))
+      }))
+
+    it.effect("a read unit refuses every write and writes nothing", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const account = Records.account(client.id)
+        yield* write((unit) => unit.insertClient(client))
+        const attempts: ReadonlyArray<(unit: Storage.StorageUnit) => Effect.Effect<unknown, Storage.StorageError>> = [
+          (unit) => unit.insertClient(Records.client()),
+          (unit) => unit.insertAccount(account),
+          (unit) => unit.updateApiUser(Records.apiUser(client.id)),
+          (unit) => unit.insertLedgerEntry(Records.ledgerEntry(account)),
+          (unit) => unit.claimIdempotencyRecord(Records.idempotencyRecord()),
+          (unit) => unit.deleteExpiredIdempotencyRecords(Records.at(0))
+        ]
+        for (const attempt of attempts) {
+          assert.isTrue(Exit.hasDies(yield* Effect.exit(read(attempt))))
+        }
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getAccount(account.id))))
+      }))
+
+    it.effect("a unit sees its own writes before it commits", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const account = Records.account(client.id)
+        const seen = yield* write((unit) =>
+          unit.insertClient(client).pipe(
+            Effect.andThen(unit.insertAccount(account)),
+            Effect.andThen(unit.updateAccount({ ...account, availableBalance: Money.canonical("7") })),
+            Effect.andThen(unit.getAccount(account.id))
+          )
+        )
+        assert.strictEqual(Option.getOrThrow(seen).availableBalance, "7")
+      }))
+
+    it.effect("duplicate ids and key ids are refused with StorageConstraintViolated", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const account = Records.account(client.id)
+        const user = Records.apiUser(client.id)
+        const entry = Records.whitelisted(client.id)
+        const tx = Records.transaction(account)
+        yield* write((unit) =>
+          Effect.all([unit.insertClient(client), unit.insertAccount(account), unit.insertApiUser(user), unit.insertWhitelistedAddress(entry), unit.insertTransaction(tx)])
+        )
+        const duplicates: ReadonlyArray<(unit: Storage.StorageUnit) => Effect.Effect<void, Storage.StorageError>> = [
+          (unit) => unit.insertClient(client),
+          (unit) => unit.insertAccount(account),
+          (unit) => unit.insertApiUser({ ...Records.apiUser(client.id), keyId: user.keyId }),
+          (unit) => unit.insertWhitelistedAddress({ ...entry, status: "ARCHIVED" }),
+          (unit) => unit.insertTransaction(tx)
+        ]
+        for (const duplicate of duplicates) {
+          const error = yield* Effect.flip(write(duplicate))
+          assert.strictEqual(reasonOf(error), "StorageConstraintViolated")
+          assert.isTrue(error.isRetryable)
+        }
+      }))
+
+    it.effect("write units never interleave: concurrent read-modify-write loses no update", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const account = Records.account(client.id)
+        yield* write((unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+        yield* Effect.forEach(
+          Array.from({ length: 25 }),
+          () =>
+            write((unit) =>
+              Effect.gen(function*() {
+                const current = Option.getOrThrow(yield* unit.getAccount(account.id))
+                yield* Effect.yieldNow
+                yield* unit.updateAccount({ ...current, availableBalance: Money.add(current.availableBalance, Money.canonical("0.1")) })
+              })
+            ),
+          { concurrency: "unbounded", discard: true }
+        )
+        const final = Option.getOrThrow(yield* read((unit) => unit.getAccount(account.id)))
+        assert.strictEqual(final.availableBalance, "2.5")
+      }))
+
+    it.effect("concurrent claims of one idempotency key: exactly one wins", () =>
+      Effect.gen(function*() {
+        const record = Records.idempotencyRecord()
+        const claims = yield* Effect.forEach(
+          Array.from({ length: 10 }),
+          () => write((unit) => unit.claimIdempotencyRecord(record)),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(claims.filter(Boolean).length, 1)
+      }))
+
+    it.effect("rate limiter: a fixed window per key, aligned to the epoch", () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.RateLimiter
+        const key = `crk_${Records.client().id}`
+        const policy = { limit: 2, windowSeconds: 60 }
+        yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 10))
+        const decisions = yield* Effect.forEach([1, 2, 3], () => limiter.consume(key, policy))
+        assert.deepStrictEqual(decisions.map((d) => [d.allowed, d.remaining]), [[true, 1], [true, 0], [false, 0]])
+        assert.strictEqual(decisions[2]?.resetAt, Date.UTC(2026, 0, 1, 12, 1, 0) / 1000)
+        assert.strictEqual(decisions[2]?.retryAfterSeconds, 50)
+        assert.isTrue((yield* limiter.consume(`${key}-other`, policy)).allowed)
+        yield* TestClock.adjust("60 seconds")
+        const next = yield* limiter.consume(key, policy)
+        assert.deepStrictEqual([next.allowed, next.remaining], [true, 1])
+      }).pipe(Effect.provide(TestClock.layer())))
+  })

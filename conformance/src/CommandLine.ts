@@ -41,7 +41,7 @@ export const usage = `custody-relay-conformance [doctor] [options]
   --check ID                run only this check (repeatable; exact ids)
   --tag TAG                 run only checks with this tag (repeatable)
   --seed N                  run seed (each check derives its own from it)
-  --num-runs N              property runs per check (default 12)
+  --num-runs N              property runs per check (default 100)
   --path PATH               fast-check replay path (with --check and --seed)
   --expected-failures FILE  the implementation's expected failures: {"<check id>": {"reason": "..."}}
   --rerun-failed REPORT     re-run the failing checks of a JSON report with its seed

@@ -48,7 +48,7 @@ export interface RunOptions {
   readonly catalogue?: ReadonlyArray<Check>
 }
 
-export const defaultNumRuns = 12
+export const defaultNumRuns = 100
 
 /** A stable 31-bit seed per check, so `--seed S --check ID` replays exactly what the full run did. */
 export const checkSeed = (runSeed: number, checkId: string): number => {

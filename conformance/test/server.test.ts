@@ -1,0 +1,81 @@
+/**
+ * The kit against our server, in-process: zero failures at default settings, within the time budget, and the
+ * machinery end to end (CLI, reporters, expected failures, replay).
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { createRelay } from "@custody-relay/server"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runCli } from "../src/CommandLine.js"
+import { runConformance } from "../src/Runner.js"
+import type { Report } from "../src/Report.js"
+
+type Relay = Awaited<ReturnType<typeof createRelay>>
+let relay: Relay
+const token = "secret-token"
+
+beforeAll(async () => {
+  relay = await createRelay({ database: ":memory:", controlToken: token, rateLimit: { limit: 100000, windowSeconds: 60 } })
+})
+afterAll(async () => {
+  await relay.close()
+})
+
+const describeFindings = (report: Report): string =>
+  JSON.stringify(
+    report.checks.filter((check) => check.outcome !== "pass").map((check) => ({ id: check.id, outcome: check.outcome, message: check.message, violations: check.violations, warnings: check.warnings, replay: check.replay })),
+    null,
+    1
+  )
+
+describe("the kit against our server", () => {
+  it("passes every check at default settings in well under 60 s", async () => {
+    const started = performance.now()
+    const report = await runConformance({ target: { handler: relay.handler }, control: { token } })
+    const seconds = (performance.now() - started) / 1000
+    expect(report.checks.filter((check) => check.outcome !== "pass"), describeFindings(report)).toEqual([])
+    expect(report.status).toBe("passed")
+    expect(report.implementation?.name).toBe("custody-relay")
+    expect(report.requirements.filter((requirement) => requirement.outcome !== "pass").map((requirement) => requirement.id)).toEqual([])
+    expect(seconds).toBeLessThan(60)
+  }, 120_000)
+
+  it("runs through the CLI: JSON statement, exit code, expected failures and re-run", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "conformance-"))
+    const out: Array<string> = []
+    const io = { stdout: (text: string) => void out.push(text), stderr: () => undefined, isTty: false }
+    const overrides = { target: { handler: relay.handler }, control: { token } }
+    expect(await runCli(["--check", "acc.create.duplicate", "--seed", "3", "--reporter", "json"], io, overrides)).toBe(0)
+    const statement = JSON.parse(out.join("")) as Report
+    expect(statement.kind).toBe("custody-relay-conformance-statement")
+    expect(statement.checks.map((check) => [check.id, check.outcome, check.requirements])).toEqual([["acc.create.duplicate", "pass", ["ACC-CREATE-3", "ERR-CODE-1"]]])
+    expect(statement.seed).toBe(3)
+    // A listed check that passes is an unexpected pass; an unknown id is stale: both fail the run.
+    const expectations = join(dir, "expected.json")
+    writeFileSync(expectations, JSON.stringify({ expectedFailures: { "acc.create.duplicate": { reason: "thought broken" }, "no.such.check": "stale" } }))
+    out.length = 0
+    expect(await runCli(["--check", "acc.create.duplicate", "--expected-failures", expectations, "--reporter", "json"], io, overrides)).toBe(1)
+    const failed = JSON.parse(out.join("")) as Report
+    expect(failed.checks[0]?.outcome).toBe("unexpected-pass")
+    expect(failed.unusedExpectations.map((entry) => entry.checkId)).toEqual(["no.such.check"])
+    writeFileSync(join(dir, "report.json"), JSON.stringify(failed))
+    out.length = 0
+    expect(await runCli(["--rerun-failed", join(dir, "report.json"), "--reporter", "junit"], io, overrides)).toBe(0)
+    expect(out.join("")).toContain('<testcase classname="conformance.accounts" name="acc.create.duplicate"')
+    out.length = 0
+    expect(await runCli(["--coverage"], io)).toBe(0)
+    expect(out.join("")).toMatch(/TXN-PREC-2\s+MUST\s+txn\.precision\.boundary/)
+    out.length = 0
+    expect(await runCli(["doctor"], io, overrides)).toBe(0)
+    expect(out.join("")).toContain("capability transactions.advance: probed")
+    expect(readFileSync(expectations, "utf8")).toContain("stale")
+  }, 60_000)
+
+  it("a selection of checks that leaves its MUST ids tested is passed, and the console report groups by requirement", async () => {
+    const out: Array<string> = []
+    const code = await runCli(["--tag", "auth", "--num-runs", "5"], { stdout: (text) => void out.push(text), stderr: () => undefined, isTty: false }, { target: { handler: relay.handler }, control: { token } })
+    expect(code).toBe(0)
+    expect(out.join("")).toMatch(/AUTH-PERM-1\s+MUST\s+pass\s+auth\.permission\.matrix/)
+  }, 60_000)
+})

@@ -8,7 +8,8 @@ import * as Money from "./Money.js"
 export const FeeEstimate = Schema.Struct({
   assetType: Schema.String,
   amount: Schema.String,
-  estimatedFee: Schema.Number,
+  // Finite: a fee is always a real number, and the OpenAPI document must not allow "NaN" or "Infinity" strings.
+  estimatedFee: Schema.Finite,
   feeAssetType: Schema.String
 })
 export type FeeEstimate = typeof FeeEstimate.Type

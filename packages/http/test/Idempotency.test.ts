@@ -1,0 +1,126 @@
+/**
+ * Idempotency-Key on POST: replay, conflict, in-progress, release on failure, per-key scope and expiry. The
+ * records live in the Storage port (memory here; the server's tests run the same flow on SQLite across a restart).
+ */
+import { CustodyProvider, Relay } from "@custody-relay/core"
+import { Context, Effect, Layer } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { field, type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
+
+let fixture: Fixture
+let tenant: Tenant
+
+beforeAll(async () => {
+  fixture = makeFixture()
+  tenant = await makeTenant(fixture)
+})
+afterAll(() => fixture.dispose())
+
+const transfer = (t: Tenant, amount = "0.001") => ({
+  sourceAccountId: t.source,
+  destinationId: t.whitelisted,
+  destinationType: "external",
+  amount,
+  assetType: "BTC"
+})
+
+const balanceOf = async (f: Fixture, t: Tenant) => field((await f.as(t.admin).get(`/relay/v1/accounts/${t.source}`)).body, "availableBalance")
+
+describe("Idempotency-Key", () => {
+  it("a retry with the same key and body replays the first answer and initiates once", async () => {
+    const as = fixture.as(tenant.admin)
+    const before = record((await as.get("/relay/v1/transactions")).body)["total"]
+    const first = await as.post("/relay/v1/transactions/initiate", transfer(tenant), { "idempotency-key": "init-1" })
+    const balance = await balanceOf(fixture, tenant)
+    const second = await as.post("/relay/v1/transactions/initiate", transfer(tenant), { "idempotency-key": "init-1" })
+    expect(first.status).toBe(201)
+    expect(second.status).toBe(201)
+    expect(second.text).toBe(first.text)
+    expect(second.headers.get("idempotent-replayed")).toBe("true")
+    expect(first.headers.get("idempotent-replayed")).toBeNull()
+    expect(await balanceOf(fixture, tenant)).toBe(balance)
+    expect(record((await as.get("/relay/v1/transactions")).body)["total"]).toBe(Number(before) + 1)
+  })
+
+  it("the same key with another body is 409 IDEMPOTENCY_KEY_REUSED", async () => {
+    const as = fixture.as(tenant.admin)
+    await as.post("/relay/v1/transactions/initiate", transfer(tenant), { "idempotency-key": "init-2" })
+    const other = await as.post("/relay/v1/transactions/initiate", transfer(tenant, "0.002"), { "idempotency-key": "init-2" })
+    expect(other.status).toBe(409)
+    expect(record(other.body)["code"]).toBe("IDEMPOTENCY_KEY_REUSED")
+    const otherPath = await as.post("/relay/v1/transactions/calculate-fee", transfer(tenant), { "idempotency-key": "init-2" })
+    expect(otherPath.status).toBe(409)
+  })
+
+  it("a refused call does not use the key up: after fixing the cause, the same key succeeds", async () => {
+    const as = fixture.as(tenant.admin)
+    const body = { name: "Retry me", workspace: "custody", assetId: "BTC" }
+    const refused = await as.post("/relay/v1/accounts", { ...body, workspace: "warm" }, { "idempotency-key": "acc-1" })
+    expect(refused.status).toBe(400)
+    const sameBodyAgain = await as.post("/relay/v1/accounts", { ...body, workspace: "warm" }, { "idempotency-key": "acc-1" })
+    expect(sameBodyAgain.status).toBe(400)
+    expect(sameBodyAgain.headers.get("idempotent-replayed")).toBeNull()
+    const fixed = await as.post("/relay/v1/accounts", body, { "idempotency-key": "acc-1" })
+    expect(fixed.status).toBe(201)
+  })
+
+  it("keys are scoped to the API key: another key's identical key runs on its own", async () => {
+    const as = fixture.as(tenant.admin)
+    const mine = await as.post("/relay/v1/transactions/calculate-fee", transfer(tenant), { "idempotency-key": "shared" })
+    const theirs = await fixture.as(tenant.approver).post("/relay/v1/transactions/calculate-fee", transfer(tenant, "0.003"), { "idempotency-key": "shared" })
+    expect(mine.status).toBe(200)
+    expect(theirs.status).toBe(200)
+    expect(theirs.headers.get("idempotent-replayed")).toBeNull()
+  })
+
+  it("a malformed key is 400", async () => {
+    const answer = await fixture.as(tenant.admin).post("/relay/v1/transactions/calculate-fee", transfer(tenant), { "idempotency-key": "x".repeat(300) })
+    expect(answer.status).toBe(400)
+  })
+
+  it("a retry while the first call is still running is 409 IDEMPOTENCY_REQUEST_IN_PROGRESS; the first still completes", async () => {
+    // A custody provider that takes its time to price the fee keeps the first call in flight.
+    const slowProvider = Layer.effectContext(
+      Effect.gen(function*() {
+        const simulated = yield* CustodyProvider.CustodyProvider
+        const controls = yield* CustodyProvider.SimulatedProviderControls
+        return Context.make(CustodyProvider.CustodyProvider, {
+          ...simulated,
+          estimateFee: (asset, amount) => Effect.delay(simulated.estimateFee(asset, amount), "300 millis")
+        }).pipe(Context.add(CustodyProvider.SimulatedProviderControls, controls))
+      })
+    ).pipe(Layer.provide(CustodyProvider.layerSimulated()))
+    const slow = makeFixture({ layer: Relay.layerMemory({ provider: slowProvider }) })
+    try {
+      const t = await makeTenant(slow)
+      const as = slow.as(t.admin)
+      const first = as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const retry = await as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
+      expect(retry.status).toBe(409)
+      expect(record(retry.body)["code"]).toBe("IDEMPOTENCY_REQUEST_IN_PROGRESS")
+      expect((await first).status).toBe(201)
+      const replay = await as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
+      expect(replay.headers.get("idempotent-replayed")).toBe("true")
+    } finally {
+      await slow.dispose()
+    }
+  })
+
+  it("keys expire: after the time to live the same key runs again", async () => {
+    const short = makeFixture({ idempotency: { ttlSeconds: 1 } })
+    try {
+      const t = await makeTenant(short)
+      const as = short.as(t.admin)
+      const first = await as.post("/relay/v1/transactions/calculate-fee", transfer(t), { "idempotency-key": "ttl" })
+      expect((await as.post("/relay/v1/transactions/calculate-fee", transfer(t, "0.5"), { "idempotency-key": "ttl" })).status).toBe(409)
+      await new Promise((resolve) => setTimeout(resolve, 1100))
+      const later = await as.post("/relay/v1/transactions/calculate-fee", transfer(t, "0.5"), { "idempotency-key": "ttl" })
+      expect(first.status).toBe(200)
+      expect(later.status).toBe(200)
+      expect(later.headers.get("idempotent-replayed")).toBeNull()
+    } finally {
+      await short.dispose()
+    }
+  })
+})

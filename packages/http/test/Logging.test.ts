@@ -1,0 +1,78 @@
+/**
+ * Structured logs: one JSON line per request from Effect's logger, carrying the request id (echoed in
+ * x-request-id), method, path, status and key id. Secrets never appear (AUTH-SEC-1): the test captures every log
+ * line while credentials are created, used, mistyped and revoked, and while a defect is answered.
+ */
+import { Rates, Relay } from "@custody-relay/core"
+import { Effect, Layer, Logger } from "effect"
+import { describe, expect, it } from "vitest"
+import { field, makeFixture, makeTenant, record } from "./RelayFixture.js"
+
+const capture = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make((options) => {
+    lines.push(Logger.formatJson.log(options))
+  })
+  return { lines, logger }
+}
+
+describe("logs", () => {
+  it("AUTH-SEC-1: no log line holds a secret or the x-api-secret header; each request's line has its request id", async () => {
+    const { lines, logger } = capture()
+    const fixture = makeFixture({ logger })
+    try {
+      const tenant = await makeTenant(fixture)
+      const as = fixture.as(tenant.admin)
+      const answer = await as.get("/relay/v1/accounts", { "x-request-id": "req-42" })
+      await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-api-key": tenant.admin.keyId, "x-api-secret": `${tenant.admin.secret}x` } })
+      await as.post("/relay/v1/accounts", "{broken", { "x-api-secret": tenant.admin.secret })
+      await fixture.control("POST", `/api-users/${tenant.approver.apiUserId}/revoke`)
+      await fixture.as(tenant.approver).get("/relay/v1/accounts")
+      expect(answer.headers.get("x-request-id")).toBe("req-42")
+
+      expect(lines.length).toBeGreaterThan(10)
+      const secrets = [tenant.admin.secret, tenant.approver.secret, `${tenant.admin.secret}x`]
+      for (const line of lines) {
+        for (const secret of secrets) expect(line).not.toContain(secret)
+        expect(line.toLowerCase()).not.toContain("x-api-secret")
+        expect(line).not.toContain("crs_")
+      }
+      const entry = lines.map((line) => record(JSON.parse(line))).find((l) => record(l["annotations"])["requestId"] === "req-42")
+      expect(entry).toBeDefined()
+      expect(record(entry?.["annotations"])).toMatchObject({
+        method: "GET",
+        path: "/relay/v1/accounts",
+        status: 200,
+        keyId: tenant.admin.keyId
+      })
+      expect(field(entry, "level")).toBe("INFO")
+    } finally {
+      await fixture.dispose()
+    }
+  })
+
+  it("ERR-BODY-1 GEN-5XX-1: a defect answers a bare 500 with the request id; its cause goes to the log only", async () => {
+    const { lines, logger } = capture()
+    const failingRates = Layer.succeed(Rates.Rates, Rates.Rates.of({
+      priceInCad: () => Effect.die(new Error("connection refused: SELECT secret_hash FROM api_users"))
+    }))
+    const fixture = makeFixture({ logger, layer: Relay.layerMemory({ rates: failingRates }) })
+    try {
+      const tenant = await makeTenant(fixture)
+      const answer = await fixture.as(tenant.admin).get("/relay/v1/accounts", { "x-request-id": "boom-1" })
+      expect(answer.status).toBe(500)
+      expect(record(answer.body)).toEqual({
+        message: "An unexpected error occurred; quote the requestId when reporting it",
+        code: "INTERNAL_ERROR",
+        requestId: "boom-1"
+      })
+      expect(answer.text).not.toContain("SELECT")
+      expect(answer.text).not.toContain("at ")
+      const logged = lines.find((line) => line.includes("boom-1") && line.includes("ERROR"))
+      expect(logged).toContain("connection refused")
+      expect(logged).not.toContain(tenant.admin.secret)
+    } finally {
+      await fixture.dispose()
+    }
+  })
+})

@@ -1,0 +1,80 @@
+/**
+ * LIM-RATE-1..3: a fixed-window budget per API key, counted by the core's RateLimiter port; X-RateLimit-* on every
+ * authenticated answer, 429 with Retry-After past the limit, per-deployment and per-key limits, and the control
+ * protocol's limit for keys created afterwards.
+ */
+import { describe, expect, it } from "vitest"
+import * as RateLimitPolicies from "../src/RateLimitPolicies.js"
+import { allPermissions, makeFixture, record } from "./RelayFixture.js"
+
+describe("rate limits", () => {
+  it("LIM-RATE-1 LIM-RATE-2 LIM-RATE-3: the limit+1-th request is 429 with the four headers; another key is unaffected", async () => {
+    const fixture = makeFixture({ rateLimit: { limit: 3, windowSeconds: 60 } })
+    try {
+      const clientId = await fixture.createClient()
+      const first = await fixture.createUser(clientId, allPermissions)
+      const second = await fixture.createUser(clientId, allPermissions)
+      const answers = []
+      for (let i = 0; i < 4; i++) answers.push(await fixture.as(first).get("/relay/v1/accounts"))
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429])
+      expect(answers.map((a) => a.headers.get("x-ratelimit-remaining"))).toEqual(["2", "1", "0", "0"])
+      const limited = answers[3]
+      if (limited === undefined) throw new Error("no answer")
+      expect(limited.headers.get("x-ratelimit-limit")).toBe("3")
+      const reset = Number(limited.headers.get("x-ratelimit-reset"))
+      const now = Math.floor(Date.now() / 1000)
+      expect(reset).toBeGreaterThan(now)
+      expect(reset).toBeLessThanOrEqual(now + 60)
+      expect(reset % 60).toBe(0)
+      const retryAfter = Number(limited.headers.get("retry-after"))
+      expect(retryAfter).toBeGreaterThanOrEqual(1)
+      expect(retryAfter).toBeLessThanOrEqual(60)
+      expect(record(limited.body)["code"]).toBe("RATE_LIMITED")
+      expect((await fixture.as(second).get("/relay/v1/accounts")).status).toBe(200)
+    } finally {
+      await fixture.dispose()
+    }
+  })
+
+  it("LIM-RATE-1: refusals after authentication carry the headers too; 401s spend nobody's budget", async () => {
+    const fixture = makeFixture({ rateLimit: { limit: 2, windowSeconds: 60 } })
+    try {
+      const clientId = await fixture.createClient()
+      const user = await fixture.createUser(clientId, [])
+      const denied = await fixture.as(user).get("/relay/v1/accounts")
+      expect(denied.status).toBe(403)
+      expect(denied.headers.get("x-ratelimit-remaining")).toBe("1")
+      for (let i = 0; i < 5; i++) {
+        await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-api-key": user.keyId, "x-api-secret": "crs_wrong" } })
+      }
+      expect((await fixture.as(user).get("/relay/v1/accounts")).headers.get("x-ratelimit-remaining")).toBe("0")
+    } finally {
+      await fixture.dispose()
+    }
+  })
+
+  it("LIM-RATE-2: a per-key limit overrides the deployment's", () => {
+    const policies = RateLimitPolicies.make({ limit: 1000, windowSeconds: 60, perKey: { crk_partner: { limit: 7, windowSeconds: 10 } } })
+    expect(policies.policyFor("crk_partner")).toEqual({ limit: 7, windowSeconds: 10 })
+    expect(policies.policyFor("crk_other")).toEqual({ limit: 1000, windowSeconds: 60 })
+    expect(RateLimitPolicies.make(undefined).policyFor("crk_any")).toEqual(RateLimitPolicies.DEFAULT_POLICY)
+  })
+
+  it("LIM-RATE-2: the control protocol's PUT /rate-limit applies to API users created afterwards only", async () => {
+    const fixture = makeFixture({ rateLimit: { limit: 1000, windowSeconds: 60 } })
+    try {
+      const clientId = await fixture.createClient()
+      const before = await fixture.createUser(clientId, allPermissions)
+      expect((await fixture.control("PUT", "/rate-limit", { limit: 5, windowSeconds: 30 })).status).toBe(200)
+      const after = await fixture.createUser(clientId, allPermissions)
+      await fixture.control("PUT", "/rate-limit", { limit: 1000, windowSeconds: 60 })
+      const later = await fixture.createUser(clientId, allPermissions)
+      expect((await fixture.as(before).get("/relay/v1/accounts")).headers.get("x-ratelimit-limit")).toBe("1000")
+      expect((await fixture.as(after).get("/relay/v1/accounts")).headers.get("x-ratelimit-limit")).toBe("5")
+      expect((await fixture.as(later).get("/relay/v1/accounts")).headers.get("x-ratelimit-limit")).toBe("1000")
+      expect(record(record((await fixture.control("GET", "/profile")).body)["rateLimit"])).toEqual({ limit: 1000, windowSeconds: 60 })
+    } finally {
+      await fixture.dispose()
+    }
+  })
+})

@@ -11,15 +11,17 @@ import {
   Administration,
   Asset,
   CustodyProvider,
+  Ids,
   Permission,
   type Relay,
   RelayError,
+  Storage,
   Transaction,
   Transactions,
   WhitelistedAddress,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Effect, Redacted, Result, Schema } from "effect"
+import { Effect, Option, Redacted, Result, Schema } from "effect"
 import type { AnyError } from "./ErrorTable.js"
 import { ControlCallUnsupported, ControlUnauthorized } from "./HttpError.js"
 import type * as RateLimitPolicies from "./RateLimitPolicies.js"
@@ -216,6 +218,8 @@ export const make = (options: ControlOptions) => {
         Effect.gen(function*() {
           const clientId = id(params)
           yield* Accounts.requireUuid("clientId", clientId)
+          const client = yield* Storage.run("read", (unit) => unit.getClient(Ids.ClientId.make(clientId)))
+          if (Option.isNone(client)) return yield* new RelayError.NotFound({ resource: "client", id: clientId })
           if (input.calculateFee === "none") options.providerFaults.delete(clientId)
           else options.providerFaults.set(clientId, input.calculateFee)
           return json(200, { clientId, calculateFee: input.calculateFee })

@@ -123,3 +123,18 @@ describe("control protocol", () => {
     expect(Permission.permissionNames.length).toBe(allPermissions.length)
   })
 })
+
+describe("control protocol ids", () => {
+  it("provider-fault for an unknown client is 404", async () => {
+    expect((await fixture.control("PUT", "/clients/0190b6e4-0000-7000-8000-000000000000/provider-fault", { calculateFee: "error" })).status).toBe(404)
+  })
+
+  it("two parallel advance calls on one pending transaction: exactly one wins, the other is 409", async () => {
+    const id = field((await fixture.as(tenant.admin).post("/relay/v1/transactions/initiate", transfer(tenant))).body, "id")
+    const answers = await Promise.all([
+      fixture.control("POST", `/transactions/${id}/advance`, { to: "completed" }),
+      fixture.control("POST", `/transactions/${id}/advance`, { to: "failed" })
+    ])
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409])
+  })
+})

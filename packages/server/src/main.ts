@@ -53,6 +53,8 @@ const main = async (): Promise<void> => {
     printDemo(await relay.handler.runtime.runPromise(seedDemo), listening.url)
   }
 
+  process.stdout.write("custody-relay ready\n")
+
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return

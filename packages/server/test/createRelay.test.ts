@@ -1,0 +1,90 @@
+/**
+ * createRelay on SQLite, the way the conformance kit and the server's entry point use it: an in-memory database,
+ * and a file whose data, rate-limit windows and Idempotency-Key records survive a restart.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Permission } from "@custody-relay/core"
+import { afterAll, describe, expect, it } from "vitest"
+import { createRelay } from "../src/index.js"
+
+const directory = mkdtempSync(join(tmpdir(), "relay-server-"))
+afterAll(() => rmSync(directory, { recursive: true, force: true }))
+
+type Handler = (request: Request) => Promise<Response>
+
+const call = async (handler: Handler, method: string, path: string, headers: Record<string, string>, body?: unknown) => {
+  const response = await handler(new Request(`http://relay.test${path}`, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  }))
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, text, body: text === "" ? undefined : (JSON.parse(text) as Record<string, unknown>) }
+}
+
+const provision = async (handler: Handler, token: string) => {
+  const control = { "x-control-token": token }
+  const client = await call(handler, "POST", "/__control/clients", control)
+  const user = await call(handler, "POST", "/__control/api-users", control, { clientId: client.body?.["clientId"], permissions: Permission.permissionNames })
+  return { "x-api-key": String(user.body?.["keyId"]), "x-api-secret": String(user.body?.["secret"]) }
+}
+
+describe("createRelay", () => {
+  it("GEN-JSON-1: the conformance kit's call: in-memory SQLite, control token, generous rate limit", async () => {
+    const relay = await createRelay({ database: ":memory:", controlToken: "x", rateLimit: { limit: 100000, windowSeconds: 60 } })
+    try {
+      const auth = await provision(relay.handler, "x")
+      const created = await call(relay.handler, "POST", "/relay/v1/accounts", auth, { name: "Main", workspace: "custody", assetId: "BTC" })
+      expect(created.status).toBe(201)
+      const approved = await call(relay.handler, "POST", "/relay/v1/accounts/approve", auth, { accountId: created.body?.["id"] })
+      expect(approved.body).toEqual({ accountId: created.body?.["id"], status: "approved" })
+      // ACC-ACTIVE-1, our server's profile: the simulated provider activates an approved account at once.
+      const got = await call(relay.handler, "GET", `/relay/v1/accounts/${String(created.body?.["id"])}`, auth)
+      expect(got.body?.["status"]).toBe("active")
+      expect(got.headers.get("x-ratelimit-limit")).toBe("100000")
+    } finally {
+      await relay.close()
+    }
+  })
+
+  it("without a control token /__control does not exist", async () => {
+    const relay = await createRelay({})
+    try {
+      expect((await call(relay.handler, "POST", "/__control/clients", { "x-control-token": "" })).status).toBe(404)
+    } finally {
+      await relay.close()
+    }
+  })
+
+  it("a SQLite file keeps data, rate-limit windows and Idempotency-Key records across a restart", async () => {
+    const database = join(directory, "restart.db")
+    const first = await createRelay({ database, controlToken: "t", rateLimit: { limit: 50, windowSeconds: 3600 } })
+    let auth: Record<string, string>
+    let created: Awaited<ReturnType<typeof call>>
+    try {
+      auth = await provision(first.handler, "t")
+      created = await call(first.handler, "POST", "/relay/v1/accounts", { ...auth, "idempotency-key": "restart-1" }, { name: "Durable", workspace: "custody", assetId: "ETH" })
+      expect(created.status).toBe(201)
+    } finally {
+      await first.close()
+    }
+    const second = await createRelay({ database, rateLimit: { limit: 50, windowSeconds: 3600 } })
+    try {
+      const replay = await call(second.handler, "POST", "/relay/v1/accounts", { ...auth, "idempotency-key": "restart-1" }, { name: "Durable", workspace: "custody", assetId: "ETH" })
+      expect(replay.status).toBe(201)
+      expect(replay.text).toBe(created.text)
+      expect(replay.headers.get("idempotent-replayed")).toBe("true")
+      const list = await call(second.handler, "GET", "/relay/v1/accounts", auth)
+      expect(list.body?.["total"]).toBe(1)
+      expect(Number(list.headers.get("x-ratelimit-remaining"))).toBeLessThanOrEqual(47)
+    } finally {
+      await second.close()
+    }
+  })
+
+  it("a database that cannot be opened fails createRelay with a message, not a hang", async () => {
+    await expect(createRelay({ database: join(directory, "missing-dir", "x", "relay.db") })).rejects.toBeDefined()
+  })
+})

@@ -1,0 +1,81 @@
+/**
+ * `pnpm start` as a newcomer meets it: a first start on a fresh SQLite file seeds demo data and prints each key
+ * once with a curl line that works; a restart does not seed again; SIGTERM lets a request in flight finish, then
+ * the process exits cleanly with the database closed.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { startServer } from "./ServerProcess.js"
+
+const directory = mkdtempSync(join(tmpdir(), "relay-main-"))
+afterAll(() => rmSync(directory, { recursive: true, force: true }))
+
+describe("pnpm start", () => {
+  it("AUTH-SEC-1: first start seeds the demo and prints every key once with a working curl line; a restart does not", async () => {
+    const database = join(directory, "data", "relay.db")
+    const server = await startServer({ RELAY_DATABASE: database })
+    let viewerKey = ""
+    try {
+      const output = server.output()
+      for (const role of ["viewer", "initiator", "approver-1", "approver-2", "admin"]) expect(output).toMatch(new RegExp(`${role}\\s+x-api-key: crk_`))
+      const curl = /curl -s (\S+) -H 'x-api-key: (\S+)' -H 'x-api-secret: (\S+)'/.exec(output)
+      expect(curl).not.toBeNull()
+      const [, url, key, secret] = curl ?? []
+      viewerKey = key ?? ""
+      const answer = await fetch(url ?? "", { headers: { "x-api-key": key ?? "", "x-api-secret": secret ?? "" } })
+      expect(answer.status).toBe(200)
+      const body = (await answer.json()) as { total: number; items: ReadonlyArray<{ status: string; availableBalance: string }> }
+      expect(body.total).toBe(3)
+      expect(body.items.every((a) => a.status === "active" && a.availableBalance !== "0")).toBe(true)
+      expect(await server.stop()).toBe(0)
+    } finally {
+      server.child.kill("SIGKILL")
+    }
+    const again = await startServer({ RELAY_DATABASE: database })
+    try {
+      expect(again.output()).not.toContain("Demo data created")
+      expect(again.output()).not.toContain(viewerKey)
+    } finally {
+      await again.stop()
+    }
+  })
+
+  it("graceful shutdown: a request in flight at SIGTERM finishes, then the process exits 0", async () => {
+    const server = await startServer({ RELAY_DATABASE: join(directory, "graceful.db"), RELAY_DEMO: "always" })
+    try {
+      const match = /admin\s+x-api-key: (\S+)\s+x-api-secret: (\S+)/.exec(server.output())
+      const url = new URL(`${server.url}/relay/v1/accounts`)
+      const pending = new Promise<number>((resolve, reject) => {
+        const req = httpRequest({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { "x-api-key": match?.[1] ?? "", "x-api-secret": match?.[2] ?? "", "content-type": "application/json", "transfer-encoding": "chunked" }
+        }, (res) => {
+          res.resume()
+          resolve(res.statusCode ?? 0)
+        })
+        req.on("error", reject)
+        // Half the body now, SIGTERM, then the rest: the request is in flight while the server shuts down.
+        req.write("{\"name\":\"In flight\",")
+        setTimeout(() => {
+          server.child.kill("SIGTERM")
+          setTimeout(() => req.end("\"workspace\":\"custody\",\"assetId\":\"BTC\"}"), 300)
+        }, 100)
+      })
+      expect(await pending).toBe(201)
+      expect(await server.exited).toBe(0)
+      expect(server.output()).toContain("custody-relay stopped")
+    } finally {
+      server.child.kill("SIGKILL")
+    }
+  })
+
+  it("a bad setting stops the start with a clear message", async () => {
+    await expect(startServer({ RELAY_DATABASE: join(directory, "bad.db"), RELAY_RATE_LIMIT: "lots" })).rejects.toThrow(/RELAY_RATE_LIMIT must be an integer/)
+  })
+})

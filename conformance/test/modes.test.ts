@@ -1,0 +1,130 @@
+/**
+ * Targets and control modes: a base URL over real loopback HTTP, the in-process TypeScript control interface,
+ * black-box mode from pre-made credentials, capability gating, and the vacuity warning.
+ */
+import { createRelay } from "@custody-relay/server"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { defineCheck } from "../src/Check.js"
+import { runCli } from "../src/CommandLine.js"
+import { CapabilityMissing, HttpControl, type Control } from "../src/Control.js"
+import { allPermissions } from "../src/Endpoints.js"
+import type { Report } from "../src/Report.js"
+import { runConformance } from "../src/Runner.js"
+import { Transport } from "../src/Transport.js"
+import { FakeRelay } from "./support/FakeRelay.js"
+import { serve } from "./support/serve.js"
+
+const token = "secret-token"
+let relay: Awaited<ReturnType<typeof createRelay>>
+let server: Awaited<ReturnType<typeof serve>>
+
+beforeAll(async () => {
+  relay = await createRelay({ database: ":memory:", controlToken: token, rateLimit: { limit: 100000, windowSeconds: 60 } })
+  server = await serve(relay.handler)
+})
+afterAll(async () => {
+  await server.close()
+  await relay.close()
+})
+
+const findings = (report: Report): string => JSON.stringify(report.checks.filter((check) => check.outcome !== "pass").map((check) => [check.id, check.outcome, check.message, check.violations]), null, 1)
+
+describe("targets", () => {
+  it("runs every check over loopback HTTP through the CLI flags, with real concurrent requests", async () => {
+    const out: Array<string> = []
+    const code = await runCli(
+      ["--base-url", server.baseUrl, "--control-url", `${server.baseUrl}/__control`, "--control-token", token, "--num-runs", "10", "--seed", "9", "--reporter", "json"],
+      { stdout: (text) => void out.push(text), stderr: () => undefined, isTty: false }
+    )
+    const report = JSON.parse(out.join("")) as Report
+    expect(report.checks.filter((check) => check.outcome !== "pass"), findings(report)).toEqual([])
+    expect(report.target).toBe(server.baseUrl)
+    expect(code).toBe(0)
+  }, 120_000)
+
+  it("takes the control as an in-process TypeScript object", async () => {
+    const control: Control = new HttpControl(new Transport({ handler: relay.handler }), "/__control", token)
+    const report = await runConformance({ target: { handler: relay.handler }, control, tags: ["workflow"], numRuns: 5 })
+    expect(report.checks.filter((check) => check.outcome !== "pass"), findings(report)).toEqual([])
+    expect(report.status).toBe("passed")
+  }, 60_000)
+})
+
+describe("capability gating", () => {
+  it("reports checks needing a missing control call not-applicable and the run incomplete", async () => {
+    const fake = new FakeRelay({ token: "t", without: ["transactions.advance", "provider-fault"] })
+    const report = await runConformance({ target: { handler: fake.handler }, control: { token: "t" }, numRuns: 3 })
+    const notApplicable = report.checks.filter((check) => check.outcome === "not-applicable").map((check) => check.id)
+    expect(notApplicable).toContain("txn.fee.provider")
+    expect(notApplicable).toContain("concurrency.transaction.advance")
+    expect(report.checks.filter((check) => ["fail", "harness-error"].includes(check.outcome)), findings(report)).toEqual([])
+    expect(report.requirements.find((requirement) => requirement.id === "TXN-FEE-3")?.outcome).toBe("untested")
+    expect(report.status).toBe("incomplete")
+  }, 60_000)
+
+  it("treats a CapabilityMissing thrown by an in-process control as not-applicable", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const http = new HttpControl(new Transport({ handler: fake.handler }), "/__control", "t")
+    const withoutRevoke: Control = {
+      createClient: () => http.createClient(),
+      createApiUser: (clientId, permissions) => http.createApiUser(clientId, permissions),
+      revokeApiUser: () => Promise.reject(new CapabilityMissing("api-users.revoke")),
+      setPermissions: (id, permissions) => http.setPermissions(id, permissions),
+      activateAccount: (id) => http.activateAccount(id),
+      creditAccount: (id, amount) => http.creditAccount(id, amount),
+      setWhitelistStatus: (id, status) => http.setWhitelistStatus(id, status),
+      advanceTransaction: (id, to) => http.advanceTransaction(id, to),
+      setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
+      setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),
+      profile: async () => ({ ...((await http.profile()) as Record<string, unknown>), capabilities: [] })
+    }
+    const report = await runConformance({ target: { handler: fake.handler }, control: withoutRevoke, checks: ["auth.credentials.revoked", "auth.credentials.invalid"] })
+    expect(report.checks.map((check) => [check.id, check.outcome])).toEqual([
+      ["auth.credentials.invalid", "pass"],
+      ["auth.credentials.revoked", "not-applicable"]
+    ])
+    expect(report.status).toBe("passed")
+  })
+})
+
+describe("black-box mode", () => {
+  it("runs the checks that need only pre-made credentials and marks the rest not-applicable", async () => {
+    const control = new HttpControl(new Transport({ handler: relay.handler }), "/__control", token)
+    const primaryClient = await control.createClient()
+    const primary = await control.createApiUser(primaryClient.clientId, allPermissions)
+    const secondaryClient = await control.createClient()
+    const secondary = await control.createApiUser(secondaryClient.clientId, allPermissions)
+    const profile = await control.profile()
+    const report = await runConformance({
+      target: { baseUrl: server.baseUrl },
+      blackBox: { credentials: { primary: { keyId: primary.keyId, secret: primary.secret }, secondary: { keyId: secondary.keyId, secret: secondary.secret } }, profile },
+      numRuns: 10
+    })
+    expect(report.mode).toBe("black-box")
+    const ran = report.checks.filter((check) => check.outcome !== "not-applicable")
+    expect(ran.length).toBeGreaterThan(10)
+    expect(ran.filter((check) => check.outcome !== "pass"), findings(report)).toEqual([])
+    expect(report.status).toBe("incomplete")
+  }, 60_000)
+})
+
+describe("vacuous runs", () => {
+  it("warn when most answers were refusals where the check expected work", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const probe = defineCheck({
+      id: "test.vacuous",
+      title: "reads unknown ids only",
+      requirements: ["SCOPE-1"],
+      tags: ["test"],
+      needs: [],
+      expectsWork: true,
+      async run(context) {
+        const tenant = await context.fixtures.tenant()
+        for (let index = 0; index < 12; index += 1) await tenant.client.getAccount(crypto.randomUUID())
+      }
+    })
+    const report = await runConformance({ target: { handler: fake.handler }, control: { token: "t" }, catalogue: [probe] })
+    expect(report.checks[0]?.outcome).toBe("warn")
+    expect(report.checks[0]?.warnings.join()).toMatch(/vacuous run: 12 of 12/)
+  })
+})

@@ -1,0 +1,57 @@
+/**
+ * The server's environment settings: defaults for a newcomer, every variable honoured, nonsense refused at start.
+ */
+import { describe, expect, it } from "vitest"
+import { configFromEnv, engineOf } from "../src/index.js"
+
+describe("configFromEnv", () => {
+  it("LIM-RATE-2: defaults to SQLite ./data/relay.db on 127.0.0.1:8080, 600 requests per 60 s, quorum 1, no control", () => {
+    expect(configFromEnv({})).toEqual({
+      port: 8080,
+      host: "127.0.0.1",
+      database: "./data/relay.db",
+      rateLimit: { limit: 600, windowSeconds: 60 },
+      defaultRequiredApprovals: 1,
+      controlToken: undefined,
+      demo: "auto",
+      logLevel: "Info"
+    })
+  })
+
+  it("reads every variable", () => {
+    expect(configFromEnv({
+      PORT: "9000",
+      HOST: "0.0.0.0",
+      RELAY_DATABASE: "postgres://relay@db/relay",
+      RELAY_RATE_LIMIT: "50",
+      RELAY_RATE_WINDOW_SECONDS: "10",
+      RELAY_DEFAULT_QUORUM: "2",
+      RELAY_TEST_CONTROL_TOKEN: "secret-token",
+      RELAY_DEMO: "never",
+      RELAY_LOG_LEVEL: "warn"
+    })).toEqual({
+      port: 9000,
+      host: "0.0.0.0",
+      database: "postgres://relay@db/relay",
+      rateLimit: { limit: 50, windowSeconds: 10 },
+      defaultRequiredApprovals: 2,
+      controlToken: "secret-token",
+      demo: "never",
+      logLevel: "Warn"
+    })
+  })
+
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"]])(
+    "refuses %s=%s",
+    (name, value) => {
+      expect(() => configFromEnv({ [name]: value })).toThrow(name)
+    }
+  )
+
+  it("names the engine from the database setting", () => {
+    expect(engineOf("postgres://x")).toBe("postgres")
+    expect(engineOf("postgresql://x")).toBe("postgres")
+    expect(engineOf(":memory:")).toBe("sqlite")
+    expect(engineOf("./data/relay.db")).toBe("sqlite")
+  })
+})

@@ -41,6 +41,7 @@ const UNREACHABLE_MESSAGES = [
   "Cannot use a pool after calling end",
   "driver has already been destroyed",
   "The database connection is not open",
+  "Cannot open database",
   "Postgres connection has been discarded"
 ]
 

@@ -92,7 +92,7 @@ export const up = async (db: Kysely<unknown>, engine: EngineName): Promise<void>
   await db.schema
     .createIndex("transactions_open_by_source")
     .on("transactions")
-    .column("source_account_id")
+    .columns(["source_account_id", ...order])
     .where(sql.raw<SqlBool>("status_group = 'pending'"))
     .execute()
 

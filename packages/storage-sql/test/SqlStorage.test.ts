@@ -1,0 +1,312 @@
+/**
+ * What only the SQL stores promise, on SQLite (a file) and PostgreSQL: migrations from an empty database and from
+ * an older schema, the engines' column types, the unique indexes behind the core's duplicate rules, error
+ * classification from real engine errors, the rate limiter shared by two nodes, and list queries that read an
+ * index instead of scanning and sorting.
+ */
+import { join } from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Ids, Money, Storage } from "@custody-relay/core"
+import { Effect, Layer, Option, type Scope } from "effect"
+import { CompiledQuery, Kysely, sql } from "kysely"
+import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { names as migrationNames, MIGRATION_TABLE } from "../src/migrations/Migrations.js"
+import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import type { Database } from "../src/schema/Database.js"
+import { openSqlite } from "../src/sqlite/layerSqlite.js"
+import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
+import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
+import type { SqlEngine } from "../src/SqlEngine.js"
+import * as SqlLayer from "../src/SqlLayer.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { isWanted, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
+import * as Records from "./Records.js"
+
+interface Engine {
+  readonly name: "sqlite-file" | "postgres"
+  readonly engine: SqlEngine
+  /**
+   * A fresh, empty database for the scope: a kysely instance on it (destroyed with the scope), a way to open a
+   * second connection (another node), and one that waits only 50 ms for a lock.
+   */
+  readonly fresh: Effect.Effect<Fresh, never, Scope.Scope>
+}
+
+interface Fresh {
+  readonly db: Kysely<Database>
+  readonly reopen: () => Promise<Kysely<Database>>
+  readonly reopenImpatient: () => Promise<Kysely<Database>>
+}
+
+const destroyWithScope = (db: Kysely<Database>) => Effect.addFinalizer(() => Effect.promise(() => db.destroy()))
+
+const engines: ReadonlyArray<Engine> = [
+  {
+    name: "sqlite-file",
+    engine: SqliteEngine,
+    fresh: Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "relay.db")
+      const db = yield* Effect.promise(() => openSqlite({ filename }))
+      yield* destroyWithScope(db)
+      return {
+        db,
+        reopen: () => openSqlite({ filename }),
+        reopenImpatient: () => openSqlite({ filename, busyTimeoutMillis: 50 })
+      }
+    })
+  },
+  {
+    name: "postgres",
+    engine: PostgresEngine,
+    fresh: Effect.gen(function*() {
+      const { url } = yield* temporaryPostgresDatabase
+      const db = yield* Effect.promise(() => openPostgres({ connectionString: url }))
+      yield* destroyWithScope(db)
+      const impatient = new URL(url)
+      impatient.searchParams.set("options", "-c lock_timeout=50")
+      return {
+        db,
+        reopen: () => openPostgres({ connectionString: url }),
+        reopenImpatient: () => openPostgres({ connectionString: impatient.toString() })
+      }
+    })
+  }
+]
+
+const tablesOf = async (db: Kysely<Database>): Promise<ReadonlyArray<string>> =>
+  (await db.introspection.getTables()).map((t) => t.name).sort()
+
+const storageOn = (db: Kysely<Database>, engine: SqlEngine) => Layer.succeed(Storage.Storage, SqlStorage.make(db, engine))
+
+for (const { engine, fresh, name } of engines) {
+  describe.skipIf(!isWanted(name) || (name === "postgres" && postgresSkipReason !== undefined))(`SQL storage: ${name}`, () => {
+    it.live("migrates an empty database to the latest schema, and a second run changes nothing", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const tables = yield* Effect.promise(() => tablesOf(db))
+        for (const table of ["accounts", "api_users", "clients", "idempotency_records", "ledger_entries", "rate_limit_windows", "transactions", "whitelisted_addresses"]) {
+          assert.include(tables, table)
+        }
+        yield* Effect.promise(() => migrateToLatest(db))
+        const ran = yield* Effect.promise(() => sql<{ readonly name: string }>`select name from ${sql.table(MIGRATION_TABLE)} order by name`.execute(db))
+        assert.deepStrictEqual(ran.rows.map((r) => r.name), [...migrationNames])
+      }))
+
+    it.live("a database made by migration 1 migrates forward and keeps its data", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateTo(db, "0001_records"))
+        const clientId = Ids.ClientId.make(crypto.randomUUID())
+        const accountId = Ids.AccountId.make(crypto.randomUUID())
+        const txId = Ids.TransactionId.make(crypto.randomUUID())
+        const balance = "1000000000000000000000000000000.000000000000000001"
+        // Written as version 1 wrote rows: no folded search columns, no status group.
+        yield* Effect.promise(async () => {
+          await sql`insert into clients (id, name, created_at) values (${clientId}, 'Old client', '2025-01-01T00:00:00.000Z')`.execute(db)
+          await sql`
+            insert into accounts (id, client_id, name, description, workspace, role, asset_id, chain_type, address, status,
+              available_balance, required_approvals, created_at, updated_at)
+            values (${accountId}, ${clientId}, 'ÄRGER Treasury', '', 'custody', 'custody', 'ETH', 'ethereum', '0xAbCdEf', 'active',
+              ${balance}, 1, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')
+          `.execute(db)
+          await sql`
+            insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+              amount, asset_type, network_fee, fee_asset_id, reserved, status, sub_status, required_approvals,
+              created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+              created_at, updated_at)
+            values (${txId}, ${clientId}, ${accountId}, ${crypto.randomUUID()}, 'external', '0xdest', '0.000000000000000001', 'ETH',
+              '0.1', 'ETH', '0.100000000000000001', 'CONFIRMING', null, 1, ${crypto.randomUUID()}, 'Old user', '[]', null, null,
+              null, '2025-01-02T00:00:00.000Z', '2025-01-02T00:00:00.000Z')
+          `.execute(db)
+        })
+        yield* Effect.promise(() => migrateToLatest(db))
+        const found = yield* Effect.gen(function*() {
+          const storage = yield* Storage.Storage
+          return yield* storage.transaction("read", (unit) =>
+            Effect.all([
+              unit.getAccount(accountId),
+              unit.listAccounts(clientId, { search: "ärger" }, { page: 1, limit: 10 }),
+              unit.listAccounts(clientId, { search: "abcd" }, { page: 1, limit: 10 }),
+              unit.listTransactions(clientId, { group: "pending" }, { page: 1, limit: 10 }),
+              unit.listOpenTransactionsFrom(accountId)
+            ]))
+        }).pipe(Effect.provide(storageOn(db, engine)))
+        assert.strictEqual(Option.getOrThrow(found[0]).availableBalance, balance)
+        assert.deepStrictEqual(found[1].items.map((a) => a.id), [accountId])
+        assert.deepStrictEqual(found[2].items.map((a) => a.id), [accountId])
+        assert.deepStrictEqual(found[3].items.map((t) => t.id), [txId])
+        assert.deepStrictEqual(found[4].map((t) => t.reserved), ["0.100000000000000001"])
+      }))
+
+    it.live("money columns are exact types: TEXT in SQLite, NUMERIC in PostgreSQL; padded NUMERIC reads back canonical", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const columns = (yield* Effect.promise(() => db.introspection.getTables())).find((t) => t.name === "accounts")?.columns ?? []
+        const balanceType = columns.find((c) => c.name === "available_balance")?.dataType.toLowerCase()
+        assert.strictEqual(balanceType, engine.name === "postgres" ? "numeric" : "text")
+        const client = Records.client()
+        const account = Records.account(client.id)
+        yield* Effect.gen(function*() {
+          const storage = yield* Storage.Storage
+          yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+          // What another writer (or NUMERIC arithmetic) may leave: trailing zeros.
+          yield* Effect.promise(() => sql`update accounts set available_balance = '100.500000' where id = ${account.id}`.execute(db))
+          const read = yield* storage.transaction("read", (unit) => unit.getAccount(account.id))
+          assert.strictEqual(Option.getOrThrow(read).availableBalance, "100.5")
+        }).pipe(Effect.provide(storageOn(db, engine)))
+      }))
+
+    it.live("unique indexes back ACC-CREATE-3 and the address book, named the same on every engine", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const storage = SqlStorage.make(db, engine, { maxRetries: 0 })
+        const client = Records.client()
+        const rejected = Records.account(client.id, { name: "Ops", status: "rejected" })
+        const first = Records.account(client.id, { name: "Ops", status: "pending_approval" })
+        const twin = Records.account(client.id, { name: "Ops", status: "active", description: "other" })
+        const archived = Records.whitelisted(client.id, { address: "0xsame", status: "ARCHIVED" })
+        const live = Records.whitelisted(client.id, { address: "0xsame", status: "PENDING" })
+        const twinEntry = Records.whitelisted(client.id, { address: "0xsame", status: "APPROVED" })
+        yield* storage.transaction("write", (unit) =>
+          unit.insertClient(client).pipe(
+            Effect.andThen(Effect.all([unit.insertAccount(rejected), unit.insertAccount(first)])),
+            Effect.andThen(Effect.all([unit.insertWhitelistedAddress(archived), unit.insertWhitelistedAddress(live)]))
+          )
+        )
+        const accountError = yield* Effect.flip(storage.transaction("write", (unit) => unit.insertAccount(twin)))
+        const entryError = yield* Effect.flip(storage.transaction("write", (unit) => unit.insertWhitelistedAddress(twinEntry)))
+        const keyError = yield* Effect.flip(storage.transaction("write", (unit) => {
+          const user = Records.apiUser(client.id)
+          return unit.insertApiUser(user).pipe(Effect.andThen(unit.insertApiUser({ ...Records.apiUser(null), keyId: user.keyId })))
+        }))
+        const constraints = [accountError, entryError, keyError].map((error) =>
+          error.reason._tag === "StorageConstraintViolated" ? error.reason.constraint : error.reason._tag
+        )
+        assert.deepStrictEqual(constraints, ["accounts_identity", "whitelisted_addresses_destination", "api_users_key_id"])
+        // Rejecting the live account frees the identity again.
+        yield* storage.transaction("write", (unit) =>
+          unit.updateAccount({ ...first, status: "rejected" }).pipe(Effect.andThen(unit.insertAccount(twin)))
+        )
+      }))
+
+    it.live("an update of a record that is not stored is a fault, not a silent no-op", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const storage = SqlStorage.make(db, engine)
+        const error = yield* Effect.flip(storage.transaction("write", (unit) => unit.updateAccount(Records.account(Records.client().id))))
+        assert.strictEqual(error.reason._tag, "StorageFault")
+        assert.isFalse(error.isRetryable)
+      }))
+
+    it.live("two nodes on one database share the rate limiter's count", () =>
+      Effect.gen(function*() {
+        const { db, reopen } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const other = yield* Effect.promise(reopen)
+        yield* destroyWithScope(other)
+        const { make } = yield* Effect.promise(() => import("../src/SqlRateLimiter.js"))
+        const nodes = [make(db, engine), make(other, engine)]
+        const key = `crk_${crypto.randomUUID()}`
+        const decisions = yield* Effect.forEach(
+          Array.from({ length: 30 }, (_, i) => nodes[i % 2]),
+          (node) => node === undefined ? Effect.die(new Error("no node")) : node.consume(key, { limit: 20, windowSeconds: 3600 }),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(decisions.filter((d) => d.allowed).length, 20)
+        assert.deepStrictEqual([...decisions.map((d) => d.remaining)].sort((a, b) => a - b).slice(0, 11), Array(11).fill(0))
+      }))
+
+    it.live("a write that cannot get the lock in time is a retryable StorageConflict; re-run, it succeeds once the lock is free", () =>
+      Effect.gen(function*() {
+        const { db, reopen, reopenImpatient } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const client = Records.client()
+        const account = Records.account(client.id)
+        // better-sqlite3 waits for a lock synchronously, blocking this process; the lock's holder lives in this same
+        // process here, so the store waits 50 ms at a time and lets the backoff between re-runs free the event loop.
+        const impatientDb = yield* Effect.promise(reopenImpatient)
+        yield* destroyWithScope(impatientDb)
+        const storage = SqlStorage.make(impatientDb, engine)
+        yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+        // Another node holds the lock: SQLite's write lock, PostgreSQL's lock on the account row.
+        const holder = yield* Effect.promise(reopen)
+        yield* destroyWithScope(holder)
+        const held = yield* Effect.promise(() => engine.begin(holder, "write"))
+        yield* Effect.promise(() =>
+          engine.name === "postgres"
+            ? sql`select id from accounts where id = ${account.id} for update`.execute(held)
+            : sql`update accounts set description = 'held' where id = ${account.id}`.execute(held)
+        )
+        const bump = (unit: Storage.StorageUnit) =>
+          Effect.gen(function*() {
+            const current = Option.getOrThrow(yield* unit.getAccount(account.id))
+            yield* unit.updateAccount({ ...current, availableBalance: Money.add(current.availableBalance, Money.canonical("1")) })
+          })
+        const conflict = yield* Effect.flip(SqlStorage.make(impatientDb, engine, { maxRetries: 0 }).transaction("write", bump))
+        assert.strictEqual(conflict.reason._tag, "StorageConflict")
+        assert.isTrue(conflict.isRetryable)
+        yield* Effect.forkChild(Effect.sleep("150 millis").pipe(Effect.andThen(Effect.promise(() => held.rollback().execute()))))
+        yield* storage.transaction("write", bump)
+        const final = yield* storage.transaction("read", (unit) => unit.getAccount(account.id))
+        assert.strictEqual(Option.getOrThrow(final).availableBalance, "1")
+      }))
+
+    it.live("the layer refuses to start on a database it cannot reach, as StorageUnavailable", () =>
+      Effect.gen(function*() {
+        const layer = engine.name === "postgres"
+          ? SqlLayer.make(SqlLayer.scoped(() => openPostgres({ connectionString: "postgres://postgres@127.0.0.1:1/none", pool: { connectionTimeoutMillis: 1000 } }), PostgresEngine), PostgresEngine, {})
+          : SqlLayer.make(SqlLayer.scoped(() => openSqlite({ filename: "/nonexistent-directory/relay.db" }), SqliteEngine), SqliteEngine, {})
+        const error = yield* Effect.flip(Effect.scoped(Layer.build(layer)))
+        assert.strictEqual(error.reason._tag, "StorageUnavailable")
+      }))
+  })
+}
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an index in page order (SQLite query plans)", () => {
+  it.live("every list query the store issues uses an index and never sorts", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "plans.db")
+      const issued: Array<CompiledQuery> = []
+      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+      const db = new Kysely<Database>({
+        dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }),
+        log: (event) => {
+          if (event.level === "query" && /^select/i.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
+        }
+      })
+      yield* destroyWithScope(db)
+      yield* Effect.promise(() => migrateToLatest(db))
+      const clientId = Ids.ClientId.make(crypto.randomUUID())
+      const page = { page: 1, limit: 20 }
+      const storage = SqlStorage.make(db, SqliteEngine)
+      yield* storage.transaction("read", (unit) =>
+        Effect.all([
+          ...([{}, { assetId: "ETH" }, { workspace: "custody" }, { status: "active" }, { roles: ["staking"] }] as const).map((filter) =>
+            unit.listAccounts(clientId, filter, page)
+          ),
+          ...([{}, { statuses: ["APPROVED"] }, { assetTypes: ["ETH"] }] as const).map((filter) =>
+            unit.listWhitelistedAddresses(clientId, filter, page)
+          ),
+          ...([{}, { accountId: crypto.randomUUID() }, { group: "pending" }, { assetType: "ETH" }] as const).map((filter) =>
+            unit.listTransactions(clientId, filter, page)
+          ),
+          unit.listOpenTransactionsFrom(Ids.AccountId.make(crypto.randomUUID())),
+          unit.listLedgerEntries(Ids.AccountId.make(crypto.randomUUID()))
+        ]))
+      const lists = issued.filter((query) => /from "(accounts|whitelisted_addresses|transactions|ledger_entries)".* order by/i.test(query.sql))
+      assert.strictEqual(lists.length, 14)
+      for (const query of lists) {
+        const plan = yield* Effect.promise(() =>
+          db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))
+        )
+        const details = plan.rows.map((row) => row.detail).join(" | ")
+        assert.match(details, /USING INDEX|USING COVERING INDEX/, `${query.sql}: ${details}`)
+        assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
+      }
+    }))
+})

@@ -49,6 +49,8 @@ export interface RunSettings {
   readonly seed: number
   readonly numRuns: number
   readonly path: string | undefined
+  /** fast-check's replayPath of a shrunk command sequence (model-based checks). */
+  readonly replayPath?: string | undefined
 }
 
 /** Everything a check sees: the profile, fixtures, control, the raw transport and the judging helpers. */

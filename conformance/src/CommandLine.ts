@@ -43,6 +43,7 @@ export const usage = `custody-relay-conformance [doctor] [options]
   --seed N                  run seed (each check derives its own from it)
   --num-runs N              property runs per check (default 100)
   --path PATH               fast-check replay path (with --check and --seed)
+  --replay-path P           replayPath of a model-based counterexample (printed with it)
   --expected-failures FILE  the implementation's expected failures: {"<check id>": {"reason": "..."}}
   --rerun-failed REPORT     re-run the failing checks of a JSON report with its seed
   --reporter R              console (default), json or junit
@@ -70,6 +71,7 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
       seed: { type: "string" },
       "num-runs": { type: "string" },
       path: { type: "string" },
+      "replay-path": { type: "string" },
       "expected-failures": { type: "string" },
       "rerun-failed": { type: "string" },
       reporter: { type: "string" },
@@ -153,6 +155,7 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     ...(seed === undefined ? {} : { seed }),
     ...(numRuns === undefined ? {} : { numRuns }),
     ...(values.path === undefined ? {} : { path: values.path }),
+    ...(values["replay-path"] === undefined ? {} : { replayPath: values["replay-path"] }),
     expectedFailures,
     onProgress: progressLine(io.stderr, io.isTty)
   }

@@ -42,6 +42,8 @@ export interface RunOptions {
   readonly numRuns?: number
   /** fast-check replay path; meaningful with a single `--check`. */
   readonly path?: string
+  /** fast-check replayPath of a model-based run's command sequence (printed in its counterexample). */
+  readonly replayPath?: string
   readonly expectedFailures?: ReadonlyArray<ExpectedFailure>
   readonly onProgress?: (event: ProgressEvent) => void
   /** The check list; the kit's own by default. */
@@ -83,8 +85,11 @@ export const makeControl = (target: Target, options: Control | HttpControlOption
   return new HttpControl(new Transport(target), url, options.token)
 }
 
-const replayArgs = (checkId: string, seed: number, path: string | undefined): string =>
-  `--check ${checkId} --seed ${seed}` + (path === undefined ? "" : ` --path ${path}`)
+const replayArgs = (checkId: string, seed: number, path: string | undefined, replayPath?: string): string =>
+  `--check ${checkId} --seed ${seed}` + (path === undefined ? "" : ` --path ${path}`) + (replayPath === undefined ? "" : ` --replay-path ${replayPath}`)
+
+/** The command-sequence replayPath fast-check prints inside a model-based counterexample. */
+export const replayPathOf = (counterexample: string): string | undefined => /replayPath="([^"]+)"/.exec(counterexample)?.[1]
 
 const runOne = async (
   check: Check,
@@ -92,7 +97,7 @@ const runOne = async (
   control: Control | undefined,
   blackBox: BlackBoxCredentials | undefined,
   transport: Transport,
-  settings: { runSeed: number; numRuns: number; path: string | undefined }
+  settings: { runSeed: number; numRuns: number; path: string | undefined; replayPath: string | undefined }
 ): Promise<Omit<CheckReport, "outcome" | "expectation">> => {
   const seed = checkSeed(settings.runSeed, check.id)
   const started = performance.now()
@@ -112,7 +117,7 @@ const runOne = async (
   const declared = declaredCapabilities(profile)
   const lacking = check.needs.filter((need) => need !== "control" && declared !== undefined && !declared.has(need))
   if (control !== undefined && lacking.length > 0) return done("not-applicable", { message: `the profile does not declare ${lacking.join(", ")}` })
-  const context = new CheckContext(check, profile, { seed, numRuns: settings.numRuns, path: settings.path }, control, fixturesFor(blackBox), transport)
+  const context = new CheckContext(check, profile, { seed, numRuns: settings.numRuns, path: settings.path, replayPath: settings.replayPath }, control, fixturesFor(blackBox), transport)
   let harness: string | undefined
   let missing: string | undefined
   try {
@@ -130,7 +135,7 @@ const runOne = async (
   }
   const failure = context.propertyFailure
   const extra: Partial<CheckReport> = { violations: context.violations, warnings: context.warnings }
-  const withReplay = failure === undefined ? extra : { ...extra, path: failure.path ?? "", counterexample: failure.counterexample, replay: replayArgs(check.id, settings.runSeed, failure.path) }
+  const withReplay = failure === undefined ? extra : { ...extra, path: failure.path ?? "", counterexample: failure.counterexample, replay: replayArgs(check.id, settings.runSeed, failure.path, replayPathOf(failure.counterexample)) }
   if (missing !== undefined) return done("not-applicable", { ...withReplay, message: missing })
   if (harness !== undefined) return done("harness-error", { ...withReplay, message: harness })
   if (context.violations.some((violation) => CheckContext.isHard(violation))) return done("fail", withReplay)
@@ -181,7 +186,7 @@ export const runConformance = async (options: RunOptions): Promise<Report> => {
             message: "no valid profile (see doctor)",
             replay: replayArgs(check.id, runSeed, undefined)
           }
-        : await runOne(check, profile, control, options.blackBox?.credentials, transport, { runSeed, numRuns, path: options.path })
+        : await runOne(check, profile, control, options.blackBox?.credentials, transport, { runSeed, numRuns, path: options.path, replayPath: options.replayPath })
     const expectation = entries.find((entry) => entry.checkId === check.id)
     const outcome = applyExpectation(raw.rawOutcome, expectation)
     const report: CheckReport = expectation === undefined ? { ...raw, outcome } : { ...raw, outcome, expectation }

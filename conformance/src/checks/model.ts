@@ -121,7 +121,8 @@ const readBalance = async (real: Real, account: ModelAccount, what: string): Pro
   const address = field(result, "address")
   if ((account.status === "active") !== (typeof address === "string" && address.length > 0)) fail(real, ["ACC-ADDR-1"], `${what}: an account in ${account.status} has address ${JSON.stringify(address)}`, result)
   const balance = field(result, "availableBalance")
-  if (typeof balance !== "string" || !new Decimal(balance).eq(account.balance)) fail(real, ["TXN-FLOW-1", "GEN-DEC-1"], `${what}: the model's available balance is ${account.balance.toString()}, the target's ${String(balance)}`, result)
+  if (typeof balance !== "string" || !/^-?\d+(\.\d+)?$/.test(balance)) return fail(real, ["GEN-DEC-1"], `${what}: availableBalance ${JSON.stringify(balance)} is not a decimal string`, result)
+  if (!new Decimal(balance).eq(account.balance)) fail(real, ["TXN-FLOW-1"], `${what}: the model's available balance is ${account.balance.toString()}, the target's ${balance}`, result)
 }
 
 type Cmd = fc.AsyncCommand<RelayModel, Real>
@@ -420,14 +421,14 @@ export const modelCommands = (assets: ReadonlyArray<AssetProfile>, stats: ModelS
 export const modelSequences = defineCheck({
   id: "model.sequences",
   title: "Random command sequences agree with the kit's reference model, answer by answer",
-  requirements: ["ACC-APPR-1", "ACC-APPR-2", "ACC-ADDR-1", "ACC-ACTIVE-1", "TXN-INIT-2", "TXN-DEST-1", "TXN-DEST-2", "TXN-VAL-3", "TXN-FLOW-1", "TXN-LIST-1", "TXN-LIST-2", "WL-FLOW-1", "WL-STATE-1", "SCOPE-2"],
+  requirements: ["ACC-APPR-1", "ACC-APPR-2", "ACC-ADDR-1", "ACC-ACTIVE-1", "GEN-DEC-1", "TXN-INIT-2", "TXN-DEST-1", "TXN-DEST-2", "TXN-VAL-3", "TXN-FLOW-1", "TXN-LIST-1", "TXN-LIST-2", "WL-FLOW-1", "WL-STATE-1", "SCOPE-2"],
   tags: ["model", "property", "workflow"],
   needs: ["control", "accounts.activate", "accounts.credit", "whitelisted-addresses.status", "transactions.advance"],
   expectsWork: true,
   async run(context) {
     const stats: ModelStats = { executed: 0, discarded: 0 }
     const assets = context.profile.assets.filter((asset) => asset.feeEstimation)
-    const property = fc.asyncProperty(fc.commands(modelCommands(assets, stats), { maxCommands: 24 }), (commands) =>
+    const property = fc.asyncProperty(fc.commands(modelCommands(assets, stats), { maxCommands: 24, ...(context.settings.replayPath === undefined ? {} : { replayPath: context.settings.replayPath }) }), (commands) =>
       context.tracked(async () => {
         // A fresh tenant for every run and every shrink step: isolation without resets.
         await fc.asyncModelRun(async () => {

@@ -157,7 +157,12 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     ...(values.path === undefined ? {} : { path: values.path }),
     ...(values["replay-path"] === undefined ? {} : { replayPath: values["replay-path"] }),
     expectedFailures,
-    onProgress: progressLine(io.stderr, io.isTty)
+    onProgress: progressLine(io.stderr, io.isTty),
+    onDoctor: (doctor) => {
+      for (const problem of doctor.problems) io.stderr(`doctor: problem: ${problem}\n`)
+      const missing = Object.entries(doctor.capabilities).filter(([, state]) => state === "missing").map(([name]) => name)
+      if (missing.length > 0) io.stderr(`doctor: missing control calls: ${missing.join(", ")} (checks needing them are not applicable)\n`)
+    }
   }
   const report = await runConformance(options)
   const reporter = values.reporter ?? "console"

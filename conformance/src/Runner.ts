@@ -6,7 +6,7 @@
 import { CheckContext, CheckFailure, type Check } from "./Check.js"
 import { allChecks } from "./checks/index.js"
 import { CapabilityMissing, ControlError, controlProtocolVersion, gateControl, HttpControl, type Control } from "./Control.js"
-import { runDoctor } from "./Doctor.js"
+import { runDoctor, type DoctorResult } from "./Doctor.js"
 import type { ExpectedFailure } from "./Expectations.js"
 import { FixtureFailure, fixturesFor, type BlackBoxCredentials } from "./Fixtures.js"
 import type { Outcome } from "./Outcome.js"
@@ -46,6 +46,8 @@ export interface RunOptions {
   readonly replayPath?: string
   readonly expectedFailures?: ReadonlyArray<ExpectedFailure>
   readonly onProgress?: (event: ProgressEvent) => void
+  /** Called with the doctor's findings before any check runs. */
+  readonly onDoctor?: (result: DoctorResult) => void
   /** The check list; the kit's own by default. */
   readonly catalogue?: ReadonlyArray<Check>
 }
@@ -165,6 +167,7 @@ export const runConformance = async (options: RunOptions): Promise<Report> => {
         }
       : undefined
   const doctor = await runDoctor(transport, rawControl, options.blackBox?.profile, tokenCheck)
+  options.onDoctor?.(doctor)
   const profile = doctor.profile
   const control = rawControl === undefined || profile === undefined ? rawControl : gateControl(rawControl, declaredCapabilities(profile))
   const entries = options.expectedFailures ?? []

@@ -1,0 +1,134 @@
+/**
+ * `pnpm bench:http`: the relay server (`pnpm start`'s program: node:http adapter, handler, SQLite file) against
+ * a minimal hand-written baseline (bench/baseline.ts) on the same database file, side by side in one run, for
+ * GET account, GET list and POST initiate. Prints requests per second, latencies and the ratio relay/baseline.
+ * It measures and prints; it asserts nothing (never a timed test).
+ *
+ * Settings: BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 10),
+ * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Warn: one log line per request costs throughput too).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createRequire } from "node:module"
+import { cpus, tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** The part of autocannon's API the bench uses (it ships no types). */
+interface AutocannonResult {
+  readonly requests: { readonly average: number }
+  readonly latency: { readonly p50: number; readonly p99: number }
+  readonly non2xx: number
+  readonly errors: number
+}
+type Autocannon = (options: {
+  readonly url: string
+  readonly connections: number
+  readonly duration: number
+  readonly method?: string
+  readonly headers?: Record<string, string>
+  readonly body?: string
+}) => Promise<AutocannonResult>
+const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+
+const duration = Number(process.env["BENCH_DURATION"] ?? 10)
+const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
+const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Warn"
+
+const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
+const serverMain = fileURLToPath(new URL("../../server/src/main.ts", import.meta.url))
+const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
+
+const start = (args: ReadonlyArray<string>, env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; output: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(tsx, ["--conditions=@custody-relay/source", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      if (ready.test(output)) resolve({ child, output })
+    })
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+    })
+    child.once("exit", (code) => reject(new Error(`exited with ${code}:\n${output}`)))
+  })
+
+const grab = (output: string, pattern: RegExp): string => {
+  const found = pattern.exec(output)?.[1]
+  if (found === undefined) throw new Error(`not found in server output: ${pattern}\n${output}`)
+  return found
+}
+
+const main = async () => {
+  const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
+  const database = join(directory, "relay.db")
+  const relay = await start([serverMain], {
+    RELAY_DATABASE: database,
+    PORT: "0",
+    RELAY_DEMO: "always",
+    RELAY_LOG_LEVEL: logLevel,
+    RELAY_RATE_LIMIT: "1000000000"
+  }, /custody-relay ready/)
+  const baseline = await start([baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
+  try {
+    const relayUrl = grab(relay.output, /listening on (http:\/\/\S+)/)
+    const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
+    const headers = {
+      "x-api-key": grab(relay.output, /admin\s+x-api-key: (\S+)/),
+      "x-api-secret": grab(relay.output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
+    }
+    const account = grab(relay.output, /account (\S+)\s+Treasury BTC/)
+    const whitelisted = grab(relay.output, /whitelisted address (\S+)/)
+    const initiate = JSON.stringify({
+      sourceAccountId: account,
+      destinationId: whitelisted,
+      destinationType: "external",
+      amount: "0.00001",
+      assetType: "BTC"
+    })
+    const scenarios = [
+      { name: "GET account", path: `/relay/v1/accounts/${account}`, method: "GET" },
+      { name: "GET list", path: "/relay/v1/accounts", method: "GET" },
+      { name: "POST initiate", path: "/relay/v1/transactions/initiate", method: "POST", body: initiate }
+    ]
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run; relay log level ${logLevel}\n\n`)
+    const rows: Array<string> = []
+    for (const scenario of scenarios) {
+      const run = (base: string) =>
+        autocannon({
+          url: base + scenario.path,
+          connections,
+          duration,
+          method: scenario.method,
+          headers: { ...headers, ...(scenario.body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(scenario.body === undefined ? {} : { body: scenario.body })
+        })
+      // A short warm-up each, so JIT compilation is not measured.
+      await run(relayUrl).then(() => undefined, () => undefined).catch(() => undefined)
+      const ours = await run(relayUrl)
+      await run(baselineUrl)
+      const theirs = await run(baselineUrl)
+      const ratio = ours.requests.average / theirs.requests.average
+      const row = `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} | ${ours.non2xx + ours.errors} / ${theirs.non2xx + theirs.errors} |`
+      rows.push(row)
+      process.stdout.write(`${scenario.name}: relay ${ours.requests.average.toFixed(0)} req/s, baseline ${theirs.requests.average.toFixed(0)} req/s, ratio ${ratio.toFixed(2)}\n`)
+    }
+    process.stdout.write([
+      "",
+      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | non-2xx or errors (relay / baseline) |",
+      "|---|---|---|---|---|---|---|",
+      ...rows,
+      ""
+    ].join("\n") + "\n")
+  } finally {
+    relay.child.kill("SIGTERM")
+    baseline.child.kill("SIGTERM")
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    rmSync(directory, { recursive: true, force: true })
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`)
+  process.exit(1)
+})

@@ -52,3 +52,12 @@ export const errorTable: { readonly [Tag in ErrorTag]: ErrorMapping } = {
 /** What a defect (a bug, storage down) answers: nothing about its cause reaches the caller. */
 export const defectMapping: ErrorMapping = { status: 500, code: "INTERNAL_ERROR" }
 export const defectMessage = "An unexpected error occurred; quote the requestId when reporting it"
+
+/** The table as Markdown rows, in table order, closed by the defect row: docs/http.md holds exactly this text. */
+export const toMarkdown = (): string =>
+  [
+    "| error | status | code |",
+    "|---|---|---|",
+    ...Object.entries(errorTable).map(([tag, mapping]) => `| ${tag} | ${mapping.status} | ${mapping.code} |`),
+    `| (defect: any unexpected failure) | ${defectMapping.status} | ${defectMapping.code} |`
+  ].join("\n")

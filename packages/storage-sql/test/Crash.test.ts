@@ -1,0 +1,58 @@
+/**
+ * Proof of issue 3 under crashes: a worker process writes in a loop through the core's operations (initiate,
+ * complete, fail, cancel, deposit, four at a time) and is killed with SIGKILL at a random moment, again and again.
+ * After each kill the store is reopened (SQLite recovers its WAL, PostgreSQL has aborted the dead sessions) and the
+ * invariant must hold for every account: balance = deposits - settled - open reservations, never negative, and
+ * each transaction's reservation open exactly while it is pending.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Ids, Storage } from "@custody-relay/core"
+import { Effect } from "effect"
+import { proofEngines } from "./ProofTargets.js"
+import {
+  allTransactions,
+  approvedDestination,
+  checkInvariants,
+  fundedAccount,
+  newClient,
+  newCredential,
+  provideRelay,
+  startWorker
+} from "./proofs/ProofWorld.js"
+
+const ROUNDS = 5
+
+for (const { name, skip, target: makeTarget } of proofEngines) {
+  describe.skipIf(skip)(`Crash proof: ${name}`, () => {
+    it.live(`a writer killed with SIGKILL ${ROUNDS} times leaves balances that reconcile`, () =>
+      Effect.gen(function*() {
+        const target = yield* makeTarget
+        const world = yield* provideRelay(target)(Effect.gen(function*() {
+          const clientId = yield* newClient
+          const credential = yield* newCredential(clientId, "Writer")
+          const accounts = yield* Effect.forEach([0, 1, 2], () => fundedAccount(credential, "20", 0))
+          const destination = yield* approvedDestination(credential)
+          return { clientId, credential, accounts, destination }
+        }))
+        for (let round = 1; round <= ROUNDS; round++) {
+          const worker = startWorker("churn", target, {
+            credential: world.credential,
+            accountIds: world.accounts,
+            destinationId: world.destination
+          })
+          yield* Effect.promise(() => worker.ready)
+          yield* Effect.sleep(`${50 + Math.floor(Math.random() * 400)} millis`)
+          worker.kill("SIGKILL")
+          yield* Effect.promise(() => worker.exited)
+          assert.notInclude(worker.stderr(), "unexpected outcome", `the writer's own operations failed only as the domain allows`)
+          const problems = yield* provideRelay(target)(checkInvariants(world.clientId, world.accounts))
+          assert.deepStrictEqual(problems, [], `after kill ${round}`)
+        }
+        const written = yield* provideRelay(target)(Storage.run("read", (unit) =>
+          Effect.forEach(world.accounts, (account) => allTransactions(unit, Ids.ClientId.make(world.clientId), account))))
+        const statuses = new Set(written.flat().map((t) => t.status))
+        assert.isAbove(written.flat().length, ROUNDS, "the worker wrote between kills")
+        assert.isAbove(statuses.size, 2, `transactions reached several states: ${[...statuses].join(", ")}`)
+      }), 60_000)
+  })
+}

@@ -1,0 +1,181 @@
+/**
+ * The world the proofs of issue 3 run in: a relay (the core's real operations) over a SQL store that several OS
+ * processes share, a client with API users, funded ETH accounts and an approved external destination, and the
+ * invariant every proof ends with. Parent tests and the worker processes (relayWorker.ts) both use it.
+ */
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import {
+  Accounts,
+  Administration,
+  Asset,
+  Authentication,
+  Ids,
+  Money,
+  Permission,
+  type Principal,
+  type RateLimiter,
+  Reconciliation,
+  Relay,
+  Storage,
+  Transaction,
+  WhitelistedAddresses
+} from "@custody-relay/core"
+import { Effect, type Layer, Redacted } from "effect"
+import { layerPostgres, layerSqlite } from "../../src/index.js"
+
+export type ProofTarget =
+  | { readonly engine: "sqlite"; readonly filename: string }
+  | { readonly engine: "postgres"; readonly url: string }
+
+export const storeLayer = (target: ProofTarget): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
+  target.engine === "sqlite"
+    ? layerSqlite({ filename: target.filename })
+    : layerPostgres({ connectionString: target.url, pool: { max: 10 } })
+
+export const relayLayer = (target: ProofTarget): Layer.Layer<Relay.RelayServices, Storage.StorageError> =>
+  Relay.layer(storeLayer(target))
+
+/** What a step of the proofs' setup needs; its errors are only ever reported, so they stay `unknown`. */
+type Step<A> = Effect.Effect<A, unknown, Relay.RelayServices>
+
+export interface Credential {
+  readonly keyId: string
+  readonly secret: string
+}
+
+export const newCredential: (clientId: string, name: string) => Step<Credential> = Effect.fnUntraced(function*(clientId: string, name: string) {
+  const issued = yield* Administration.createApiUser({ clientId, permissions: Permission.permissionNames, name })
+  // The proof hands the secret to a worker process on purpose.
+  return { keyId: issued.keyId, secret: Redacted.value(issued.secret) } satisfies Credential
+})
+
+export const principalOf = (credential: Credential): Effect.Effect<Principal.Principal, unknown, Storage.Storage> =>
+  Authentication.authenticate(credential.keyId, credential.secret)
+
+let seed = 0
+
+/** An active ETH account of the credential's client holding `balance` (deposited, so the ledger explains it). */
+export const fundedAccount: (credential: Credential, balance: string, requiredApprovals?: number) => Step<string> = Effect.fnUntraced(function*(credential: Credential, balance: string, requiredApprovals = 1) {
+  const principal = yield* principalOf(credential)
+  const created = yield* Accounts.create(principal, { name: `Source ${++seed}`, workspace: "custody", assetId: "ETH" })
+  yield* Accounts.approve(principal, { accountId: created.id })
+  yield* Accounts.activate(created.id)
+  yield* Accounts.setApprovalPolicy(created.id, requiredApprovals)
+  if (!Money.isZero(Money.canonical(balance))) yield* Accounts.deposit(created.id, balance)
+  return created.id
+})
+
+/** An approved external ETH destination of the credential's client. */
+export const approvedDestination: (credential: Credential) => Step<string> = Effect.fnUntraced(function*(credential: Credential) {
+  const principal = yield* principalOf(credential)
+  const ethereum = Asset.builtInAssets.find((a) => a.assetId === "ETH")
+  if (ethereum === undefined) return yield* Effect.die(new Error("ETH is not a built-in asset"))
+  const created = yield* WhitelistedAddresses.create(principal, {
+    name: `Exchange ${++seed}`,
+    address: ethereum.chain.addressFromSeed(new TextEncoder().encode(`proof-${Date.now()}-${seed}`)),
+    assetType: "ETH"
+  })
+  yield* WhitelistedAddresses.approve(created.id)
+  return created.id
+})
+
+export const newClient: Step<string> = Effect.map(Administration.createClient("Proof client"), (client) => client.id)
+
+/**
+ * The invariant of the crash proof, for every account given: its balance equals deposits and transfers in, minus
+ * settled amounts, minus the reservations of its open transactions, and is not negative (Reconciliation); every
+ * transaction's reservation is open exactly while it is pending: a completed one has exactly one settlement in
+ * the ledger, any other none.
+ */
+export const checkInvariants: (clientId: string, accountIds: ReadonlyArray<string>) => Step<ReadonlyArray<string>> = Effect.fnUntraced(function*(clientId: string, accountIds: ReadonlyArray<string>) {
+  const problems: Array<string> = []
+  for (const accountId of accountIds) {
+    const reconciliation = yield* Reconciliation.reconcileAccount(accountId)
+    if (!reconciliation.consistent) problems.push(`account ${accountId} does not reconcile: ${JSON.stringify(reconciliation)}`)
+    const { entries, transactions } = yield* Storage.run("read", (unit) =>
+      Effect.all({
+        entries: unit.listLedgerEntries(Ids.AccountId.make(accountId)),
+        transactions: allTransactions(unit, Ids.ClientId.make(clientId), accountId)
+      }))
+    for (const tx of transactions) {
+      const settlements = entries.filter((e) => e.kind === "settlement" && e.transactionId === tx.id)
+      const expected = tx.status === "COMPLETED" ? 1 : 0
+      if (settlements.length !== expected) {
+        problems.push(`transaction ${tx.id} (${tx.status}) has ${settlements.length} settlements, expected ${expected}`)
+      }
+      if (settlements.length === 1 && settlements[0]?.amount !== tx.reserved) {
+        problems.push(`transaction ${tx.id} settled ${settlements[0]?.amount}, reserved ${tx.reserved}`)
+      }
+    }
+  }
+  return problems
+})
+
+/** Every transaction from one account, walking the pages. */
+export const allTransactions = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  clientId: Ids.ClientId,
+  accountId: string
+) {
+  const all: Array<Transaction.Transaction> = []
+  for (let page = 1; ; page++) {
+    const found = yield* unit.listTransactions(clientId, { accountId }, { page, limit: 100 })
+    all.push(...found.items)
+    if (found.items.length < 100) return all
+  }
+})
+
+export const accountBalance = (accountId: string): Step<Money.DecimalString> =>
+  Effect.map(Accounts.inspect(accountId), (account) => account.availableBalance)
+
+const workerPath = fileURLToPath(new URL("./relayWorker.ts", import.meta.url))
+const repositoryRoot = fileURLToPath(new URL("../../../../", import.meta.url))
+
+export interface Worker {
+  readonly pid: number
+  /** Resolves with the worker's result line (parsed), or rejects when it exits without one. */
+  readonly result: () => Promise<unknown>
+  /** What the worker wrote to stderr so far. */
+  readonly stderr: () => string
+  /** Resolves when the worker prints its first "ready" line. */
+  readonly ready: Promise<void>
+  readonly kill: (signal: NodeJS.Signals) => void
+  readonly exited: Promise<number | null>
+}
+
+/**
+ * Starts relayWorker.ts in its own node process, running the TypeScript sources (the same way as the tests):
+ * `node --conditions=@custody-relay/source --import tsx relayWorker.ts <mode> <target> <params>`.
+ */
+export const startWorker = (mode: string, target: ProofTarget, params: unknown): Worker => {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@custody-relay/source", "--import", "tsx", workerPath, mode, JSON.stringify(target), JSON.stringify(params)],
+    { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"] }
+  )
+  let stdout = ""
+  let stderr = ""
+  let markReady: () => void = () => undefined
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve
+  })
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk
+    if (stdout.includes("READY\n")) markReady()
+  })
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk
+  })
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const result = () => exited.then((code) => {
+    const line = stdout.split("\n").find((l) => l.startsWith("RESULT "))
+    if (line === undefined) throw new Error(`worker ${mode} exited with ${code} and no result:\n${stderr}\n${stdout}`)
+    const parsed: unknown = JSON.parse(line.slice("RESULT ".length))
+    return parsed
+  })
+  return { pid: child.pid ?? -1, result, stderr: () => stderr, ready, kill: (signal) => child.kill(signal), exited }
+}
+
+export const provideRelay = (target: ProofTarget) => <A, E>(effect: Effect.Effect<A, E, Relay.RelayServices>) =>
+  Effect.provide(effect, relayLayer(target))

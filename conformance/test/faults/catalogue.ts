@@ -250,4 +250,299 @@ export const faults: ReadonlyArray<Fault> = [
       return rewrite(response, (body) => (isObject(body) && typeof body["createdAt"] === "string" ? { ...body, createdAt: body["createdAt"].replace(/(\.\d+)?Z$/, "+02:00") } : body))
     }
   }
+  ,
+  {
+    name: "approve answers the account as active instead of approved",
+    requirement: "ACC-APPR-1",
+    checks: ["acc.approve.pending"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/accounts/approve") || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) ? { ...body, status: "active" } : body))
+    }
+  },
+  {
+    name: "a credential that is not client-scoped is served (as if scoped to nothing: empty lists)",
+    requirement: "AUTH-SCOPE-1",
+    checks: ["auth.scope.unscoped"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (response.status !== 403 || request.method !== "GET" || !isList(request)) return response
+      const body = (await response.clone().json()) as unknown
+      if (isObject(body) && typeof body["message"] === "string" && body["message"].startsWith("Missing required API scope")) return response
+      return new Response(JSON.stringify({ items: [], total: 0, page: 1, limit: 20, totalPages: 0 }), { status: 200, headers: { "content-type": "application/json" } })
+    }
+  },
+  {
+    name: "a permission change ignored until restart",
+    requirement: "AUTH-PERM-2",
+    checks: ["auth.permission.change"],
+    wrap: (handler) => async (request) => {
+      if (request.method === "PUT" && /\/__control\/api-users\/[^/]+\/permissions$/.test(pathOf(request))) return new Response("{}", { status: 200, headers: { "content-type": "application/json" } })
+      return handler(request)
+    }
+  },
+  {
+    name: "paths outside the version prefix served",
+    requirement: "GEN-PATH-1",
+    checks: ["gen.path.prefix"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      if (/^\/(relay\/v2\/|relay\/|v1\/)?accounts$/.test(url.pathname.slice(1) === "" ? "" : url.pathname) || /^\/(relay\/v2|relay|v1)\/accounts$/.test(url.pathname) || url.pathname === "/accounts") {
+        url.pathname = "/relay/v1/accounts"
+        return handler(new Request(url, { method: request.method, headers: request.headers }))
+      }
+      return handler(request)
+    }
+  },
+  {
+    name: "the transaction status filter is case-sensitive",
+    requirement: "TXN-LIST-1",
+    checks: ["txn.list.filters"],
+    wrap: (handler) => async (request) => {
+      const status = new URL(request.url).searchParams.get("status")
+      if (request.method === "GET" && pathOf(request).endsWith("/relay/v1/transactions") && status !== null && status !== status.toLowerCase()) {
+        return new Response(JSON.stringify({ message: "invalid status", code: "INVALID_REQUEST", requestId: "x" }), { status: 400, headers: { "content-type": "application/json" } })
+      }
+      return handler(request)
+    }
+  },
+  {
+    name: "the account role filter ignored",
+    requirement: "ACC-LIST-1",
+    checks: ["acc.list.filters"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      if (request.method !== "GET" || url.pathname !== "/relay/v1/accounts" || !url.searchParams.has("role")) return handler(request)
+      url.searchParams.delete("role")
+      return handler(new Request(url, { method: "GET", headers: request.headers }))
+    }
+  },
+  {
+    name: "an account name of 51 characters accepted (truncated to 50)",
+    requirement: "LIM-SIZE-1",
+    checks: ["acc.create.validation"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).endsWith("/relay/v1/accounts")) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (isObject(body) && typeof body["name"] === "string" && body["name"].length === 51) return handler(withBody(copy, { ...body, name: body["name"].slice(0, 50) }))
+      return handler(copy)
+    }
+  },
+  {
+    name: "a whitelist description of 501 characters accepted (truncated)",
+    requirement: "WL-CREATE-1",
+    checks: ["wl.create.validation"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).endsWith("/relay/v1/whitelisted-addresses")) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (isObject(body) && typeof body["description"] === "string" && body["description"].length > 500) return handler(withBody(copy, { ...body, description: body["description"].slice(0, 500) }))
+      return handler(copy)
+    }
+  },
+  {
+    name: "request validation before authentication: a bad body with bad credentials is 400",
+    requirement: "AUTH-ORDER-1",
+    checks: ["auth.order"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || !pathOf(request).startsWith("/relay/v1/")) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (body === undefined) return new Response(JSON.stringify({ message: "the request body is not valid JSON", code: "MALFORMED_JSON", requestId: "x" }), { status: 400, headers: { "content-type": "application/json" } })
+      return handler(copy)
+    }
+  },
+  {
+    name: "the status record carries extra fields",
+    requirement: "TXN-SHAPE-4",
+    checks: ["txn.shape.records"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !pathOf(request).endsWith("/status") || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) ? { ...body, amount: "1" } : body))
+    }
+  },
+  {
+    name: "approvals lack providerApprovedAt",
+    requirement: "TXN-SHAPE-3",
+    checks: ["txn.shape.records"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/transactions\/[^/]+$/.test(pathOf(request)) || response.status !== 200) return response
+      return rewrite(response, (body) => {
+        if (!isObject(body) || !isObject(body["approvals"])) return body
+        const { providerApprovedAt: _dropped, ...approvals } = body["approvals"]
+        return { ...body, approvals }
+      })
+    }
+  },
+  {
+    name: "totalPages off by one",
+    requirement: "PAGE-4",
+    checks: ["page.walk"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (!isList(request) || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) && typeof body["totalPages"] === "number" ? { ...body, totalPages: body["totalPages"] + 1 } : body))
+    }
+  },
+  {
+    name: "the default page size is 10, not 20",
+    requirement: "PAGE-2",
+    checks: ["page.envelope"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      if (!isList(request) || url.searchParams.has("limit")) return handler(request)
+      url.searchParams.set("limit", "10")
+      return handler(new Request(url, { method: "GET", headers: request.headers }))
+    }
+  },
+  {
+    name: "the account create response carries the full record",
+    requirement: "ACC-SHAPE-2",
+    checks: ["acc.create.response"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/relay/v1/accounts") || response.status !== 201) return response
+      return rewrite(response, (body) => (isObject(body) ? { ...body, availableBalance: "0", updatedAt: body["createdAt"] } : body))
+    }
+  },
+  {
+    name: "account records lack chainType",
+    requirement: "ACC-SHAPE-1",
+    checks: ["acc.create.response"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/accounts\/[^/]+$/.test(pathOf(request)) || response.status !== 200) return response
+      return rewrite(response, (body) => {
+        if (!isObject(body)) return body
+        const { chainType: _dropped, ...rest } = body
+        return rest
+      })
+    }
+  },
+  {
+    name: "an assetType differing from the source's asset is corrected instead of refused",
+    requirement: "TXN-VAL-2",
+    checks: ["txn.validation.asset-mismatch"],
+    wrap: (handler) => async (request) => {
+      if (!isTransfer(request)) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (!isObject(body) || typeof body["sourceAccountId"] !== "string") return handler(copy)
+      const read = await handler(new Request(new URL(`/relay/v1/accounts/${body["sourceAccountId"]}`, copy.url), { headers: copy.headers }))
+      const account = read.status === 200 ? ((await read.json()) as unknown) : undefined
+      return handler(isObject(account) ? withBody(copy, { ...body, assetType: account["assetId"] }) : copy)
+    }
+  },
+  {
+    name: "a pending account usable as an internal destination",
+    requirement: "TXN-DEST-2",
+    checks: ["txn.destination.internal"],
+    wrap: (handler, { token }) => async (request) => {
+      if (!isTransfer(request)) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (isObject(body) && body["destinationType"] === "internal" && typeof body["destinationId"] === "string") {
+        const id = body["destinationId"]
+        await handler(new Request(new URL("/relay/v1/accounts/approve", copy.url), { method: "POST", headers: copy.headers, body: JSON.stringify({ accountId: id }) }))
+        await control(handler, token, "POST", `/accounts/${id}/activate`)
+      }
+      return handler(copy)
+    }
+  },
+  {
+    name: "a foreign source answered 404 by calculate-fee instead of 403",
+    requirement: "TXN-VAL-3",
+    checks: ["txn.validation.source"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      return request.method === "POST" && pathOf(request).endsWith("/calculate-fee") && response.status === 403 ? rewrite(response, (body) => body, 404) : response
+    }
+  },
+  {
+    name: "a custody provider fault answered 502",
+    requirement: "TXN-FEE-3",
+    checks: ["txn.fee.provider"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      return response.status === 500 && pathOf(request).endsWith("/calculate-fee") ? rewrite(response, (body) => body, 502) : response
+    }
+  },
+  {
+    name: "error bodies of 404s lack the code field the others carry",
+    requirement: "ERR-BODY-1",
+    checks: ["err.body.consistent"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (response.status !== 404) return response
+      return rewrite(response, (body) => (isObject(body) ? { message: body["message"] } : body))
+    }
+  },
+  {
+    name: "a transaction list filtered by a foreign account shows its transactions",
+    requirement: "SCOPE-3",
+    checks: ["scope.transactions.foreign-account-filter"],
+    wrap: (handler, { token }) => {
+      const owners = new Map<string, string>()
+      return async (request) => {
+        const url = new URL(request.url)
+        const key = request.headers.get("x-api-key") ?? ""
+        if (request.method === "POST" && url.pathname === "/relay/v1/transactions/initiate") owners.set(key, request.headers.get("x-api-secret") ?? "")
+        const accountId = url.searchParams.get("accountId")
+        if (request.method !== "GET" || url.pathname !== "/relay/v1/transactions" || accountId === null) return handler(request)
+        const response = await handler(request)
+        const body = (await response.clone().json()) as unknown
+        if (!isObject(body) || body["total"] !== 0) return response
+        // Leak: answer with another caller's view of the same filter.
+        for (const [otherKey, secret] of owners) {
+          if (otherKey === key) continue
+          const leaked = await handler(new Request(url, { headers: { "x-api-key": otherKey, "x-api-secret": secret } }))
+          const leakedBody = (await leaked.json()) as unknown
+          if (isObject(leakedBody) && typeof leakedBody["total"] === "number" && leakedBody["total"] > 0) return new Response(JSON.stringify(leakedBody), { status: 200, headers: { "content-type": "application/json" } })
+        }
+        void token
+        return response
+      }
+    }
+  },
+  {
+    name: "initiate answers the status in upper case",
+    requirement: "TXN-INIT-1",
+    checks: ["txn.initiate.response"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/transactions/initiate") || response.status !== 201) return response
+      return rewrite(response, (body) => (isObject(body) && typeof body["status"] === "string" ? { ...body, status: body["status"].toUpperCase() } : body))
+    }
+  },
+  {
+    name: "the whitelist status filter takes one value only",
+    requirement: "WL-LIST-1",
+    checks: ["wl.list.filters"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      if (request.method !== "GET" || url.pathname !== "/relay/v1/whitelisted-addresses") return handler(request)
+      const statuses = url.searchParams.getAll("status").flatMap((value) => value.split(","))
+      if (statuses.length <= 1) return handler(request)
+      url.searchParams.delete("status")
+      url.searchParams.set("status", statuses[0] ?? "")
+      return handler(new Request(url, { method: "GET", headers: request.headers }))
+    }
+  },
+  {
+    name: "one key's burst spends another key's budget",
+    requirement: "LIM-RATE-3",
+    checks: ["limit.rate.burst"],
+    wrap: (handler) => {
+      let limitedUntil = 0
+      return async (request) => {
+        if (!pathOf(request).startsWith("/relay/v1/")) return handler(request)
+        if (Date.now() < limitedUntil) {
+          const reset = String(Math.ceil(limitedUntil / 1000))
+          return new Response(JSON.stringify({ message: "rate limited", code: "RATE_LIMITED", requestId: "x" }), { status: 429, headers: { "content-type": "application/json", "retry-after": "1", "x-ratelimit-limit": "5", "x-ratelimit-remaining": "0", "x-ratelimit-reset": reset } })
+        }
+        const response = await handler(request)
+        if (response.status === 429) limitedUntil = Date.now() + 1000
+        return response
+      }
+    }
+  }
 ]

@@ -7,6 +7,8 @@ export interface ServerConfig {
   readonly host: string
   readonly database: string
   readonly rateLimit: { readonly limit: number; readonly windowSeconds: number }
+  /** Undefined: by engine (database for PostgreSQL, memory for SQLite). */
+  readonly rateLimitStore: "database" | "memory" | undefined
   readonly defaultRequiredApprovals: number
   readonly controlToken: string | undefined
   /** Seed the demo client: "auto" seeds a SQLite file that did not exist yet, or ":memory:". */
@@ -44,6 +46,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       limit: integer(env, "RELAY_RATE_LIMIT", 600, 1, 1_000_000_000),
       windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", 60, 1, 86_400)
     },
+    rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory"], "memory") : undefined,
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),

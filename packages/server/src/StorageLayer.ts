@@ -2,16 +2,27 @@
  * Which storage a `database` setting names: a `postgres://` (or `postgresql://`) URL is PostgreSQL, anything else
  * a SQLite file path, with ":memory:" a private in-memory SQLite database. Each layer migrates its database when
  * it is built and closes it when released.
+ *
+ * Where rate-limit windows are counted: in the database, shared by every node on it, or in this process. The
+ * default follows the engine: PostgreSQL is how several nodes run, so they share budgets through it; a SQLite
+ * file is one node's, and counting in memory saves a write transaction on every request.
  */
-import type { RateLimiter, Storage } from "@custody-relay/core"
+import { RateLimiter, type Storage } from "@custody-relay/core"
 import { layerPostgres, layerSqlite } from "@custody-relay/storage-sql"
-import type { Layer } from "effect"
+import { Layer } from "effect"
 
 export type Engine = "sqlite" | "postgres"
+export type RateLimitStore = "database" | "memory"
 
 export const engineOf = (database: string): Engine => (/^postgres(?:ql)?:\/\//i.test(database) ? "postgres" : "sqlite")
 
+export const defaultRateLimitStore = (engine: Engine): RateLimitStore => (engine === "postgres" ? "database" : "memory")
+
 export const fromDatabase = (
-  database: string
-): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
-  engineOf(database) === "postgres" ? layerPostgres({ connectionString: database }) : layerSqlite({ filename: database })
+  database: string,
+  rateLimitStore: RateLimitStore = defaultRateLimitStore(engineOf(database))
+): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
+  const sql = engineOf(database) === "postgres" ? layerPostgres({ connectionString: database }) : layerSqlite({ filename: database })
+  // The later layer's RateLimiter replaces the SQL one.
+  return rateLimitStore === "database" ? sql : Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)
+}

@@ -20,6 +20,8 @@ export interface RelayOptions {
   readonly controlToken?: string
   /** Requests per window per API key (LIM-RATE-2); 600 per 60 s by default. */
   readonly rateLimit?: RateLimitOptions
+  /** Where rate-limit windows are counted: "database" (shared by nodes) or "memory"; by engine by default. */
+  readonly rateLimitStore?: StorageLayer.RateLimitStore
   /** Approvals a transaction from a new account needs; 1 by default. */
   readonly defaultRequiredApprovals?: number
   /**
@@ -46,7 +48,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     ...(options.defaultRequiredApprovals === undefined ? {} : { defaultRequiredApprovals: options.defaultRequiredApprovals })
   }
   const handler = makeHandler({
-    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:")),
+    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:", options.rateLimitStore)),
     config,
     logLevel: options.logLevel ?? "Warn",
     ...(options.controlToken === undefined ? {} : { controlToken: options.controlToken }),

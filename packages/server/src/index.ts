@@ -4,5 +4,5 @@
  */
 export { createRelay, type RelayOptions, type RunningRelay } from "./createRelay.js"
 export { seedDemo, type DemoCredentials } from "./seedDemo.js"
-export { engineOf, fromDatabase, type Engine } from "./StorageLayer.js"
+export { defaultRateLimitStore, engineOf, fromDatabase, type Engine, type RateLimitStore } from "./StorageLayer.js"
 export { configFromEnv, type ServerConfig } from "./ServerConfig.js"

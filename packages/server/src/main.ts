@@ -40,6 +40,7 @@ const main = async (): Promise<void> => {
   const relay = await createRelay({
     database: config.database,
     rateLimit: config.rateLimit,
+    ...(config.rateLimitStore === undefined ? {} : { rateLimitStore: config.rateLimitStore }),
     defaultRequiredApprovals: config.defaultRequiredApprovals,
     logLevel: config.logLevel,
     ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })

@@ -11,6 +11,7 @@ describe("configFromEnv", () => {
       host: "127.0.0.1",
       database: "./data/relay.db",
       rateLimit: { limit: 600, windowSeconds: 60 },
+      rateLimitStore: undefined,
       defaultRequiredApprovals: 1,
       controlToken: undefined,
       demo: "auto",
@@ -25,6 +26,7 @@ describe("configFromEnv", () => {
       RELAY_DATABASE: "postgres://relay@db/relay",
       RELAY_RATE_LIMIT: "50",
       RELAY_RATE_WINDOW_SECONDS: "10",
+      RELAY_RATE_LIMIT_STORE: "database",
       RELAY_DEFAULT_QUORUM: "2",
       RELAY_TEST_CONTROL_TOKEN: "secret-token",
       RELAY_DEMO: "never",
@@ -34,6 +36,7 @@ describe("configFromEnv", () => {
       host: "0.0.0.0",
       database: "postgres://relay@db/relay",
       rateLimit: { limit: 50, windowSeconds: 10 },
+      rateLimitStore: "database",
       defaultRequiredApprovals: 2,
       controlToken: "secret-token",
       demo: "never",
@@ -41,7 +44,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

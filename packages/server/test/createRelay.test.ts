@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Permission } from "@custody-relay/core"
+import Database from "better-sqlite3"
 import { afterAll, describe, expect, it } from "vitest"
 import { createRelay } from "../src/index.js"
 
@@ -60,7 +61,7 @@ describe("createRelay", () => {
 
   it("a SQLite file keeps data, rate-limit windows and Idempotency-Key records across a restart", async () => {
     const database = join(directory, "restart.db")
-    const first = await createRelay({ database, controlToken: "t", rateLimit: { limit: 50, windowSeconds: 3600 } })
+    const first = await createRelay({ database, controlToken: "t", rateLimit: { limit: 50, windowSeconds: 3600 }, rateLimitStore: "database" })
     let auth: Record<string, string>
     let created: Awaited<ReturnType<typeof call>>
     try {
@@ -70,7 +71,7 @@ describe("createRelay", () => {
     } finally {
       await first.close()
     }
-    const second = await createRelay({ database, rateLimit: { limit: 50, windowSeconds: 3600 } })
+    const second = await createRelay({ database, rateLimit: { limit: 50, windowSeconds: 3600 }, rateLimitStore: "database" })
     try {
       const replay = await call(second.handler, "POST", "/relay/v1/accounts", { ...auth, "idempotency-key": "restart-1" }, { name: "Durable", workspace: "custody", assetId: "ETH" })
       expect(replay.status).toBe(201)
@@ -82,6 +83,28 @@ describe("createRelay", () => {
     } finally {
       await second.close()
     }
+  })
+
+  it("LIM-RATE-1: on SQLite the windows are counted in memory by default, in the database when asked", async () => {
+    const windowsIn = async (rateLimitStore: "database" | "memory" | undefined) => {
+      const database = join(directory, `windows-${rateLimitStore ?? "default"}.db`)
+      const relay = await createRelay({ database, controlToken: "t", ...(rateLimitStore === undefined ? {} : { rateLimitStore }) })
+      try {
+        const auth = await provision(relay.handler, "t")
+        expect((await call(relay.handler, "GET", "/relay/v1/accounts", auth)).headers.get("x-ratelimit-remaining")).toBe("599")
+      } finally {
+        await relay.close()
+      }
+      const db = new Database(database, { readonly: true })
+      try {
+        return (db.prepare("SELECT count(*) AS n FROM rate_limit_windows").get() as { n: number }).n
+      } finally {
+        db.close()
+      }
+    }
+    expect(await windowsIn(undefined)).toBe(0)
+    expect(await windowsIn("memory")).toBe(0)
+    expect(await windowsIn("database")).toBe(1)
   })
 
   it("a database that cannot be opened fails createRelay with a message, not a hang", async () => {

@@ -1,0 +1,363 @@
+/**
+ * `pnpm bench:storage`: what the SQL store costs. Prints numbers; never a test, never a pass or fail.
+ *
+ * 1. Initiate, ops/s: the core's `Transactions.initiate` (validation, fee quote, reservation, insert: one unit of
+ *    work) against the same statements written by hand (kysely; raw better-sqlite3 on SQLite), one at a time.
+ * 2. List page, ops/s: the core's `Transactions.list` (page 1 of 20 with its total) against the same two queries
+ *    by hand, over 10,000 transactions.
+ * 3. List-page latency as one client's transactions grow to 10k, 100k and 1M rows: page 1 (rows + COUNT), the rows
+ *    alone, a filtered page, and a deep page (offset 10,000).
+ *
+ * SQLite runs on a file in a temporary directory; PostgreSQL on a temporary database of RELAY_BENCH_PG_URL (or
+ * RELAY_TEST_PG_URL), skipped when neither is set. RELAY_BENCH_ROWS=10000,100000 narrows step 3.
+ */
+import { randomUUID } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type BetterSqlite3 from "better-sqlite3"
+import { Ids, Money, RateLimiter, Relay, Storage, Timestamp, type Transaction, Transactions } from "@custody-relay/core"
+import { Decimal } from "decimal.js"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { type Kysely, sql } from "kysely"
+import pg from "pg"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import type { Database } from "../src/schema/Database.js"
+import { openSqlite } from "../src/sqlite/layerSqlite.js"
+import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
+import type { SqlEngine } from "../src/SqlEngine.js"
+import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { approvedDestination, fundedAccount, newClient, newCredential, principalOf } from "../test/proofs/ProofWorld.js"
+
+const INITIATIONS = 2_000
+const LIST_PAGES = 2_000
+const LIST_ROWS = 10_000
+const LATENCY_SAMPLES = 40
+const sizes = (process.env["RELAY_BENCH_ROWS"] ?? "10000,100000,1000000").split(",").map(Number)
+const postgresUrl = process.env["RELAY_BENCH_PG_URL"] ?? process.env["RELAY_TEST_PG_URL"]
+
+interface Store {
+  readonly name: string
+  readonly engine: SqlEngine
+  readonly db: Kysely<Database>
+  /** Raw better-sqlite3 handle for the hand-written SQLite baseline, when the engine is SQLite. */
+  readonly raw?: BetterSqlite3.Database
+  readonly close: () => Promise<void>
+}
+
+const time = async (count: number, run: (i: number) => Promise<unknown>): Promise<number> => {
+  const start = performance.now()
+  for (let i = 0; i < count; i++) await run(i)
+  return count / ((performance.now() - start) / 1000)
+}
+
+const percentile = (samples: ReadonlyArray<number>, p: number): number => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+}
+
+const latency = async (run: () => Promise<unknown>): Promise<string> => {
+  await run()
+  const samples: Array<number> = []
+  for (let i = 0; i < LATENCY_SAMPLES; i++) {
+    const start = performance.now()
+    await run()
+    samples.push(performance.now() - start)
+  }
+  return `${percentile(samples, 50).toFixed(2)} / ${percentile(samples, 95).toFixed(2)}`
+}
+
+const row = (cells: ReadonlyArray<string | number>) => console.log(`| ${cells.join(" | ")} |`)
+
+const openSqliteStore = async (): Promise<Store> => {
+  const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
+  const filename = join(directory, "relay.db")
+  const db = await openSqlite({ filename })
+  await migrateToLatest(db)
+  const { default: BetterSqlite3 } = await import("better-sqlite3")
+  const raw = new BetterSqlite3(filename, { timeout: 5000 })
+  raw.pragma("journal_mode = WAL")
+  raw.pragma("synchronous = NORMAL")
+  raw.pragma("foreign_keys = ON")
+  return {
+    name: "SQLite (file, WAL)",
+    engine: SqliteEngine,
+    db,
+    raw,
+    close: async () => {
+      raw.close()
+      await db.destroy()
+      rmSync(directory, { recursive: true, force: true })
+    }
+  }
+}
+
+const openPostgresStore = async (url: string): Promise<Store> => {
+  const name = `relay_bench_${randomUUID().replaceAll("-", "").slice(0, 12)}`
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  const target = new URL(url)
+  target.pathname = `/${name}`
+  const db = await openPostgres({ connectionString: target.toString() })
+  await migrateToLatest(db)
+  return {
+    name: "PostgreSQL 15 (local)",
+    engine: PostgresEngine,
+    db,
+    close: async () => {
+      await db.destroy()
+      await admin.query(`drop database ${name} with (force)`)
+      await admin.end()
+    }
+  }
+}
+
+const relayOn = (store: Store) =>
+  ManagedRuntime.make(
+    Relay.layer(
+      Layer.merge(
+        Layer.succeed(Storage.Storage, SqlStorage.make(store.db, store.engine)),
+        Layer.succeed(RateLimiter.RateLimiter, SqlRateLimiter.make(store.db, store.engine))
+      )
+    )
+  )
+
+/** Initiate by hand: the same reads and writes as the core's unit of work, none of its rules. */
+const handInitiateKysely = (db: Kysely<Database>, engine: SqlEngine, world: World) => async () => {
+  const trx = await engine.begin(db, "write")
+  try {
+    const source = await trx.selectFrom("accounts").selectAll().where("id", "=", Ids.AccountId.make(world.source))
+      .$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate()).executeTakeFirstOrThrow()
+    const destination = await trx.selectFrom("whitelisted_addresses").selectAll().where("id", "=", Ids.WhitelistedAddressId.make(world.destination))
+      .$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate()).executeTakeFirstOrThrow()
+    const reserved = "1.000021"
+    const balance = new Decimal(source.available_balance).minus(reserved).toFixed()
+    await trx.updateTable("accounts").set({ available_balance: balance, updated_at: now() }).where("id", "=", Ids.AccountId.make(world.source)).execute()
+    await trx.insertInto("transactions").values(handRow(world, destination.address, reserved)).execute()
+    await trx.commit().execute()
+  } catch (error) {
+    await trx.rollback().execute()
+    throw error
+  }
+}
+
+const now = () => Timestamp.fromMillis(Date.now())
+
+const handRow = (world: World, address: string, reserved: string): Database["transactions"] => {
+  const at = now()
+  return {
+    id: Ids.TransactionId.make(randomUUID()),
+    client_id: Ids.ClientId.make(world.clientId),
+    source_account_id: Ids.AccountId.make(world.source),
+    destination_id: world.destination,
+    destination_type: "external",
+    destination_address: address,
+    amount: "1",
+    asset_type: "ETH",
+    network_fee: "0.000021",
+    fee_asset_id: "ETH",
+    reserved,
+    status: "AWAITING_SIGNATURE",
+    status_group: "pending",
+    sub_status: null,
+    required_approvals: 1,
+    created_by_api_user_id: Ids.ApiUserId.make(randomUUID()),
+    created_by_name: "Bench",
+    decisions: "[]",
+    provider_transaction_id: null,
+    approved_at: null,
+    provider_approved_at: null,
+    created_at: at,
+    updated_at: at
+  }
+}
+
+/** Initiate by hand on raw better-sqlite3: prepared statements, one synchronous transaction. */
+const handInitiateRaw = (raw: BetterSqlite3.Database, world: World) => {
+  const readAccount = raw.prepare<[string], { readonly available_balance: string }>("select available_balance from accounts where id = ?")
+  const readDestination = raw.prepare<[string], { readonly address: string }>("select address from whitelisted_addresses where id = ?")
+  const update = raw.prepare("update accounts set available_balance = ?, updated_at = ? where id = ?")
+  const columns = Object.keys(handRow(world, "", "0"))
+  const insert = raw.prepare(`insert into transactions (${columns.join(", ")}) values (${columns.map(() => "?").join(", ")})`)
+  const initiate = raw.transaction(() => {
+    const source = readAccount.get(world.source)
+    const destination = readDestination.get(world.destination)
+    if (source === undefined || destination === undefined) throw new Error("the bench world is missing")
+    const reserved = "1.000021"
+    update.run(new Decimal(source.available_balance).minus(reserved).toFixed(), now(), world.source)
+    insert.run(...Object.values(handRow(world, destination.address, reserved)))
+  })
+  return async () => initiate.immediate()
+}
+
+interface World {
+  readonly clientId: string
+  readonly source: string
+  readonly destination: string
+  readonly keyId: string
+  readonly secret: string
+}
+
+const makeWorld = (runtime: ReturnType<typeof relayOn>) =>
+  runtime.runPromise(Effect.gen(function*() {
+    const clientId = yield* newClient
+    const credential = yield* newCredential(clientId, "Bench")
+    const source = yield* fundedAccount(credential, "100000000000000000000", 1)
+    const destination = yield* approvedDestination(credential)
+    return { clientId, source, destination, keyId: credential.keyId, secret: credential.secret } satisfies World
+  }))
+
+const benchInitiateAndList = async (store: Store) => {
+  const runtime = relayOn(store)
+  const world = await makeWorld(runtime)
+  const principal = await runtime.runPromise(principalOf({ keyId: world.keyId, secret: world.secret }))
+  const input = {
+    sourceAccountId: world.source,
+    destinationId: world.destination,
+    destinationType: "external" as const,
+    amount: "1",
+    assetType: "ETH"
+  }
+  const core = await time(INITIATIONS, () => runtime.runPromise(Transactions.initiate(principal, input)))
+  const kysely = await time(INITIATIONS, handInitiateKysely(store.db, store.engine, world))
+  const raw = store.raw === undefined ? undefined : await time(INITIATIONS, handInitiateRaw(store.raw, world))
+  row([store.name, "initiate", core.toFixed(0), kysely.toFixed(0), raw?.toFixed(0) ?? "-", (core / kysely).toFixed(2)])
+
+  // Top the list up to LIST_ROWS transactions, then page.
+  const have = 2 * INITIATIONS + (raw === undefined ? 0 : INITIATIONS)
+  await time(Math.max(0, LIST_ROWS - have), handInitiateKysely(store.db, store.engine, world))
+  const page = { page: 1, limit: 20 }
+  const coreList = await time(LIST_PAGES, () => runtime.runPromise(Transactions.list(principal, {}, page)))
+  const handList = await time(LIST_PAGES, async () => {
+    const trx = await store.engine.begin(store.db, "read")
+    try {
+      const clientId = Ids.ClientId.make(world.clientId)
+      await trx.selectFrom("transactions").selectAll().where("client_id", "=", clientId)
+        .orderBy("created_at", "desc").orderBy("id", "desc").limit(20).offset(0).execute()
+      await trx.selectFrom("transactions").select((eb) => eb.fn.countAll().as("total")).where("client_id", "=", clientId).executeTakeFirstOrThrow()
+      await trx.commit().execute()
+    } catch (error) {
+      await trx.rollback().execute()
+      throw error
+    }
+  })
+  const rawList = store.raw === undefined ? undefined : await (async () => {
+    const items = store.raw?.prepare("select * from transactions where client_id = ? order by created_at desc, id desc limit 20 offset 0")
+    const count = store.raw?.prepare("select count(*) as total from transactions where client_id = ?")
+    const read = store.raw?.transaction(() => {
+      items?.all(world.clientId)
+      count?.get(world.clientId)
+    })
+    return time(LIST_PAGES, async () => read?.deferred())
+  })()
+  row([store.name, `list page (20 of ${LIST_ROWS} + total)`, coreList.toFixed(0), handList.toFixed(0), rawList?.toFixed(0) ?? "-", (coreList / handList).toFixed(2)])
+  await runtime.dispose()
+}
+
+/** Appends `count` transactions of one client in one statement, timestamps one millisecond apart. */
+const seed = async (store: Store, world: { readonly clientId: string; readonly source: string }, from: number, count: number) => {
+  if (store.engine.name === "sqlite") {
+    await sql`
+      with recursive n(i) as (select ${from} union all select i + 1 from n where i < ${from + count - 1})
+      insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address, amount,
+        asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+        created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+        created_at, updated_at)
+      select printf('00000000-0000-7000-8000-%012x', i), ${world.clientId}, ${world.source}, 'destination', 'external', '0xdest',
+        '1', 'ETH', '0.000021', 'ETH', '1.000021',
+        case i % 4 when 0 then 'COMPLETED' when 1 then 'AWAITING_SIGNATURE' when 2 then 'FAILED' else 'CONFIRMING' end,
+        case i % 4 when 0 then 'completed' when 1 then 'pending' when 2 then 'failed' else 'pending' end,
+        null, 1, 'bench-user', 'Bench', '[]', null, null, null,
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'),
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch')
+      from n
+    `.execute(store.db)
+    await sql`analyze`.execute(store.db)
+  } else {
+    await sql`
+      insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address, amount,
+        asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+        created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+        created_at, updated_at)
+      select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), ${world.clientId}, ${world.source}, 'destination', 'external',
+        '0xdest', 1, 'ETH', 0.000021, 'ETH', 1.000021,
+        (array['COMPLETED','AWAITING_SIGNATURE','FAILED','CONFIRMING'])[i % 4 + 1],
+        (array['completed','pending','failed','pending'])[i % 4 + 1],
+        null, 1, 'bench-user', 'Bench', '[]', null, null, null,
+        to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+      from generate_series(${from}::bigint, ${from + count - 1}::bigint) as i
+    `.execute(store.db)
+    await sql`analyze transactions`.execute(store.db)
+  }
+}
+
+const benchLatency = async (store: Store) => {
+  const runtime = relayOn(store)
+  const world = await makeWorld(runtime)
+  await runtime.dispose()
+  const storage = SqlStorage.make(store.db, store.engine)
+  const clientId = Ids.ClientId.make(world.clientId)
+  const list = (filter: Transaction.TransactionFilter, page: number) => () =>
+    Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, filter, { page, limit: 20 })))
+  const rowsOnly = () =>
+    store.db.selectFrom("transactions").selectAll().where("client_id", "=", clientId)
+      .orderBy("created_at", "desc").orderBy("id", "desc").limit(20).execute()
+  const countOnly = () =>
+    store.db.selectFrom("transactions").select((eb) => eb.fn.countAll().as("total")).where("client_id", "=", clientId).execute()
+  let seeded = 0
+  for (const size of sizes) {
+    const started = performance.now()
+    await seed(store, world, seeded + 1, size - seeded)
+    const seedSeconds = ((performance.now() - started) / 1000).toFixed(1)
+    seeded = size
+    row([
+      store.name,
+      size.toLocaleString("en"),
+      await latency(list({}, 1)),
+      await latency(rowsOnly),
+      await latency(countOnly),
+      await latency(list({ group: "pending" }, 1)),
+      await latency(list({ accountId: world.source, assetType: "ETH" }, 1)),
+      await latency(list({}, 251)),
+      `${seedSeconds} s`
+    ])
+  }
+}
+
+const main = async () => {
+  const stores: Array<() => Promise<Store>> = [openSqliteStore]
+  if (postgresUrl === undefined) console.log("PostgreSQL skipped: set RELAY_BENCH_PG_URL or RELAY_TEST_PG_URL to include it.")
+  else stores.push(() => openPostgresStore(postgresUrl))
+
+  console.log(`\nInitiate and list page, operations per second (one at a time; ${INITIATIONS} initiations, ${LIST_PAGES} pages)\n`)
+  row(["store", "operation", "core ops/s", "hand-written kysely ops/s", "hand-written better-sqlite3 ops/s", "core / kysely"])
+  row(["---", "---", "---:", "---:", "---:", "---:"])
+  for (const open of stores) {
+    const store = await open()
+    try {
+      await benchInitiateAndList(store)
+    } finally {
+      await store.close()
+    }
+  }
+
+  console.log(`\nList-page latency in ms, p50 / p95 of ${LATENCY_SAMPLES}, as one client's transactions grow (page size 20)\n`)
+  row(["store", "rows", "page 1 + total", "rows only", "COUNT only", "group=pending + total", "account+asset + total", "page 251 + total", "seeding"])
+  row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+  for (const open of stores) {
+    const store = await open()
+    try {
+      await benchLatency(store)
+    } finally {
+      await store.close()
+    }
+  }
+  console.log(`\nnode ${process.version}, ${new Date().toISOString()}; ${Money.canonical("1")} ETH per initiation`)
+}
+
+await main()

@@ -7,7 +7,7 @@ describe("fault variants of the spec-written fake are reported under the right r
   for (const fault of faults) {
     it(`${fault.requirement}: ${fault.name}`, async () => {
       const fake = new FakeRelay({ token: "t" })
-      const report = await runConformance({ target: { handler: fault.wrap(fake.handler, { token: "t" }) }, control: { token: "t" }, seed: 11, numRuns: 8, ...(fault.checks === undefined ? {} : { checks: fault.checks }) })
+      const report = await runConformance({ target: { handler: fault.wrap(fake.handler, { token: "t" }) }, control: { token: "t" }, seed: 11, numRuns: 25, ...(fault.checks === undefined ? {} : { checks: fault.checks }) })
       const requirement = report.requirements.find((r) => r.id === fault.requirement)
       expect(requirement?.violatedBy.length, JSON.stringify(report.checks.map((c) => [c.id, c.outcome, c.message, c.violations.map((v) => v.requirementIds.join(",") + " " + v.message)]), null, 1)).toBeGreaterThan(0)
       // A SHOULD requirement is reported as a warning; every other level fails the run.

@@ -98,6 +98,21 @@ export const createValidation = defineCheck({
     }
     const listed = envelopeOf(context, await tenant.client.listAccounts(), "ACC-CREATE-2", "GET /accounts")
     context.expect(listed.total === 0, "ACC-CREATE-2", `refused creations stored ${listed.total} account(s)`)
+    // The boundaries themselves, whatever the run count: 2/3 and 50/51 name characters, 255/256 description.
+    const text = (length: number, seed: string): string => (seed + "é中ßΩ-").repeat(length).slice(0, length)
+    const boundaries: ReadonlyArray<[number, number | undefined, boolean]> = [
+      [2, undefined, false],
+      [3, undefined, true],
+      [50, undefined, true],
+      [51, undefined, false],
+      [10, 255, true],
+      [11, 256, false]
+    ]
+    for (const [nameLength, descriptionLength, valid] of boundaries) {
+      const body: Record<string, unknown> = { name: text(nameLength, String(nameLength % 10)), workspace: "custody", assetId: asset.assetId }
+      if (descriptionLength !== undefined) body["description"] = text(descriptionLength, "d")
+      context.expectStatus(await tenant.client.createAccount(body), valid ? 201 : 400, ["ACC-CREATE-2", "LIM-SIZE-1"], `create with a ${nameLength}-character name${descriptionLength === undefined ? "" : ` and a ${descriptionLength}-character description`}`)
+    }
   }
 })
 

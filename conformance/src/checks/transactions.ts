@@ -330,6 +330,16 @@ export const precisionBoundary = defineCheck({
       },
       { numRuns: context.settings.numRuns * 2 }
     )
+    // The boundary of every asset, whatever the run count: exactly the precision passes, one place more is 400.
+    for (const asset of context.profile.assets) {
+      const { tenant, source, destination } = await amountFixture(context, asset.assetId)
+      for (const places of [asset.precision, asset.precision + 1]) {
+        const amount = places === 0 ? "1" : `0.${"0".repeat(places - 1)}7`
+        const valid = places <= asset.precision
+        context.expectStatus(await tenant.client.calculateFee(transfer(source, destination.id, amount)), valid ? 200 : 400, ["TXN-PREC-2", "TXN-FEE-1"], `calculate-fee ${asset.assetId} amount ${amount}`)
+        context.expectStatus(await tenant.client.initiate(transfer(source, destination.id, amount)), valid ? 201 : 400, "TXN-PREC-2", `initiate ${asset.assetId} amount ${amount}`)
+      }
+    }
   }
 })
 

@@ -93,6 +93,23 @@ export const createValidation = defineCheck({
     for (const [what, body] of invalid) {
       context.expectStatus(await tenant.client.createWhitelist(body), 400, ["WL-CREATE-1", "ERR-CODE-1"], `create with ${what}`)
     }
+    // The boundaries themselves, whatever the run count: 100/101 name and 500/501 description characters.
+    const text = (length: number): string => "aé中ßΩ".repeat(length).slice(0, length)
+    const boundaries: ReadonlyArray<[number, number | undefined, boolean]> = [
+      [100, undefined, true],
+      [101, undefined, false],
+      [5, 500, true],
+      [5, 501, false]
+    ]
+    for (const [nameLength, descriptionLength, valid] of boundaries) {
+      const owner = await context.fixtures.tenant()
+      const body: Record<string, unknown> = { name: text(nameLength), address: asset.sampleAddresses.valid[1] ?? good.address, assetType: asset.assetId }
+      if (descriptionLength !== undefined) body["description"] = text(descriptionLength)
+      const result = await owner.client.createWhitelist(body)
+      const what = `create with a ${nameLength}-character name${descriptionLength === undefined ? "" : ` and a ${descriptionLength}-character description`}`
+      const allowed = valid ? (context.hasControl ? [200, 201] : [200, 201, 409]) : [400]
+      context.expect(allowed.includes(result.status), ["WL-CREATE-1", "LIM-SIZE-1"], `${what}: expected ${allowed.join(" or ")}, got ${result.status}`, result)
+    }
   }
 })
 

@@ -1,6 +1,7 @@
 /**
  * The storage implementations the tests run against, and which of them this run wants. `RELAY_TEST_DIALECTS`
- * (comma-separated: memory, sqlite-memory, sqlite-file, postgres) narrows the set; unset means all. PostgreSQL
+ * (comma-separated: memory, sqlite-memory, sqlite-file, postgres; `sqlite` means both SQLite ones) narrows the
+ * set; unset means all. PostgreSQL
  * also needs `RELAY_TEST_PG_URL`: each use creates its own database with a random name and drops it after.
  */
 import { randomUUID } from "node:crypto"
@@ -17,7 +18,8 @@ export type DialectName = (typeof dialectNames)[number]
 
 const wanted = process.env["RELAY_TEST_DIALECTS"]?.split(",").map((name) => name.trim())
 
-export const isWanted = (name: DialectName): boolean => wanted === undefined || wanted.includes(name)
+export const isWanted = (name: DialectName): boolean =>
+  wanted === undefined || wanted.includes(name) || (name.startsWith("sqlite") && wanted.includes("sqlite"))
 
 export const postgresUrl: string | undefined = process.env["RELAY_TEST_PG_URL"]
 

@@ -3,14 +3,14 @@
  * removed when the test's scope ends. Filtered like every SQL test (see Dialects).
  */
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { isWanted, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import type { ProofTarget } from "./proofs/ProofWorld.js"
 
 export interface ProofEngine {
   readonly name: "sqlite-file" | "postgres"
   readonly skip: boolean
-  readonly target: Effect.Effect<ProofTarget, never, import("effect").Scope.Scope>
+  readonly target: Effect.Effect<ProofTarget, never, Scope.Scope>
 }
 
 export const proofEngines: ReadonlyArray<ProofEngine> = [

@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Money, Storage } from "@custody-relay/core"
 import { Effect, Layer, Option, type Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
 import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { names as migrationNames, MIGRATION_TABLE } from "../src/migrations/Migrations.js"
@@ -19,6 +20,7 @@ import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlLayer from "../src/SqlLayer.js"
+import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { isWanted, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -209,8 +211,7 @@ for (const { engine, fresh, name } of engines) {
         yield* Effect.promise(() => migrateToLatest(db))
         const other = yield* Effect.promise(reopen)
         yield* destroyWithScope(other)
-        const { make } = yield* Effect.promise(() => import("../src/SqlRateLimiter.js"))
-        const nodes = [make(db, engine), make(other, engine)]
+        const nodes = [SqlRateLimiter.make(db, engine), SqlRateLimiter.make(other, engine)]
         const key = `crk_${crypto.randomUUID()}`
         const decisions = yield* Effect.forEach(
           Array.from({ length: 30 }, (_, i) => nodes[i % 2]),
@@ -220,6 +221,24 @@ for (const { engine, fresh, name } of engines) {
         assert.strictEqual(decisions.filter((d) => d.allowed).length, 20)
         assert.deepStrictEqual([...decisions.map((d) => d.remaining)].sort((a, b) => a - b).slice(0, 11), Array(11).fill(0))
       }))
+
+    it.live("the rate limiter purges windows that ended", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const limiter = SqlRateLimiter.make(db, engine)
+        const policy = { limit: 5, windowSeconds: 60 }
+        const windows = () =>
+          Effect.promise(() => db.selectFrom("rate_limit_windows").select(["key", "count"]).orderBy("key").execute())
+        yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 0))
+        yield* limiter.consume("old", policy)
+        yield* limiter.consume("old", policy)
+        assert.deepStrictEqual(yield* windows(), [{ key: "old", count: 2 }])
+        // Past the purge interval and the window's end: the next request removes the ended window.
+        yield* TestClock.adjust("2 minutes")
+        yield* limiter.consume("new", policy)
+        assert.deepStrictEqual(yield* windows(), [{ key: "new", count: 1 }])
+      }).pipe(Effect.provide(TestClock.layer())))
 
     it.live("a write that cannot get the lock in time is a retryable StorageConflict; re-run, it succeeds once the lock is free", () =>
       Effect.gen(function*() {

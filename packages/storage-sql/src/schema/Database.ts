@@ -145,6 +145,3 @@ export interface Database {
   readonly idempotency_records: IdempotencyRecordsTable
   readonly rate_limit_windows: RateLimitWindowsTable
 }
-
-/** A row of a table as read back (kysely's `Selectable` would add nothing: no column is generated). */
-export type Row<T extends keyof Database> = Database[T]

@@ -5,12 +5,13 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Readable } from "node:stream"
+import { knownBody } from "./Reply.js"
 
 export type FetchHandler = (request: Request) => Promise<Response>
 
 const ORIGIN = "http://relay.local"
 
-const toRequest = (incoming: IncomingMessage, signal: AbortSignal): Request => {
+const toRequest = (incoming: IncomingMessage): Request => {
   const headers = new Headers()
   const raw = incoming.rawHeaders
   for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i] ?? "", raw[i + 1] ?? "")
@@ -19,7 +20,6 @@ const toRequest = (incoming: IncomingMessage, signal: AbortSignal): Request => {
   return new Request(ORIGIN + (incoming.url ?? "/"), {
     method,
     headers,
-    signal,
     ...(hasBody ? { body: Readable.toWeb(incoming) as ReadableStream<Uint8Array>, duplex: "half" } : {})
   })
 }
@@ -29,7 +29,8 @@ const writeResponse = async (response: Response, outgoing: ServerResponse): Prom
   response.headers.forEach((value, name) => {
     headers[name] = value
   })
-  const body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer())
+  const known = knownBody(response)
+  const body = known !== undefined ? Buffer.from(known, "utf8") : response.body === null ? undefined : Buffer.from(await response.arrayBuffer())
   if (body !== undefined) headers["content-length"] = String(body.byteLength)
   outgoing.writeHead(response.status, headers)
   outgoing.end(body)
@@ -37,11 +38,9 @@ const writeResponse = async (response: Response, outgoing: ServerResponse): Prom
 
 /** A `node:http` request listener serving `handler`. */
 export const toNodeListener = (handler: FetchHandler) => (incoming: IncomingMessage, outgoing: ServerResponse): void => {
-  const aborted = new AbortController()
-  outgoing.once("close", () => aborted.abort())
   let request: Request
   try {
-    request = toRequest(incoming, aborted.signal)
+    request = toRequest(incoming)
   } catch {
     // Only a request line or header the WHATWG Request cannot represent lands here.
     outgoing.writeHead(400, { "content-type": "application/json; charset=utf-8" })

@@ -107,7 +107,8 @@ export const fixturesFor =
       },
       uniqueName(prefix = "acct") {
         nameCounter += 1
-        return `${prefix} ${nameCounter.toString(36)} ${Math.floor(Math.random() * 1e9).toString(36)}`.slice(0, 40)
+        // Digits only, so a name never matches an asset id or address in a search filter by accident.
+        return `${prefix} ${nameCounter} ${Math.floor(Math.random() * 1e9)}`.slice(0, 40)
       },
       asset(preferred) {
         const found = preferred === undefined ? undefined : assetOf(context.profile, preferred)

@@ -108,6 +108,25 @@ describe("black-box mode", () => {
   }, 60_000)
 })
 
+describe("black-box rate limit", () => {
+  it("bursts the declared limit when no control can lower it", async () => {
+    const small = await createRelay({ database: ":memory:", controlToken: token, rateLimit: { limit: 20, windowSeconds: 60 } })
+    try {
+      const control = new HttpControl(new Transport({ handler: small.handler }), "/__control", token)
+      const one = await control.createApiUser((await control.createClient()).clientId, allPermissions)
+      const two = await control.createApiUser((await control.createClient()).clientId, allPermissions)
+      const report = await runConformance({
+        target: { handler: small.handler },
+        blackBox: { credentials: { primary: { keyId: one.keyId, secret: one.secret }, secondary: { keyId: two.keyId, secret: two.secret } }, profile: await control.profile() },
+        checks: ["limit.rate.burst"]
+      })
+      expect(report.checks.map((check) => [check.id, check.outcome]), findings(report)).toEqual([["limit.rate.burst", "pass"]])
+    } finally {
+      await small.close()
+    }
+  })
+})
+
 describe("vacuous runs", () => {
   it("warn when most answers were refusals where the check expected work", async () => {
     const fake = new FakeRelay({ token: "t" })

@@ -18,7 +18,7 @@ import * as IdempotencyRecordRow from "./rows/IdempotencyRecordRow.js"
 import * as LedgerEntryRow from "./rows/LedgerEntryRow.js"
 import * as TransactionRow from "./rows/TransactionRow.js"
 import * as WhitelistedAddressRow from "./rows/WhitelistedAddressRow.js"
-import type { Database } from "./schema/Database.js"
+import type { Database, TransactionsTable } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 
 export interface SqlStorageOptions {
@@ -66,6 +66,26 @@ export const makeUnit = (db: Kysely<Database>, mode: Storage.UnitMode, engine: S
     const found = await rows(request.limit, offset)
     const endsHere = found.length < request.limit && (found.length > 0 || offset === 0)
     return { items: found.map(decode), total: endsHere ? offset + found.length : await count() }
+  }
+
+  /** Moves one transaction into (+1) or out of (-1) its counter row (see migration 4). */
+  const countTransactions = async (
+    key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">,
+    delta: 1 | -1
+  ): Promise<void> => {
+    await db.insertInto("transaction_counts")
+      .values({
+        client_id: key.client_id,
+        source_account_id: key.source_account_id,
+        asset_type: key.asset_type,
+        status_group: key.status_group,
+        count: delta
+      })
+      .onConflict((oc) =>
+        oc.columns(["client_id", "source_account_id", "asset_type", "status_group"])
+          .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", delta) }))
+      )
+      .execute()
   }
 
   /** `needle` occurs in `column`: the folded search, as `String.includes` on the folded texts. */
@@ -207,15 +227,27 @@ export const makeUnit = (db: Kysely<Database>, mode: Storage.UnitMode, engine: S
       )
     },
 
-    insertTransaction: (tx) => write(() => db.insertInto("transactions").values(TransactionRow.encode(tx)).execute()).pipe(Effect.asVoid),
+    insertTransaction: (tx) =>
+      write(async () => {
+        const row = TransactionRow.encode(tx)
+        await db.insertInto("transactions").values(row).execute()
+        await countTransactions(row, 1)
+      }),
     getTransaction: (id) =>
       query(() =>
         db.selectFrom("transactions").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
       ).pipe(Effect.map(optional(TransactionRow.decode))),
     updateTransaction: (tx) =>
       write(async () => {
-        const { id, client_id: _, created_at: __, ...changes } = TransactionRow.encode(tx)
+        // Client, source, asset and creation never change; the counters are keyed by the first three.
+        const { id, client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...changes } = TransactionRow.encode(tx)
+        const before = await db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
+          .where("id", "=", id).executeTakeFirst()
         expectOneRow("transactions", id)(await db.updateTable("transactions").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
+        if (before !== undefined && before.status_group !== changes.status_group) {
+          await countTransactions(before, -1)
+          await countTransactions({ ...before, status_group: changes.status_group }, 1)
+        }
       }),
     listTransactions: (clientId, filter, request) => {
       const where = transactionWhere(clientId, filter)
@@ -224,9 +256,17 @@ export const makeUnit = (db: Kysely<Database>, mode: Storage.UnitMode, engine: S
           (limit, offset) =>
             db.selectFrom("transactions").selectAll().where(where)
               .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
-          () =>
-            db.selectFrom("transactions").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
-              .executeTakeFirstOrThrow().then(countOf),
+          // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
+          () => {
+            const { accountId, assetType, group } = filter
+            return db.selectFrom("transaction_counts")
+              .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
+              .where("client_id", "=", clientId)
+              .$if(accountId !== undefined, (qb) => qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${accountId}`))
+              .$if(assetType !== undefined, (qb) => qb.where("asset_type", "=", assetType ?? ""))
+              .$if(group !== undefined, (qb) => qb.where("status_group", "=", group ?? "pending"))
+              .executeTakeFirstOrThrow().then(countOf)
+          },
           TransactionRow.decode,
           request
         )

@@ -22,6 +22,7 @@ export type {
   IdempotencyRecordsTable,
   LedgerEntriesTable,
   RateLimitWindowsTable,
+  TransactionCountsTable,
   TransactionsTable,
   WhitelistedAddressesTable
 } from "./schema/Database.js"

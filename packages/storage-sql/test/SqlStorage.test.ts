@@ -88,7 +88,7 @@ for (const { engine, fresh, name } of engines) {
         const { db } = yield* fresh
         yield* Effect.promise(() => migrateToLatest(db))
         const tables = yield* Effect.promise(() => tablesOf(db))
-        for (const table of ["accounts", "api_users", "clients", "idempotency_records", "ledger_entries", "rate_limit_windows", "transactions", "whitelisted_addresses"]) {
+        for (const table of ["accounts", "api_users", "clients", "idempotency_records", "ledger_entries", "rate_limit_windows", "transaction_counts", "transactions", "whitelisted_addresses"]) {
           assert.include(tables, table)
         }
         yield* Effect.promise(() => migrateToLatest(db))
@@ -103,6 +103,7 @@ for (const { engine, fresh, name } of engines) {
         const clientId = Ids.ClientId.make(crypto.randomUUID())
         const accountId = Ids.AccountId.make(crypto.randomUUID())
         const txId = Ids.TransactionId.make(crypto.randomUUID())
+        const olderTxId = Ids.TransactionId.make(crypto.randomUUID())
         const balance = "1000000000000000000000000000000.000000000000000001"
         // Written as version 1 wrote rows: no folded search columns, no status group.
         yield* Effect.promise(async () => {
@@ -120,7 +121,10 @@ for (const { engine, fresh, name } of engines) {
               created_at, updated_at)
             values (${txId}, ${clientId}, ${accountId}, ${crypto.randomUUID()}, 'external', '0xdest', '0.000000000000000001', 'ETH',
               '0.1', 'ETH', '0.100000000000000001', 'CONFIRMING', null, 1, ${crypto.randomUUID()}, 'Old user', '[]', null, null,
-              null, '2025-01-02T00:00:00.000Z', '2025-01-02T00:00:00.000Z')
+              null, '2025-01-02T00:00:00.000Z', '2025-01-02T00:00:00.000Z'),
+              (${olderTxId}, ${clientId}, ${accountId}, ${crypto.randomUUID()}, 'external', '0xdest', '2', 'ETH', '0.1', 'ETH',
+              '2.1', 'COMPLETED', null, 1, ${crypto.randomUUID()}, 'Old user', '[]', null, null, null,
+              '2025-01-01T12:00:00.000Z', '2025-01-01T12:00:00.000Z')
           `.execute(db)
         })
         yield* Effect.promise(() => migrateToLatest(db))
@@ -132,7 +136,10 @@ for (const { engine, fresh, name } of engines) {
               unit.listAccounts(clientId, { search: "ärger" }, { page: 1, limit: 10 }),
               unit.listAccounts(clientId, { search: "abcd" }, { page: 1, limit: 10 }),
               unit.listTransactions(clientId, { group: "pending" }, { page: 1, limit: 10 }),
-              unit.listOpenTransactionsFrom(accountId)
+              unit.listOpenTransactionsFrom(accountId),
+              // A full page: its total comes from the counters migration 4 backfilled.
+              unit.listTransactions(clientId, {}, { page: 1, limit: 1 }),
+              unit.listTransactions(clientId, { group: "completed", accountId }, { page: 1, limit: 1 })
             ]))
         }).pipe(Effect.provide(storageOn(db, engine)))
         assert.strictEqual(Option.getOrThrow(found[0]).availableBalance, balance)
@@ -140,6 +147,8 @@ for (const { engine, fresh, name } of engines) {
         assert.deepStrictEqual(found[2].items.map((a) => a.id), [accountId])
         assert.deepStrictEqual(found[3].items.map((t) => t.id), [txId])
         assert.deepStrictEqual(found[4].map((t) => t.reserved), ["0.100000000000000001"])
+        assert.deepStrictEqual([found[5].items.map((t) => t.id), found[5].total], [[txId], 2])
+        assert.deepStrictEqual([found[6].items.map((t) => t.id), found[6].total], [[olderTxId], 1])
       }))
 
     it.live("money columns are exact types: TEXT in SQLite, NUMERIC in PostgreSQL; padded NUMERIC reads back canonical", () =>

@@ -252,7 +252,14 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         }
         yield* write((unit) => unit.updateTransaction(decided))
         assert.deepStrictEqual(yield* read((unit) => unit.getTransaction(first.id)), Option.some(decided))
-        const stored = txs.map((t) => (t.id === decided.id ? decided : t))
+        // Two more leave the pending group, so the totals below see transactions that moved between groups.
+        const moved = txs.slice(1, 3).map((t, i): Transaction.Transaction => ({
+          ...t,
+          status: i === 0 ? "CANCELLED" : "COMPLETED",
+          updatedAt: Records.at(60)
+        }))
+        yield* write((unit) => Effect.forEach(moved, unit.updateTransaction, { discard: true }))
+        const stored = txs.map((t) => (t.id === decided.id ? decided : moved.find((m) => m.id === t.id) ?? t))
         const filters: ReadonlyArray<Transaction.TransactionFilter> = [
           {},
           { accountId: eth.id },

@@ -8,13 +8,15 @@ import type { EngineName } from "../SqlEngine.js"
 import * as Records from "./0001_records.js"
 import * as ListIndexes from "./0002_list_indexes.js"
 import * as RateLimitWindows from "./0003_rate_limit_windows.js"
+import * as TransactionCounts from "./0004_transaction_counts.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
 const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0001_records", Records.up],
   ["0002_list_indexes", ListIndexes.up],
-  ["0003_rate_limit_windows", RateLimitWindows.up]
+  ["0003_rate_limit_windows", RateLimitWindows.up],
+  ["0004_transaction_counts", TransactionCounts.up]
 ]
 
 /** Migration names, oldest first. */

@@ -135,6 +135,18 @@ export interface RateLimitWindowsTable {
   readonly count: number
 }
 
+/**
+ * How many transactions one client has from one source account in one asset and status group: list totals are
+ * sums of these rows (migration 4). Kept by the store in the same unit of work as the transactions themselves.
+ */
+export interface TransactionCountsTable {
+  readonly client_id: Ids.ClientId
+  readonly source_account_id: Ids.AccountId
+  readonly asset_type: string
+  readonly status_group: Transaction.StatusGroup
+  readonly count: number
+}
+
 export interface Database {
   readonly clients: ClientsTable
   readonly api_users: ApiUsersTable
@@ -144,4 +156,5 @@ export interface Database {
   readonly ledger_entries: LedgerEntriesTable
   readonly idempotency_records: IdempotencyRecordsTable
   readonly rate_limit_windows: RateLimitWindowsTable
+  readonly transaction_counts: TransactionCountsTable
 }

@@ -411,6 +411,8 @@ export const modelCommands = (assets: ReadonlyArray<AssetProfile>, stats: ModelS
     fc.tuple(index, fc.integer({ min: 1, max: 50 })).map(([i, amount]) => new Fund(i, amount, stats)),
     asset.map((a) => new CreateWhitelist(a, stats)),
     fc.tuple(index, fc.constantFrom("APPROVED" as const, "APPROVED" as const, "REJECTED" as const, "ARCHIVED" as const)).map(([i, to]) => new SetWhitelistStatus(i, to, stats)),
+    // Initiation is listed twice: it is the command with the most rules behind it.
+    fc.tuple(index, index, fc.boolean(), fc.integer({ min: 1, max: 40 })).map(([s, d, external, amount]) => new Initiate(s, d, external, amount, stats)),
     fc.tuple(index, index, fc.boolean(), fc.integer({ min: 1, max: 40 })).map(([s, d, external, amount]) => new Initiate(s, d, external, amount, stats)),
     fc.tuple(index, fc.constantFrom("completed" as const, "failed" as const)).map(([i, to]) => new Advance(i, to, stats)),
     fc.constant(null).map(() => new ListAccounts(stats)),
@@ -428,7 +430,7 @@ export const modelSequences = defineCheck({
   async run(context) {
     const stats: ModelStats = { executed: 0, discarded: 0 }
     const assets = context.profile.assets.filter((asset) => asset.feeEstimation)
-    const property = fc.asyncProperty(fc.commands(modelCommands(assets, stats), { maxCommands: 24, ...(context.settings.replayPath === undefined ? {} : { replayPath: context.settings.replayPath }) }), (commands) =>
+    const property = fc.asyncProperty(fc.commands(modelCommands(assets, stats), { maxCommands: 30, size: "medium", ...(context.settings.replayPath === undefined ? {} : { replayPath: context.settings.replayPath }) }), (commands) =>
       context.tracked(async () => {
         // A fresh tenant for every run and every shrink step: isolation without resets.
         await fc.asyncModelRun(async () => {

@@ -86,7 +86,7 @@ export const newClient: Step<string> = Effect.map(Administration.createClient("P
  * The invariant of the crash proof, for every account given: its balance equals deposits and transfers in, minus
  * settled amounts, minus the reservations of its open transactions, and is not negative (Reconciliation); every
  * transaction's reservation is open exactly while it is pending: a completed one has exactly one settlement in
- * the ledger, any other none.
+ * the ledger, any other none; and every list total agrees with the rows it counts.
  */
 export const checkInvariants: (clientId: string, accountIds: ReadonlyArray<string>) => Step<ReadonlyArray<string>> = Effect.fnUntraced(function*(clientId: string, accountIds: ReadonlyArray<string>) {
   const problems: Array<string> = []
@@ -98,6 +98,14 @@ export const checkInvariants: (clientId: string, accountIds: ReadonlyArray<strin
         entries: unit.listLedgerEntries(Ids.AccountId.make(accountId)),
         transactions: allTransactions(unit, Ids.ClientId.make(clientId), accountId)
       }))
+    // The list totals (kept as counters by the SQL stores) agree with the rows, for the account and each group.
+    for (const group of [undefined, ...Transaction.statusGroups]) {
+      const filter = group === undefined ? { accountId } : { accountId, group }
+      const counted = transactions.filter((t) => group === undefined || Transaction.groupOf[t.status] === group).length
+      const listed = yield* Storage.run("read", (unit) =>
+        unit.listTransactions(Ids.ClientId.make(clientId), filter, { page: 1, limit: 1 }))
+      if (listed.total !== counted) problems.push(`account ${accountId} ${group ?? "all"}: total ${listed.total}, rows ${counted}`)
+    }
     for (const tx of transactions) {
       const settlements = entries.filter((e) => e.kind === "settlement" && e.transactionId === tx.id)
       const expected = tx.status === "COMPLETED" ? 1 : 0

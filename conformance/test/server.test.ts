@@ -41,6 +41,17 @@ describe("the kit against our server", () => {
     expect(seconds).toBeLessThan(60)
   }, 120_000)
 
+  it("passes every check when approval does not activate (activation through the control), a profile choice", async () => {
+    const manual = await createRelay({ database: ":memory:", controlToken: token, rateLimit: { limit: 100000, windowSeconds: 60 }, activateOnApproval: false })
+    try {
+      const report = await runConformance({ target: { handler: manual.handler }, control: { token }, numRuns: 30, seed: 31 })
+      expect(report.checks.filter((check) => check.outcome !== "pass"), describeFindings(report)).toEqual([])
+      expect(report.status).toBe("passed")
+    } finally {
+      await manual.close()
+    }
+  }, 120_000)
+
   it("runs through the CLI: JSON statement, exit code, expected failures and re-run", async () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-"))
     const out: Array<string> = []

@@ -6,6 +6,7 @@
 import fc from "fast-check"
 import { defineCheck, type CheckContext } from "../Check.js"
 import type { Tenant } from "../Fixtures.js"
+import type { RelayClient } from "../RelayClient.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
 import { accountCreateShape, accountRecordShape, envelopeOf, expectShape, idsOf, isClientError, randomUuid, transfer } from "./support.js"
@@ -249,13 +250,14 @@ const malformedId = fc.oneof(
 ).filter((id) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) && id !== "status")
 export { malformedId }
 
-/** A by-id read: 400 for malformed ids, 404 for well-formed ids unknown to the client. */
-export const byIdCheck = async (context: CheckContext, requirementId: string, reads: ReadonlyArray<[string, (id: string) => Promise<HttpResult>]>): Promise<void> => {
+/** A by-id read: 400 for malformed ids, 404 for well-formed ids unknown to the client; a fresh tenant per run. */
+export const byIdCheck = async (context: CheckContext, requirementId: string, reads: ReadonlyArray<[string, (client: RelayClient, id: string) => Promise<HttpResult>]>): Promise<void> => {
   await context.property(
     [requirementId],
     [fc.constantFrom(...reads), malformedId],
     async ([what, read], id) => {
-      context.expectStatus(await read(id), 400, [requirementId, "ERR-CODE-1"], `${what} with the malformed id ${JSON.stringify(id)}`)
+      const tenant = await context.fixtures.tenant()
+      context.expectStatus(await read(tenant.client, id), 400, [requirementId, "ERR-CODE-1"], `${what} with the malformed id ${JSON.stringify(id)}`)
     },
     { numRuns: context.settings.numRuns * 3 }
   )
@@ -263,7 +265,8 @@ export const byIdCheck = async (context: CheckContext, requirementId: string, re
     [requirementId],
     [fc.constantFrom(...reads), fc.uuid({ version: [4] })],
     async ([what, read], id) => {
-      context.expectStatus(await read(id), 404, [requirementId, "ERR-CODE-1"], `${what} with the unknown id ${id}`)
+      const tenant = await context.fixtures.tenant()
+      context.expectStatus(await read(tenant.client, id), 404, [requirementId, "ERR-CODE-1"], `${what} with the unknown id ${id}`)
     }
   )
 }
@@ -275,8 +278,7 @@ export const getById = defineCheck({
   tags: ["accounts", "property", "validation"],
   needs: [],
   async run(context) {
-    const tenant = await context.fixtures.tenant()
-    await byIdCheck(context, "ACC-GET-1", [["GET /accounts/{id}", (id) => tenant.client.getAccount(id)]])
+    await byIdCheck(context, "ACC-GET-1", [["GET /accounts/{id}", (client, id) => client.getAccount(id)]])
   }
 })
 

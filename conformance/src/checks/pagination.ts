@@ -81,16 +81,17 @@ export const invalidPageValues = defineCheck({
   tags: ["pagination", "property", "validation"],
   needs: [],
   async run(context) {
-    const tenant = await context.fixtures.tenant()
     await context.property(
       ["PAGE-3"],
       [fc.constantFrom(...lists), fc.constantFrom("page", "limit"), invalidValue],
       async (name, parameter, value) => {
+        const tenant = await context.fixtures.tenant()
         const result = await list(tenant, name, { [parameter]: value })
         context.expectStatus(result, 400, name === "whitelisted-addresses" ? ["PAGE-3", "WL-LIST-1"] : "PAGE-3", `GET /${name}?${parameter}=${value}`)
       },
       { numRuns: context.settings.numRuns * 3 }
     )
+    const tenant = await context.fixtures.tenant()
     for (const name of lists) {
       for (const limit of ["101", "1000"]) {
         const result = await list(tenant, name, { limit })

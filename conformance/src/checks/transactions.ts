@@ -504,10 +504,9 @@ export const getByIds = defineCheck({
   tags: ["transactions", "property", "validation"],
   needs: [],
   async run(context) {
-    const tenant = await context.fixtures.tenant()
     await byIdCheck(context, "TXN-GET-1", [
-      ["GET /transactions/{id}", (id) => tenant.client.getTransaction(id)],
-      ["GET /transactions/{id}/status", (id) => tenant.client.getTransactionStatus(id)]
+      ["GET /transactions/{id}", (client, id) => client.getTransaction(id)],
+      ["GET /transactions/{id}/status", (client, id) => client.getTransactionStatus(id)]
     ])
   }
 })

@@ -155,8 +155,7 @@ export const getById = defineCheck({
   tags: ["whitelist", "property", "validation"],
   needs: [],
   async run(context) {
-    const tenant = await context.fixtures.tenant()
-    await byIdCheck(context, "WL-GET-1", [["GET /whitelisted-addresses/{id}", (id) => tenant.client.getWhitelist(id)]])
+    await byIdCheck(context, "WL-GET-1", [["GET /whitelisted-addresses/{id}", (client, id) => client.getWhitelist(id)]])
   }
 })
 

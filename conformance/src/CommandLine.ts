@@ -47,7 +47,7 @@ export const usage = `custody-relay-conformance [doctor] [options]
   --expected-failures FILE  the implementation's expected failures: {"<check id>": {"reason": "..."}}
   --rerun-failed REPORT     re-run the failing checks of a JSON report with its seed
   --reporter R              console (default), json or junit
-  --output FILE             also write the report to FILE
+  --output FILE             also write the report to FILE (JSON for the console reporter)
   --coverage                print the requirement-by-check matrix and exit
   --list                    list the checks and exit
 `

@@ -33,8 +33,8 @@ import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { approvedDestination, fundedAccount, newClient, newCredential, principalOf } from "../test/proofs/ProofWorld.js"
 
-const INITIATIONS = 2_000
-const LIST_PAGES = 2_000
+const INITIATIONS = 3_000
+const LIST_PAGES = 3_000
 const LIST_ROWS = 10_000
 const LATENCY_SAMPLES = 40
 const sizes = (process.env["RELAY_BENCH_ROWS"] ?? "10000,100000,1000000").split(",").map(Number)
@@ -49,10 +49,21 @@ interface Store {
   readonly close: () => Promise<void>
 }
 
+const ROUNDS = 3
+
+/**
+ * Operations per second of `run`, the best of {@link ROUNDS} rounds of `count / ROUNDS` calls: on a shared machine
+ * the best round is the one least disturbed by others, for the core and the baselines alike.
+ */
 const time = async (count: number, run: (i: number) => Promise<unknown>): Promise<number> => {
-  const start = performance.now()
-  for (let i = 0; i < count; i++) await run(i)
-  return count / ((performance.now() - start) / 1000)
+  let best = 0
+  const perRound = Math.ceil(count / ROUNDS)
+  for (let round = 0; round < ROUNDS; round++) {
+    const start = performance.now()
+    for (let i = 0; i < perRound; i++) await run(round * perRound + i)
+    best = Math.max(best, perRound / ((performance.now() - start) / 1000))
+  }
+  return best
 }
 
 const percentile = (samples: ReadonlyArray<number>, p: number): number => {
@@ -230,7 +241,8 @@ const benchInitiateAndList = async (store: Store) => {
 
   // Top the list up to LIST_ROWS transactions, then page.
   const have = 2 * INITIATIONS + (raw === undefined ? 0 : INITIATIONS)
-  await time(Math.max(0, LIST_ROWS - have), handInitiateKysely(store.db, store.engine, world))
+  const topUp = handInitiateKysely(store.db, store.engine, world)
+  for (let i = have; i < LIST_ROWS; i++) await topUp()
   const page = { page: 1, limit: 20 }
   const coreList = await time(LIST_PAGES, () => runtime.runPromise(Transactions.list(principal, {}, page)))
   const handList = await time(LIST_PAGES, async () => {
@@ -347,7 +359,7 @@ const main = async () => {
   if (postgresUrl === undefined) console.log("PostgreSQL skipped: set RELAY_BENCH_PG_URL or RELAY_TEST_PG_URL to include it.")
   else stores.push(() => openPostgresStore(postgresUrl))
 
-  console.log(`\nInitiate and list page, operations per second (one at a time; ${INITIATIONS} initiations, ${LIST_PAGES} pages)\n`)
+  console.log(`\nInitiate and list page, operations per second (one at a time; best of ${ROUNDS} rounds of ${INITIATIONS / ROUNDS} initiations, ${LIST_PAGES / ROUNDS} pages)\n`)
   row(["store", "operation", "core ops/s", "hand-written kysely ops/s", "hand-written better-sqlite3 ops/s", "core / kysely"])
   row(["---", "---", "---:", "---:", "---:", "---:"])
   for (const open of stores) {
@@ -360,7 +372,7 @@ const main = async () => {
   }
 
   console.log(`\nList-page latency in ms, p50 / p95 of ${LATENCY_SAMPLES}, as one client's transactions grow (page size 20)\n`)
-  row(["store", "rows", "page 1 + total", "rows only", "COUNT only", "group=pending + total", "account+asset + total", "page 251 + total", "seeding"])
+  row(["store", "rows", "page 1 + total", "rows only", "COUNT(*) instead", "group=pending + total", "account+asset + total", "page 251 + total", "seeding"])
   row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
   for (const open of stores) {
     const store = await open()

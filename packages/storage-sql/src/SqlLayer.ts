@@ -20,7 +20,10 @@ export const make = (
   Layer.effectContext(
     Effect.gen(function*() {
       const db = yield* open
-      yield* Effect.tryPromise({ try: () => migrateToLatest(db), catch: engine.classify })
+      // Nodes starting together on SQLite queue for the write lock; one that waited past busy_timeout tries again.
+      yield* Effect.tryPromise({ try: () => migrateToLatest(db), catch: engine.classify }).pipe(
+        Effect.retry({ schedule: SqlStorage.backoff, times: SqlStorage.DEFAULT_MAX_RETRIES, while: SqlStorage.isRetryable })
+      )
       return Context.make(Storage.Storage, SqlStorage.make(db, engine, options)).pipe(
         Context.add(RateLimiter.RateLimiter, SqlRateLimiter.make(db, engine))
       )

@@ -34,7 +34,7 @@ type Op<A> = Effect.Effect<A, Storage.StorageError>
  * Backoff between re-runs: 2 ms doubling, capped at 100 ms, jittered so units that collided once do not collide
  * again in step.
  */
-const backoff = Schedule.min([Schedule.exponential("2 millis"), Schedule.spaced("100 millis")]).pipe(Schedule.jittered)
+export const backoff = Schedule.min([Schedule.exponential("2 millis"), Schedule.spaced("100 millis")]).pipe(Schedule.jittered)
 
 export const isRetryable = (error: unknown): boolean => error instanceof Storage.StorageError && error.isRetryable
 

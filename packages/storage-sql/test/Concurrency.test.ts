@@ -10,6 +10,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Accounts, Ids, Money, Storage, Transactions } from "@custody-relay/core"
 import { Effect, Schema } from "effect"
+import { sql } from "kysely"
+import { MIGRATION_TABLE, names as migrationNames } from "../src/migrations/Migrations.js"
+import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { proofEngines } from "./ProofTargets.js"
 import {
   accountBalance,
@@ -37,6 +41,25 @@ const PER_PROCESS = 200
 
 for (const { name, skip, target: makeTarget } of proofEngines) {
   describe.skipIf(skip)(`Concurrency proofs: ${name}`, () => {
+    it.live("nodes starting together on an empty database migrate it once and all come up", () =>
+      Effect.gen(function*() {
+        const target = yield* makeTarget
+        const workers = Array.from({ length: 3 }, () => startWorker("start", target, {}))
+        const results = yield* Effect.promise(() => Promise.all(workers.map((w) => w.result())))
+        assert.deepStrictEqual(results, Array(3).fill({ started: true }))
+        const ran = yield* Effect.promise(async () => {
+          const db = target.engine === "sqlite"
+            ? await openSqlite({ filename: target.filename })
+            : await openPostgres({ connectionString: target.url })
+          try {
+            return await sql<{ readonly name: string }>`select name from ${sql.table(MIGRATION_TABLE)} order by name`.execute(db)
+          } finally {
+            await db.destroy()
+          }
+        })
+        assert.deepStrictEqual(ran.rows.map((row) => row.name), [...migrationNames])
+      }), 60_000)
+
     it.live(`two processes x ${PER_PROCESS} concurrent initiations never spend one balance twice`, () =>
       Effect.gen(function*() {
         const target = yield* makeTarget

@@ -7,6 +7,7 @@
  * Modes:
  * - initiate: fires `count` initiations at once from one source account.
  * - decide: fires every approver's approve or reject at once, on one transaction and one pending account.
+ * - start: opens the store (migrating it if needed) and stops.
  * - churn: writes forever (initiate, complete, fail, cancel, deposit) until it is killed; prints READY once the
  *   first write committed.
  */
@@ -151,6 +152,8 @@ const program: Effect.Effect<unknown, unknown, never> = mode === "initiate"
   ? provideRelay(target)(initiate(Schema.decodeUnknownSync(Schema.fromJsonString(InitiateParams))(paramsJson)))
   : mode === "decide"
   ? provideRelay(target)(decide(Schema.decodeUnknownSync(Schema.fromJsonString(DecideParams))(paramsJson)))
+  : mode === "start"
+  ? provideRelay(target)(Effect.succeed({ started: true }))
   : mode === "churn"
   ? provideRelay(target)(churn(Schema.decodeUnknownSync(Schema.fromJsonString(ChurnParams))(paramsJson)))
   : Effect.die(new Error(`unknown mode ${mode}`))

@@ -7,7 +7,6 @@ import type { Need } from "./Control.js"
 import type { Control } from "./Control.js"
 import type { Fixtures } from "./Fixtures.js"
 import type { Profile } from "./Profile.js"
-import type { RelayClient } from "./RelayClient.js"
 import { requirementById } from "./requirements.js"
 import { formatExchange, type Exchange, type HttpResult, type Transport } from "./Transport.js"
 
@@ -191,11 +190,3 @@ export class CheckContext {
 
 export const defineCheck = (check: Check): Check => check
 
-/** Helper for checks: the JSON body as a record, or fail. */
-export const bodyOf = (context: CheckContext, result: HttpResult, requirementIds: string | ReadonlyArray<string>, what: string): Record<string, unknown> => {
-  const body = result.json
-  if (typeof body !== "object" || body === null || Array.isArray(body)) context.fail(requirementIds, `${what}: the body is not a JSON object`, result)
-  return body as Record<string, unknown>
-}
-
-export type { RelayClient }

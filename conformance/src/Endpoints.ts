@@ -63,11 +63,5 @@ export const endpoints: ReadonlyArray<Endpoint> = [
   { key: "getWhitelist", method: "GET", path: "/whitelisted-addresses/{id}", permission: permissions.viewWhitelist, hasBody: false, resource: "whitelist" }
 ]
 
-export const endpoint = (key: EndpointKey): Endpoint => {
-  const found = endpoints.find((candidate) => candidate.key === key)
-  if (found === undefined) throw new Error(`unknown endpoint ${key}`)
-  return found
-}
-
 export const endpointPath = (e: Endpoint, id = "00000000-0000-4000-8000-000000000000"): string =>
   apiPrefix + e.path.replace("{id}", encodeURIComponent(id))

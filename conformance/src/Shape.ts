@@ -2,8 +2,6 @@
  * Small structural validators for wire records. Each returns a list of problems (empty when the value fits), so a
  * check can report every field that is off at once instead of stopping at the first.
  */
-import { Decimal } from "decimal.js"
-
 export type Validator = (value: unknown, path: string) => Array<string>
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -73,5 +71,3 @@ export const describe = (value: unknown): string => {
   const text = JSON.stringify(value)
   return text.length > 80 ? text.slice(0, 80) + "…" : text
 }
-
-export const decimalOf = (value: unknown): Decimal | undefined => (isDecimalString(value) ? new Decimal(value) : undefined)

@@ -32,27 +32,6 @@ export interface SendOptions {
   readonly body?: string
 }
 
-/** Bounded log of exchanges; a check keeps the latest ones for its failure report. */
-export class ExchangeLog {
-  private readonly entries: Array<Exchange> = []
-  private count = 0
-  constructor(private readonly capacity = 400) {}
-  add(exchange: Exchange): void {
-    this.count += 1
-    this.entries.push(exchange)
-    if (this.entries.length > this.capacity) this.entries.shift()
-  }
-  get all(): ReadonlyArray<Exchange> {
-    return this.entries
-  }
-  get total(): number {
-    return this.count
-  }
-  clear(): void {
-    this.entries.length = 0
-  }
-}
-
 const inProcessOrigin = "http://relay.conformance.invalid"
 
 const headersToRecord = (headers: Headers): Record<string, string> => {

@@ -241,8 +241,9 @@ export const makeUnit = (db: Kysely<Database>, mode: Storage.UnitMode, engine: S
       write(async () => {
         // Client, source, asset and creation never change; the counters are keyed by the first three.
         const { id, client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...changes } = TransactionRow.encode(tx)
+        // Locked even if the unit did not read the row first, so the group it leaves is the one it really leaves.
         const before = await db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
-          .where("id", "=", id).executeTakeFirst()
+          .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
         expectOneRow("transactions", id)(await db.updateTable("transactions").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
         if (before !== undefined && before.status_group !== changes.status_group) {
           await countTransactions(before, -1)

@@ -17,6 +17,7 @@ import {
   type WhitelistedAddress
 } from "@custody-relay/core"
 import { Deferred, Effect, Exit, Fiber, type Layer, Option } from "effect"
+import * as fc from "fast-check"
 import { TestClock } from "effect/testing"
 import * as Records from "./Records.js"
 
@@ -171,6 +172,33 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         }
         const first = yield* read((unit) => unit.listAccounts(client.id, {}, { page: 1, limit: 100 }))
         assert.deepStrictEqual(first.items, [...accounts].sort(Storage.compareNewestFirst))
+      }))
+
+    it.effect("listAccounts search folds case as JavaScript does: sampled names and needles from a hostile alphabet", () =>
+      Effect.gen(function*() {
+        // Letters whose case mappings differ between JavaScript and SQL engines, and LIKE's own metacharacters.
+        const alphabet = ["a", "A", "i", "I", "İ", "ı", "s", "S", "ß", "ẞ", "σ", "ς", "Σ", "k", "K", "\u212A", "ä", "Ä", "e\u0301", "é", "%", "_", "\\", " "]
+        const text = (maxLength: number) => fc.array(fc.constantFrom(...alphabet), { minLength: 0, maxLength }).map((parts) => parts.join(""))
+        const cases = fc.sample(
+          fc.record({
+            names: fc.array(text(5).map((name) => `n${name}`), { minLength: 1, maxLength: 8 }),
+            addresses: fc.array(fc.option(text(4), { nil: null }), { minLength: 8, maxLength: 8 }),
+            needles: fc.array(text(3), { minLength: 1, maxLength: 6 })
+          }),
+          { numRuns: 25, seed: 20261122 }
+        )
+        for (const { addresses, names, needles } of cases) {
+          const client = Records.client()
+          const accounts = names.map((name, i) =>
+            Records.account(client.id, { name: `${name}${i}`, address: addresses[i] ?? null, assetId: i % 2 === 0 ? "ETH" : "ßTC", createdAt: Records.at(i) })
+          )
+          yield* write((unit) => unit.insertClient(client).pipe(Effect.andThen(Effect.forEach(accounts, unit.insertAccount, { discard: true }))))
+          for (const search of needles) {
+            const page = yield* read((unit) => unit.listAccounts(client.id, { search }, { page: 1, limit: 100 }))
+            const expected = expectedPage(accounts, (a) => Storage.accountMatches(a, { search }), { page: 1, limit: 100 })
+            assert.deepStrictEqual({ ids: ids(page.items), total: page.total }, expected, JSON.stringify({ search, names, addresses }))
+          }
+        }
       }))
 
     it.effect("whitelisted addresses: insert, get, find skips archived, update, list as the port defines it", () =>

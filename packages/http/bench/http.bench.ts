@@ -4,7 +4,9 @@
  * GET account, GET list and POST initiate. Prints requests per second, latencies and the ratio relay/baseline.
  * It measures and prints; it asserts nothing (never a timed test).
  *
- * Settings: BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 10),
+ * Settings: BENCH_DURATION (seconds per measured run, default 10), BENCH_WARMUP (seconds of unmeasured load
+ * before each, default 20: the relay's Effect code needs tens of thousands of calls before the JIT settles),
+ * BENCH_CONNECTIONS (default 10),
  * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Warn: one log line per request costs throughput too).
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -32,6 +34,7 @@ type Autocannon = (options: {
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
 
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
+const warmup = Number(process.env["BENCH_WARMUP"] ?? 20)
 const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Warn"
 
@@ -91,22 +94,22 @@ const main = async () => {
       { name: "GET list", path: "/relay/v1/accounts", method: "GET" },
       { name: "POST initiate", path: "/relay/v1/transactions/initiate", method: "POST", body: initiate }
     ]
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run; relay log level ${logLevel}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run after ${warmup} s of warm-up; relay log level ${logLevel}\n\n`)
     const rows: Array<string> = []
     for (const scenario of scenarios) {
-      const run = (base: string) =>
+      const run = (base: string, seconds = duration) =>
         autocannon({
           url: base + scenario.path,
           connections,
-          duration,
+          duration: seconds,
           method: scenario.method,
           headers: { ...headers, ...(scenario.body === undefined ? {} : { "content-type": "application/json" }) },
           ...(scenario.body === undefined ? {} : { body: scenario.body })
         })
-      // A short warm-up each, so JIT compilation is not measured.
-      await run(relayUrl).then(() => undefined, () => undefined).catch(() => undefined)
+      // Unmeasured load first, so JIT compilation is not what is measured.
+      await run(relayUrl, warmup)
       const ours = await run(relayUrl)
-      await run(baselineUrl)
+      await run(baselineUrl, warmup)
       const theirs = await run(baselineUrl)
       const ratio = ours.requests.average / theirs.requests.average
       const row = `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} | ${ours.non2xx + ours.errors} / ${theirs.non2xx + theirs.errors} |`

@@ -41,6 +41,11 @@ export interface HandlerOptions<E = never> {
   /** Where log lines go; one JSON line per entry on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
   readonly logLevel?: LogLevel.LogLevel
+  /**
+   * Register Effect spans (the core's operations are `Effect.fn` spans). Off by default: without an exporter
+   * installed they cost allocations on every request and tell no one anything. Turn on with a tracer layer.
+   */
+  readonly tracing?: boolean
   /** Mounts the test control protocol at /__control, guarded by this token. Never set it in production. */
   readonly controlToken?: string
 }
@@ -82,7 +87,8 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
     Logger.layer([options.logger ?? Logger.consoleJson]),
-    Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Info")
+    Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Info"),
+    Layer.succeed(References.TracerEnabled, options.tracing ?? false)
   )
   const runtime = ManagedRuntime.make(layer)
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES

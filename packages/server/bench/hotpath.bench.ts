@@ -1,0 +1,88 @@
+/**
+ * Where a relay request's time goes, measured in-process (no sockets), each step on its own: the Effect runtime,
+ * authentication, a storage unit on SQLite, the whole handler on memory and on SQLite storage, and the node
+ * adapter's Request/Response translation. Prints microseconds per call after a warm-up; asserts nothing.
+ * Run: pnpm --filter @custody-relay/server run bench:hotpath
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Administration, Authentication, Relay, Storage } from "@custody-relay/core"
+import { makeHandler, type RelayHandler } from "@custody-relay/http"
+import { Effect, Logger, ManagedRuntime, Redacted } from "effect"
+import { fromDatabase } from "../src/StorageLayer.js"
+
+const ITERATIONS = Number(process.env["BENCH_ITERATIONS"] ?? 20_000)
+const silent = Logger.make(() => undefined)
+
+const measure = async (label: string, run: () => Promise<unknown>): Promise<void> => {
+  for (let i = 0; i < ITERATIONS; i++) await run()
+  const started = performance.now()
+  for (let i = 0; i < ITERATIONS; i++) await run()
+  const micros = ((performance.now() - started) / ITERATIONS) * 1000
+  process.stdout.write(`${label.padEnd(58)} ${micros.toFixed(0).padStart(6)} µs\n`)
+}
+
+const provision = async (handler: RelayHandler<unknown>) => {
+  const client = await handler.runtime.runPromise(Administration.createClient())
+  const credential = await handler.runtime.runPromise(
+    Administration.createApiUser({ clientId: client.id, permissions: ["View custody account", "Initiate new custody account"] })
+  )
+  const headers = { "x-api-key": credential.keyId, "x-api-secret": Redacted.value(credential.secret) }
+  const created = await handler(new Request("http://relay/relay/v1/accounts", {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: JSON.stringify({ name: "Hot path", workspace: "custody", assetId: "BTC" })
+  }))
+  const { id } = (await created.json()) as { id: string }
+  return { headers, accountId: id, keyId: credential.keyId, secret: Redacted.value(credential.secret) }
+}
+
+const main = async () => {
+  const directory = mkdtempSync(join(tmpdir(), "relay-hotpath-"))
+  process.stdout.write(`${ITERATIONS} sequential calls each, after as many to warm up\n\n`)
+  try {
+    const memory = makeHandler({ logger: silent, rateLimit: { limit: 1e9, windowSeconds: 60 } })
+    const mem = await provision(memory)
+    await measure("Effect runtime: runPromise(Effect.void)", () => memory.runtime.runPromise(Effect.void))
+    await measure("handler, memory storage: GET account", async () => {
+      await (await memory(new Request(`http://relay/relay/v1/accounts/${mem.accountId}`, { headers: mem.headers }))).text()
+    })
+    await measure("handler, memory storage: GET list", async () => {
+      await (await memory(new Request("http://relay/relay/v1/accounts", { headers: mem.headers }))).text()
+    })
+    await measure("handler, memory storage: unknown route (no auth, no storage)", async () => {
+      await (await memory(new Request("http://relay/relay/v1/nothing"))).text()
+    })
+    await memory.dispose()
+
+    for (const store of ["memory", "database"] as const) {
+      const sqlite = makeHandler({
+        layer: Relay.layer(fromDatabase(join(directory, `hot-${store}.db`), store)),
+        logger: silent,
+        rateLimit: { limit: 1e9, windowSeconds: 60 }
+      })
+      await sqlite.ready
+      const sql = await provision(sqlite)
+      await measure(`handler, SQLite, ${store} rate limiter: GET account`, async () => {
+        await (await sqlite(new Request(`http://relay/relay/v1/accounts/${sql.accountId}`, { headers: sql.headers }))).text()
+      })
+      if (store === "memory") {
+        const runtime: ManagedRuntime.ManagedRuntime<Relay.RelayServices, unknown> = sqlite.runtime
+        await measure("SQLite: read unit with no query (begin + commit)", () => runtime.runPromise(Storage.run("read", () => Effect.void)))
+        await measure("SQLite: read unit with one query (API user by key id)", () =>
+          runtime.runPromise(Storage.run("read", (unit) => unit.findApiUserByKeyId(sql.keyId))))
+        await measure("SQLite: Authentication.authenticate (key lookup + hash)", () =>
+          runtime.runPromise(Authentication.authenticate(sql.keyId, sql.secret)))
+      }
+      await sqlite.dispose()
+    }
+  } finally {
+    rmSync(directory, { recursive: true, force: true })
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`)
+  process.exit(1)
+})

@@ -16,7 +16,8 @@ export const capabilityNames = [
   "whitelisted-addresses.status",
   "transactions.advance",
   "rate-limit",
-  "provider-fault"
+  "provider-fault",
+  "logs"
 ] as const
 export type Capability = (typeof capabilityNames)[number]
 
@@ -45,6 +46,8 @@ export interface Control {
   setRateLimit(limit: number, windowSeconds: number): Promise<void>
   /** Addition of v1.1 (capability `provider-fault`): the fee estimation of one client's provider fails. */
   setProviderFault(clientId: string, calculateFee: ProviderFault): Promise<void>
+  /** Addition of v1.1 (capability `logs`): the log lines written since the previous call, for AUTH-SEC-1. */
+  logs(): Promise<ReadonlyArray<string>>
   profile(): Promise<unknown>
 }
 
@@ -79,6 +82,7 @@ const capabilityOfCall: Readonly<Record<string, Need>> = {
   advanceTransaction: "transactions.advance",
   setRateLimit: "rate-limit",
   setProviderFault: "provider-fault",
+  logs: "logs",
   profile: "control"
 }
 
@@ -142,6 +146,12 @@ export class HttpControl implements Control {
   async setProviderFault(clientId: string, calculateFee: ProviderFault): Promise<void> {
     await this.call("setProviderFault", "PUT", `/clients/${encodeURIComponent(clientId)}/provider-fault`, { calculateFee })
   }
+  async logs(): Promise<ReadonlyArray<string>> {
+    const body = await this.call("logs", "GET", "/logs")
+    const lines = isObject(body) && Array.isArray(body["lines"]) ? body["lines"] : undefined
+    if (lines === undefined) throw new ControlError("logs", 200, `answer lacks an array field lines: ${JSON.stringify(body).slice(0, 200)}`)
+    return lines.map((line) => (typeof line === "string" ? line : JSON.stringify(line)))
+  }
   profile(): Promise<unknown> {
     return this.call("profile", "GET", "/profile")
   }
@@ -167,6 +177,7 @@ export const gateControl = (control: Control, declared: ReadonlySet<Capability> 
     advanceTransaction: async (id, to) => (guard("transactions.advance"), control.advanceTransaction(id, to)),
     setRateLimit: async (limit, window) => (guard("rate-limit"), control.setRateLimit(limit, window)),
     setProviderFault: async (clientId, fault) => (guard("provider-fault"), control.setProviderFault(clientId, fault)),
+    logs: async () => (guard("logs"), control.logs()),
     profile: () => control.profile()
   }
 }

@@ -27,7 +27,8 @@ const probes: ReadonlyArray<{ readonly capability: Capability; readonly probe: (
   { capability: "accounts.credit", probe: (control) => control.creditAccount(unknownId, "1") },
   { capability: "whitelisted-addresses.status", probe: (control) => control.setWhitelistStatus(unknownId, "APPROVED") },
   { capability: "transactions.advance", probe: (control) => control.advanceTransaction(unknownId, "completed") },
-  { capability: "provider-fault", probe: (control) => control.setProviderFault(unknownId, "none") }
+  { capability: "provider-fault", probe: (control) => control.setProviderFault(unknownId, "none") },
+  { capability: "logs", probe: (control) => control.logs() }
 ]
 
 export const runDoctor = async (

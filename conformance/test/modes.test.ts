@@ -37,7 +37,7 @@ describe("targets", () => {
       { stdout: (text) => void out.push(text), stderr: () => undefined, isTty: false }
     )
     const report = JSON.parse(out.join("")) as Report
-    expect(report.checks.filter((check) => check.outcome !== "pass"), findings(report)).toEqual([])
+    expect(report.checks.filter((check) => check.outcome !== "pass" && check.id !== "auth.secret.not-logged"), findings(report)).toEqual([])
     expect(report.target).toBe(server.baseUrl)
     expect(code).toBe(0)
   }, 120_000)
@@ -76,6 +76,7 @@ describe("capability gating", () => {
       advanceTransaction: (id, to) => http.advanceTransaction(id, to),
       setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
       setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),
+      logs: () => http.logs(),
       profile: async () => ({ ...((await http.profile()) as Record<string, unknown>), capabilities: [] })
     }
     const report = await runConformance({ target: { handler: fake.handler }, control: withoutRevoke, checks: ["auth.credentials.revoked", "auth.credentials.invalid"] })
@@ -124,6 +125,18 @@ describe("black-box rate limit", () => {
     } finally {
       await small.close()
     }
+  })
+})
+
+describe("log lines", () => {
+  it("a secret in a log line read through the control's logs call is reported under AUTH-SEC-1", async () => {
+    const leaky = new FakeRelay({ token: "t", leakSecretsToLogs: true })
+    const report = await runConformance({ target: { handler: leaky.handler }, control: { token: "t" }, checks: ["auth.secret.not-logged"] })
+    expect(report.checks[0]?.outcome).toBe("fail")
+    expect(report.requirements.find((requirement) => requirement.id === "AUTH-SEC-1")?.violatedBy).toEqual(["auth.secret.not-logged"])
+    const clean = new FakeRelay({ token: "t" })
+    const passed = await runConformance({ target: { handler: clean.handler }, control: { token: "t" }, checks: ["auth.secret.not-logged"] })
+    expect(passed.checks[0]?.outcome).toBe("pass")
   })
 })
 

@@ -163,6 +163,33 @@ export const secretNotExposed = defineCheck({
   }
 })
 
+export const secretNotLogged = defineCheck({
+  id: "auth.secret.not-logged",
+  title: "No log line the implementation writes carries a secret (read through the control's logs call)",
+  requirements: ["AUTH-SEC-1"],
+  tags: ["auth", "security"],
+  needs: ["control", "logs"],
+  async run(context) {
+    await context.control.logs()
+    const tenant = await context.fixtures.tenant()
+    const account = await context.fixtures.pendingAccount(tenant)
+    const wrongSecret = tenant.credential.secret.slice(0, -2) + "zz"
+    const wrong = tenant.client.withCredential({ keyId: tenant.credential.keyId, secret: wrongSecret })
+    const restricted = await context.fixtures.user(tenant, [])
+    for (const e of endpoints) {
+      await call(tenant.client, e, context, { account: account.id })
+      await tenant.client.raw(e.method, endpointPath(e, "not-a-uuid"), e.method === "POST" ? "{bad json" : undefined)
+      await call(wrong, e, context, { account: account.id })
+      await call(restricted.client, e, context, { account: account.id })
+    }
+    const lines = await context.control.logs()
+    const secrets = [tenant.credential.secret, restricted.credential.secret, wrongSecret]
+    for (const line of lines) {
+      for (const secret of secrets) context.expect(!line.includes(secret), "AUTH-SEC-1", `a log line carries an API secret: ${line.replaceAll(secret, "<the secret>").slice(0, 300)}`)
+    }
+  }
+})
+
 const permissionBody = (permission: string): string => JSON.stringify({ message: `Missing required API scope: ${permission}` })
 
 export const permissionMatrix = defineCheck({
@@ -248,4 +275,4 @@ export const checkOrder = defineCheck({
   }
 })
 
-export const authChecks = [headerPair, invalidCredentials, revokedCredentials, keyPrefix, secretNotExposed, permissionMatrix, permissionChange, unscopedCredential, checkOrder]
+export const authChecks = [headerPair, invalidCredentials, revokedCredentials, keyPrefix, secretNotExposed, secretNotLogged, permissionMatrix, permissionChange, unscopedCredential, checkOrder]

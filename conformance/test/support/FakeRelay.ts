@@ -68,6 +68,8 @@ export interface FakeOptions {
   readonly token: string
   /** Capabilities the fake leaves out (answers 501 and omits from the profile). */
   readonly without?: ReadonlyArray<string>
+  /** A fault for the kit's tests: log lines carry the request's secret. */
+  readonly leakSecretsToLogs?: boolean
 }
 
 const permissionOf: Record<string, string> = {
@@ -97,6 +99,7 @@ export class FakeRelay {
   private readonly transactions = new Map<string, Transaction>()
   private readonly faults = new Map<string, string>()
   private rateLimit = { limit: 100000, windowSeconds: 60 }
+  private logLines: Array<string> = []
   private counter = 0
 
   constructor(private readonly options: FakeOptions) {}
@@ -105,7 +108,12 @@ export class FakeRelay {
     const url = new URL(request.url)
     try {
       if (url.pathname.startsWith("/__control/")) return await this.control(request, url.pathname.slice("/__control".length))
-      if (url.pathname.startsWith("/relay/v1/")) return await this.relay(request, url)
+      if (url.pathname.startsWith("/relay/v1/")) {
+        const secret = this.options.leakSecretsToLogs === true ? ` secret=${request.headers.get("x-api-secret") ?? ""}` : ""
+        this.logLines.push(`${request.method} ${url.pathname} key=${request.headers.get("x-api-key") ?? ""}${secret}`)
+        if (this.logLines.length > 1000) this.logLines.shift()
+        return await this.relay(request, url)
+      }
       return this.error(404, "not found", "NOT_FOUND")
     } catch (error) {
       return this.error(500, error instanceof Error ? error.message : "fault", "INTERNAL")
@@ -141,7 +149,7 @@ export class FakeRelay {
     const parts = path.split("/").filter((part) => part.length > 0)
     const unsupported = this.error(501, "not supported", "NOT_IMPLEMENTED")
     if (method === "GET" && path === "/profile") {
-      const capabilities = ["api-users.revoke", "api-users.permissions", "accounts.activate", "accounts.credit", "whitelisted-addresses.status", "transactions.advance", "rate-limit", "provider-fault"].filter((c) => this.has(c))
+      const capabilities = ["api-users.revoke", "api-users.permissions", "accounts.activate", "accounts.credit", "whitelisted-addresses.status", "transactions.advance", "rate-limit", "provider-fault", "logs"].filter((c) => this.has(c))
       return this.json(200, {
         name: "fake-relay",
         version: "0.0.1",
@@ -153,6 +161,12 @@ export class FakeRelay {
         rateLimit: this.rateLimit,
         capabilities
       })
+    }
+    if (method === "GET" && path === "/logs") {
+      if (!this.has("logs")) return this.error(501, "not supported", "NOT_IMPLEMENTED")
+      const lines = this.logLines
+      this.logLines = []
+      return this.json(200, { lines })
     }
     if (method === "POST" && path === "/clients") {
       const clientId = crypto.randomUUID()

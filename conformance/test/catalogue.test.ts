@@ -18,7 +18,9 @@ const parseCatalogue = (text: string): Array<{ id: string; level: string; text: 
     .map((match) => ({ id: match[1] ?? "", level: match[2] ?? "", text: match[3] ?? "" }))
 
 describe("the requirement catalogue", () => {
-  it.runIf(existsSync(sharedCatalogue))("is in step with ../shared/spec/requirements.md", () => {
+  it("is in step with ../shared/spec/requirements.md whenever that file is present", () => {
+    // The kit ships its own copy so it runs anywhere; next to the shared spec, the two must agree.
+    if (!existsSync(sharedCatalogue)) return
     const shared = parseCatalogue(readFileSync(sharedCatalogue, "utf8"))
     expect(shared.length).toBeGreaterThan(0)
     expect(requirements.map((r) => ({ id: r.id, level: r.level, text: r.text }))).toEqual(shared)

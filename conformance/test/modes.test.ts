@@ -2,6 +2,9 @@
  * Targets and control modes: a base URL over real loopback HTTP, the in-process TypeScript control interface,
  * black-box mode from pre-made credentials, capability gating, and the vacuity warning.
  */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { createRelay } from "@custody-relay/server"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { defineCheck } from "../src/Check.js"
@@ -41,6 +44,28 @@ describe("targets", () => {
     expect(report.target).toBe(server.baseUrl)
     expect(code).toBe(0)
   }, 120_000)
+
+  it("reads the target, control and black-box credentials from a --config file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "conformance-config-"))
+    const out: Array<string> = []
+    const io = { stdout: (text: string) => void out.push(text), stderr: () => undefined, isTty: false }
+    const withControl = join(dir, "control.json")
+    writeFileSync(withControl, JSON.stringify({ baseUrl: server.baseUrl, controlToken: token }))
+    expect(await runCli(["--config", withControl, "--check", "auth.scope.unscoped", "--reporter", "json"], io)).toBe(0)
+    expect((JSON.parse(out.join("")) as Report).checks.map((check) => check.outcome)).toEqual(["pass"])
+    const control = new HttpControl(new Transport({ baseUrl: server.baseUrl }), "/__control", token)
+    const user = await control.createApiUser((await control.createClient()).clientId, allPermissions)
+    const blackBox = join(dir, "black-box.json")
+    writeFileSync(blackBox, JSON.stringify({ baseUrl: server.baseUrl, credentials: { primary: { keyId: user.keyId, secret: user.secret } }, profile: await control.profile() }))
+    out.length = 0
+    expect(await runCli(["--config", blackBox, "--check", "acc.create.duplicate", "--check", "auth.scope.unscoped", "--reporter", "json"], io)).toBe(2)
+    const report = JSON.parse(out.join("")) as Report
+    expect(report.mode).toBe("black-box")
+    expect(report.checks.map((check) => [check.id, check.outcome])).toEqual([
+      ["auth.scope.unscoped", "not-applicable"],
+      ["acc.create.duplicate", "pass"]
+    ])
+  }, 60_000)
 
   it("takes the control as an in-process TypeScript object", async () => {
     const control: Control = new HttpControl(new Transport({ handler: relay.handler }), "/__control", token)

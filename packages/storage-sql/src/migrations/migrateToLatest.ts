@@ -1,10 +1,12 @@
 /**
  * Brings a database to the latest schema: runs, in order, every migration it has not run yet. Safe to call on
  * every start: a database that is up to date is left alone, and one made by an older version of this package
- * migrates forward keeping its data. On PostgreSQL the Migrator holds an advisory lock, so nodes starting together
- * migrate once; on SQLite each migration's transaction takes the write lock up front.
+ * migrates forward keeping its data. On PostgreSQL the Migrator holds an advisory lock and runs each migration in a
+ * transaction, so nodes starting together migrate once. kysely's Migrator takes no lock and no transaction on SQLite
+ * (its SQLite adapter assumes one connection), so here the whole run is one `BEGIN IMMEDIATE` transaction: a second
+ * process waits for the first one's commit, then finds nothing left to do, and a failed run leaves nothing behind.
  */
-import type { Kysely } from "kysely"
+import { type Kysely, sql } from "kysely"
 import { Migrator, NO_MIGRATIONS } from "kysely/migration"
 import { engineNameOf } from "../SqlEngine.js"
 import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE, providerFor } from "./Migrations.js"
@@ -17,17 +19,30 @@ const migratorFor = <DB>(db: Kysely<DB>): Migrator =>
     migrationLockTableName: MIGRATION_LOCK_TABLE
   })
 
-const run = async (migrate: Promise<{ readonly error?: unknown }>): Promise<void> => {
-  const { error } = await migrate
-  if (error !== undefined) throw error
+const run = async <DB>(db: Kysely<DB>, migrate: (migrator: Migrator) => Promise<{ readonly error?: unknown }>): Promise<void> => {
+  const check = async (migrator: Migrator) => {
+    const { error } = await migrate(migrator)
+    if (error !== undefined) throw error
+  }
+  if (engineNameOf(db) === "postgres") return check(migratorFor(db))
+  await db.connection().execute(async (connection) => {
+    await sql`begin immediate`.execute(connection)
+    try {
+      await check(migratorFor(connection))
+    } catch (error) {
+      await sql`rollback`.execute(connection)
+      throw error
+    }
+    await sql`commit`.execute(connection)
+  })
 }
 
 /** Runs every pending migration; rejects with the failing migration's error (its transaction rolled back). */
-export const migrateToLatest = <DB>(db: Kysely<DB>): Promise<void> => run(migratorFor(db).migrateToLatest())
+export const migrateToLatest = <DB>(db: Kysely<DB>): Promise<void> => run(db, (migrator) => migrator.migrateToLatest())
 
 /**
  * Runs the migrations up to and including `name` and no further: how tests build a database as an older version
  * of this package left it.
  */
 export const migrateTo = <DB>(db: Kysely<DB>, name: string | typeof NO_MIGRATIONS): Promise<void> =>
-  run(migratorFor(db).migrateTo(name))
+  run(db, (migrator) => migrator.migrateTo(name))

@@ -6,7 +6,7 @@
  *   drop the last commits, never corrupt the file.
  * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
  * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
- * Write units begin IMMEDIATE (see WriteLockDriver). better-sqlite3 is loaded when the layer is built, so a
+ * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache). better-sqlite3 is loaded when the layer is built, so a
  * PostgreSQL-only application need not install it.
  */
 import type { RateLimiter, Storage } from "@custody-relay/core"
@@ -16,6 +16,7 @@ import type { Database } from "../schema/Database.js"
 import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
 import { SqliteEngine } from "./SqliteEngine.js"
+import { withStatementCache } from "./StatementCache.js"
 import { WriteLockSqliteDialect } from "./WriteLockDriver.js"
 
 export interface SqliteOptions extends SqlStorageOptions {
@@ -39,7 +40,7 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     database.close()
     throw error
   }
-  return new Kysely<Database>({ dialect: new WriteLockSqliteDialect({ database }) })
+  return new Kysely<Database>({ dialect: new WriteLockSqliteDialect({ database: withStatementCache(database) }) })
 }
 
 export const layerSqlite = (

@@ -50,6 +50,8 @@ export interface RunOptions {
   readonly onDoctor?: (result: DoctorResult) => void
   /** The check list; the kit's own by default. */
   readonly catalogue?: ReadonlyArray<Check>
+  /** Wall-clock budget of one check (default 120 s): a hanging target turns it into a harness error. */
+  readonly checkTimeoutMs?: number
 }
 
 export const defaultNumRuns = 100
@@ -62,6 +64,13 @@ export const checkSeed = (runSeed: number, checkId: string): number => {
     hash = Math.imul(hash, 0x01000193)
   }
   return (hash >>> 0) & 0x7fffffff
+}
+
+class CheckTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`the check did not finish within ${ms} ms (is the target hanging?)`)
+    this.name = "CheckTimeout"
+  }
 }
 
 const isControl = (value: Control | HttpControlOptions): value is Control => "createClient" in value
@@ -99,7 +108,7 @@ const runOne = async (
   control: Control | undefined,
   blackBox: BlackBoxCredentials | undefined,
   transport: Transport,
-  settings: { runSeed: number; numRuns: number; path: string | undefined; replayPath: string | undefined }
+  settings: { runSeed: number; numRuns: number; path: string | undefined; replayPath: string | undefined; timeoutMs: number }
 ): Promise<Omit<CheckReport, "outcome" | "expectation">> => {
   const seed = checkSeed(settings.runSeed, check.id)
   const started = performance.now()
@@ -122,14 +131,21 @@ const runOne = async (
   const context = new CheckContext(check, profile, { seed, numRuns: settings.numRuns, path: settings.path, replayPath: settings.replayPath }, control, fixturesFor(blackBox), transport)
   let harness: string | undefined
   let missing: string | undefined
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new CheckTimeout(settings.timeoutMs)), settings.timeoutMs)
+  })
   try {
-    await check.run(context)
+    await Promise.race([check.run(context), timeout])
   } catch (error) {
     if (error instanceof CheckFailure) context.violations.push(error.violation)
     else if (error instanceof CapabilityMissing) missing = error.message
     else if (error instanceof ControlError) harness = `control call failed: ${error.message}`
     else if (error instanceof FixtureFailure) harness = [error.message, ...error.exchanges].join("\n")
+    else if (error instanceof CheckTimeout) harness = error.message
     else harness = error instanceof Error ? (error.stack ?? error.message) : String(error)
+  } finally {
+    clearTimeout(timer)
   }
   const { refused, answered } = context.refusalRatio
   if (check.expectsWork === true && answered >= 10 && refused / answered > 0.5) {
@@ -189,7 +205,7 @@ export const runConformance = async (options: RunOptions): Promise<Report> => {
             message: "no valid profile (see doctor)",
             replay: replayArgs(check.id, runSeed, undefined)
           }
-        : await runOne(check, profile, control, options.blackBox?.credentials, transport, { runSeed, numRuns, path: options.path, replayPath: options.replayPath })
+        : await runOne(check, profile, control, options.blackBox?.credentials, transport, { runSeed, numRuns, path: options.path, replayPath: options.replayPath, timeoutMs: options.checkTimeoutMs ?? 120_000 })
     const expectation = entries.find((entry) => entry.checkId === check.id)
     const outcome = applyExpectation(raw.rawOutcome, expectation)
     const report: CheckReport = expectation === undefined ? { ...raw, outcome } : { ...raw, outcome, expectation }

@@ -185,3 +185,21 @@ describe("vacuous runs", () => {
     expect(report.checks[0]?.warnings.join()).toMatch(/vacuous run: 12 of 12/)
   })
 })
+
+describe("a hanging target", () => {
+  it("turns the check into a harness error within its time budget", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const hang = defineCheck({
+      id: "test.hang",
+      title: "waits for an answer that never comes",
+      requirements: ["GEN-JSON-1"],
+      tags: ["test"],
+      needs: [],
+      run: () => new Promise<void>(() => undefined)
+    })
+    const report = await runConformance({ target: { handler: fake.handler }, control: { token: "t" }, catalogue: [hang], checkTimeoutMs: 200 })
+    expect(report.checks[0]?.outcome).toBe("harness-error")
+    expect(report.checks[0]?.message).toMatch(/did not finish within 200 ms/)
+    expect(report.status).toBe("failed")
+  })
+})

@@ -59,5 +59,5 @@ export const toMarkdown = (): string =>
     "| error | status | code |",
     "|---|---|---|",
     ...Object.entries(errorTable).map(([tag, mapping]) => `| ${tag} | ${mapping.status} | ${mapping.code} |`),
-    `| (defect: any unexpected failure) | ${defectMapping.status} | ${defectMapping.code} |`
+    `| (defect: an unexpected failure) | ${defectMapping.status} | ${defectMapping.code} |`
   ].join("\n")

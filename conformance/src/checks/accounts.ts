@@ -9,7 +9,7 @@ import type { Tenant } from "../Fixtures.js"
 import type { RelayClient } from "../RelayClient.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { accountCreateShape, accountRecordShape, envelopeOf, expectShape, idsOf, isClientError, randomUuid, transfer } from "./support.js"
+import { accountCreateShape, accountRecordShape, envelopeOf, expectShape, idsOf, isClientError, randomUuid, transfer } from "./records.js"
 
 /** Characters whose UTF-16 length is one code point, so "characters" means the same under every reading. */
 const bmpChar = fc.constantFrom("a", "Z", "7", "é", "ß", "Ω", "Ж", "中", "ع", "ñ", "ü", "€", "-", "_", "ø", "ア")

@@ -10,7 +10,7 @@ import type { Tenant } from "../Fixtures.js"
 import { RelayClient } from "../RelayClient.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { randomUuid } from "./support.js"
+import { randomUuid } from "./records.js"
 
 /** A plausible body per POST endpoint, so that only the credential or permission decides the answer. */
 const plausibleBody = (e: Endpoint, context: CheckContext, ids: { account?: string; other?: string }): Record<string, unknown> | undefined => {

@@ -10,7 +10,7 @@ import type { Tenant } from "../Fixtures.js"
 import { groupOf } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { envelopeOf, fundedPair, transfer } from "./support.js"
+import { envelopeOf, fundedPair, transfer } from "./records.js"
 
 const rounds = (context: CheckContext): number => Math.max(2, Math.min(8, Math.round(context.settings.numRuns / 3)))
 

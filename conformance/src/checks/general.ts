@@ -6,7 +6,7 @@ import fc from "fast-check"
 import { defineCheck } from "../Check.js"
 import { endpointPath, endpoints } from "../Endpoints.js"
 import { isRecord } from "../Shape.js"
-import { randomUuid } from "./support.js"
+import { randomUuid } from "./records.js"
 
 const postEndpoints = endpoints.filter((e) => e.method === "POST")
 

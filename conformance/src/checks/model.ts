@@ -15,7 +15,7 @@ import type { Tenant } from "../Fixtures.js"
 import { groupOf, type AssetProfile, type TransactionGroup } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { envelopeOf } from "./support.js"
+import { envelopeOf } from "./records.js"
 
 export type AccountState = "pending_approval" | "approved" | "rejected" | "active"
 export type WhitelistState = "PENDING" | "APPROVED" | "REJECTED" | "ARCHIVED"

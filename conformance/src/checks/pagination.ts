@@ -7,7 +7,7 @@ import { defineCheck, type CheckContext } from "../Check.js"
 import type { Tenant } from "../Fixtures.js"
 import type { Query } from "../RelayClient.js"
 import type { HttpResult } from "../Transport.js"
-import { envelopeOf, idsOf } from "./support.js"
+import { envelopeOf, idsOf } from "./records.js"
 
 type ListName = "accounts" | "transactions" | "whitelisted-addresses"
 const lists: ReadonlyArray<ListName> = ["accounts", "transactions", "whitelisted-addresses"]

@@ -5,7 +5,7 @@
 import { defineCheck, type CheckContext } from "../Check.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { envelopeOf, fundedPair, idsOf, randomUuid, transfer } from "./support.js"
+import { envelopeOf, fundedPair, idsOf, randomUuid, transfer } from "./records.js"
 
 /** The parts of a 404 body that must not tell a foreign id from an unknown one (ids that vary per request aside). */
 const comparable = (result: HttpResult): string => {

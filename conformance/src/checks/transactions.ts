@@ -24,7 +24,7 @@ import {
   transactionItemShape,
   transactionStatusShape,
   transfer
-} from "./support.js"
+} from "./records.js"
 
 const transactionCount = async (context: CheckContext, tenant: Tenant, requirementId: string): Promise<number> =>
   envelopeOf(context, await tenant.client.listTransactions(), requirementId, "GET /transactions").total

@@ -7,7 +7,7 @@ import fc from "fast-check"
 import { defineCheck } from "../Check.js"
 import { isRecord } from "../Shape.js"
 import { byIdCheck, lengthAround, textOfLength } from "./accounts.js"
-import { envelopeOf, expectShape, idsOf, whitelistCreateShape, whitelistRecordShape } from "./support.js"
+import { envelopeOf, expectShape, idsOf, whitelistCreateShape, whitelistRecordShape } from "./records.js"
 
 export const createResponse = defineCheck({
   id: "wl.create.response",

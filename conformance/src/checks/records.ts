@@ -1,6 +1,6 @@
 /**
- * Shared pieces of the checks: the record shapes of the interface, envelope helpers and a few fixture
- * combinations. Shapes cite the requirement they come from.
+ * The interface's records as the checks see them: their shapes, the list envelope, transfer bodies and the
+ * usual fixture combination (a funded pair of accounts). Shapes cite the requirement they come from.
  */
 import type { CheckContext } from "../Check.js"
 import type { AccountFixture, Tenant } from "../Fixtures.js"

@@ -1,6 +1,6 @@
 /**
  * Several nodes: two server processes on one PostgreSQL database serve the same data, share one rate-limit
- * budget per key (LIM-RATE-1), and never double-spend when initiations race across them. Needs RELAY_TEST_PG_URL
+ * budget per key (LIM-RATE-1), honour each other's Idempotency-Key records, and never double-spend when initiations race across them. Needs RELAY_TEST_PG_URL
  * (a server where the test may create and drop its own database); without it the suite says why and is skipped.
  */
 import pg from "pg"
@@ -113,5 +113,23 @@ describe.skipIf(adminUrl === undefined || adminUrl === "")("two nodes on one Pos
     expect(balance).toBeLessThan(0.1)
     const listed = await json(`${a.url}/relay/v1/transactions?accountId=${source}`, "GET", authOf(2))
     expect(listed.body["total"]).toBe(3)
+  })
+
+  it("an Idempotency-Key used on one node is replayed by the other, and conflicts there too", async () => {
+    const [a, b] = nodes
+    if (a === undefined || b === undefined) throw new Error("nodes did not start")
+    const clientId = String((await control(a, "POST", "/clients")).body["clientId"])
+    const user = (await control(a, "POST", "/api-users", { clientId, permissions: ["Initiate new custody account"] })).body
+    const auth = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]), "idempotency-key": "cross-node-1" }
+    const body = { name: "Once only", workspace: "custody", assetId: "ETH" }
+    const first = await json(`${a.url}/relay/v1/accounts`, "POST", auth, body)
+    const replay = await json(`${b.url}/relay/v1/accounts`, "POST", auth, body)
+    expect(first.status).toBe(201)
+    expect(replay.status).toBe(201)
+    expect(replay.body).toEqual(first.body)
+    expect(replay.headers.get("idempotent-replayed")).toBe("true")
+    const conflict = await json(`${b.url}/relay/v1/accounts`, "POST", auth, { ...body, name: "Another" })
+    expect(conflict.status).toBe(409)
+    expect(conflict.body["code"]).toBe("IDEMPOTENCY_KEY_REUSED")
   })
 })

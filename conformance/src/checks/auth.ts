@@ -190,32 +190,47 @@ export const secretNotLogged = defineCheck({
   }
 })
 
-const permissionBody = (permission: string): string => JSON.stringify({ message: `Missing required API scope: ${permission}` })
+const isPermissionRefusal = (result: HttpResult): boolean =>
+  result.status === 403 && isRecord(result.json) && String(result.json["message"]).startsWith("Missing required API scope")
 
 export const permissionMatrix = defineCheck({
   id: "auth.permission.matrix",
-  title: "Every endpoint without its permission: 403 with the exact body; with only it: not 403",
+  title: "Every endpoint x every missing permission: 403 with the exact body for its own, never for another; with only its own: served",
   requirements: ["AUTH-PERM-1", "ERR-CODE-1"],
   tags: ["auth", "matrix"],
   needs: ["control"],
   async run(context) {
     const tenant = await context.fixtures.tenant()
     const account = await context.fixtures.pendingAccount(tenant)
+    // One user per missing permission, and one per sole permission.
+    const lacking = new Map<string, Tenant>()
+    const only = new Map<string, Tenant>()
+    for (const permission of allPermissions) {
+      lacking.set(permission, await context.fixtures.user(tenant, allPermissions.filter((candidate) => candidate !== permission)))
+      only.set(permission, await context.fixtures.user(tenant, [permission]))
+    }
     for (const e of endpoints) {
-      const lacking = await context.fixtures.user(tenant, allPermissions.filter((permission) => permission !== e.permission))
-      const result = await call(lacking.client, e, context, { account: account.id })
-      context.expectStatus(result, 403, "AUTH-PERM-1", `${e.method} ${e.path} without "${e.permission}"`)
-      const expected = JSON.parse(permissionBody(e.permission)) as unknown
-      context.expect(
-        isRecord(result.json) && Object.keys(result.json).length === 1 && result.json["message"] === (expected as { message: string }).message,
-        "AUTH-PERM-1",
-        `${e.method} ${e.path}: the 403 body should be exactly ${permissionBody(e.permission)}`,
-        result
-      )
-      const only = await context.fixtures.user(tenant, [e.permission])
-      const allowed = await call(only.client, e, context, { account: account.id })
-      const refusedForPermission = allowed.status === 401 || (allowed.status === 403 && isRecord(allowed.json) && String(allowed.json["message"]).startsWith("Missing required API scope"))
-      context.expect(!refusedForPermission, "AUTH-PERM-1", `${e.method} ${e.path} with only "${e.permission}" was refused with ${allowed.status}`, allowed)
+      for (const permission of allPermissions) {
+        const user = lacking.get(permission)
+        if (user === undefined) continue
+        const result = await call(user.client, e, context, { account: account.id })
+        if (permission !== e.permission) {
+          context.expect(!isPermissionRefusal(result) && result.status !== 401, "AUTH-PERM-1", `${e.method} ${e.path} was refused for lacking "${permission}", which it does not need`, result)
+          continue
+        }
+        context.expectStatus(result, 403, "AUTH-PERM-1", `${e.method} ${e.path} without "${e.permission}"`)
+        const expected = `Missing required API scope: ${e.permission}`
+        context.expect(
+          isRecord(result.json) && Object.keys(result.json).length === 1 && result.json["message"] === expected,
+          "AUTH-PERM-1",
+          `${e.method} ${e.path}: the 403 body should be exactly ${JSON.stringify({ message: expected })}`,
+          result
+        )
+      }
+      const sole = only.get(e.permission)
+      if (sole === undefined) continue
+      const allowed = await call(sole.client, e, context, { account: account.id })
+      context.expect(!isPermissionRefusal(allowed) && allowed.status !== 401, "AUTH-PERM-1", `${e.method} ${e.path} with only "${e.permission}" was refused with ${allowed.status}`, allowed)
     }
   }
 })

@@ -252,6 +252,17 @@ export const faults: ReadonlyArray<Fault> = [
   }
   ,
   {
+    name: "the status endpoint also demands the detail permission (a permission-table mistake)",
+    requirement: "AUTH-PERM-1",
+    checks: ["auth.permission.matrix"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "GET" || !/\/relay\/v1\/transactions\/[^/]+\/status$/.test(pathOf(request))) return handler(request)
+      const detail = await handler(new Request(request.url.replace(/\/status$/, ""), { headers: request.headers }))
+      if (detail.status === 403) return new Response(JSON.stringify({ message: "Missing required API scope: View custody transaction detail" }), { status: 403, headers: { "content-type": "application/json" } })
+      return handler(request)
+    }
+  },
+  {
     name: "approve answers the account as active instead of approved",
     requirement: "ACC-APPR-1",
     checks: ["acc.approve.pending"],

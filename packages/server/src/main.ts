@@ -4,7 +4,7 @@
  * once. SIGTERM or SIGINT stops accepting connections, lets requests in flight finish, then closes the database.
  */
 import { mkdirSync, existsSync } from "node:fs"
-import { dirname } from "node:path"
+import { dirname, isAbsolute, resolve } from "node:path"
 import { serve } from "@custody-relay/http/node"
 import { configFromEnv } from "./ServerConfig.js"
 import { createRelay } from "./createRelay.js"
@@ -31,9 +31,14 @@ const printDemo = (demo: DemoCredentials, url: string): void => {
 }
 
 const main = async (): Promise<void> => {
-  const config = configFromEnv()
-  const engine = engineOf(config.database)
-  const isFile = engine === "sqlite" && config.database !== ":memory:"
+  const settings = configFromEnv()
+  const engine = engineOf(settings.database)
+  const isFile = engine === "sqlite" && settings.database !== ":memory:"
+  // `pnpm start` runs in packages/server; a relative path means relative to where the command was typed
+  // (pnpm and npm pass that directory as INIT_CWD), so ./data/relay.db lands in the repository's ./data.
+  const config = isFile && !isAbsolute(settings.database)
+    ? { ...settings, database: resolve(process.env["INIT_CWD"] ?? process.cwd(), settings.database) }
+    : settings
   const fresh = isFile ? !existsSync(config.database) : config.database === ":memory:"
   if (isFile) mkdirSync(dirname(config.database), { recursive: true })
 

@@ -194,7 +194,7 @@ class Activate implements Cmd {
 }
 
 class Fund implements Cmd {
-  constructor(readonly index: number, readonly amount: number, readonly stats: ModelStats) {}
+  constructor(readonly index: number, readonly amount: Decimal, readonly stats: ModelStats) {}
   check(model: Readonly<RelayModel>): boolean {
     const ok = model.accounts.some((account) => account.status === "active")
     if (!ok) this.stats.discarded += 1
@@ -205,12 +205,12 @@ class Fund implements Cmd {
     const candidates = model.accounts.filter((account) => account.status === "active")
     const account = candidates[this.index % candidates.length]
     if (account === undefined) return
-    const answer = await real.context.control.creditAccount(account.id, String(this.amount))
+    const answer = await real.context.control.creditAccount(account.id, this.amount.toFixed())
     account.balance = account.balance.plus(this.amount)
-    if (!new Decimal(answer.availableBalance).eq(account.balance)) fail(real, ["TXN-FLOW-1"], `after a credit of ${this.amount} the control reports ${answer.availableBalance}, the model ${account.balance.toString()}`)
+    if (!new Decimal(answer.availableBalance).eq(account.balance)) fail(real, ["TXN-FLOW-1"], `after a credit of ${this.amount.toFixed()} the control reports ${answer.availableBalance}, the model ${account.balance.toString()}`)
   }
   toString(): string {
-    return `fund(active #${this.index}, ${this.amount})`
+    return `fund(active #${this.index}, ${this.amount.toFixed()})`
   }
 }
 
@@ -262,7 +262,7 @@ class SetWhitelistStatus implements Cmd {
 }
 
 class Initiate implements Cmd {
-  constructor(readonly sourceIndex: number, readonly destinationIndex: number, readonly external: boolean, readonly amount: number, readonly stats: ModelStats) {}
+  constructor(readonly sourceIndex: number, readonly destinationIndex: number, readonly external: boolean, readonly amount: Decimal, readonly stats: ModelStats) {}
   private pick(model: Readonly<RelayModel>): { source: ModelAccount; destination: { kind: "internal"; account: ModelAccount } | { kind: "external"; entry: ModelWhitelist } } | undefined {
     const source = model.account(this.sourceIndex)
     if (source === undefined) return undefined
@@ -286,7 +286,7 @@ class Initiate implements Cmd {
     if (picked === undefined) return
     const { source, destination } = picked
     const destinationId = destination.kind === "internal" ? destination.account.id : destination.entry.id
-    const body = { sourceAccountId: source.id, destinationId, destinationType: destination.kind, amount: String(this.amount), assetType: source.assetId }
+    const body = { sourceAccountId: source.id, destinationId, destinationType: destination.kind, amount: this.amount.toFixed(), assetType: source.assetId }
     const expected = model.expectedInitiation(source, destination)
     if (expected === "inactive-source") {
       const result = await real.tenant.client.initiate(body)
@@ -302,14 +302,14 @@ class Initiate implements Cmd {
     statusIs(real, fee, [200, 400, 409, 422], ["TXN-FEE-1"], "calculate-fee of a well-formed transfer")
     const feeAsset = field(fee, "feeAssetType")
     const estimate = field(fee, "estimatedFee")
-    const estimatedCost = new Decimal(this.amount).plus(feeAsset === source.assetId && typeof estimate === "number" ? new Decimal(String(estimate)) : 0)
+    const estimatedCost = this.amount.plus(feeAsset === source.assetId && typeof estimate === "number" ? new Decimal(String(estimate)) : 0)
     const result = await real.tenant.client.initiate(body)
     if (fee.status !== 200 || estimatedCost.gt(source.balance)) {
       if (result.status === 201) fail(real, ["TXN-FLOW-1"], `initiate of ${estimatedCost.toString()} (amount with fee) succeeded with ${source.balance.toString()} available`, fee, result)
       statusIs(real, result, [400, 409, 422], ["TXN-FLOW-1"], "initiate beyond the available balance")
       return
     }
-    statusIs(real, result, [201], ["TXN-INIT-1"], `initiate ${this.amount} with ${source.balance.toString()} available`)
+    statusIs(real, result, [201], ["TXN-INIT-1"], `initiate ${this.amount.toFixed()} with ${source.balance.toString()} available`)
     const id = String(field(result, "id"))
     const status = String(field(result, "status"))
     if (groupOf(real.context.profile, status.toUpperCase()) !== "pending") fail(real, ["TXN-INIT-2", "TXN-FLOW-1"], `a new transaction is ${status}, not in the pending group`, result)
@@ -317,12 +317,12 @@ class Initiate implements Cmd {
     statusIs(real, detail, [200], ["TXN-GET-1"], "GET the new transaction")
     const networkFee = field(detail, "networkFee")
     const fees = typeof networkFee === "string" && /^\d+(\.\d+)?$/.test(networkFee) ? new Decimal(networkFee) : new Decimal(0)
-    const reserved = new Decimal(this.amount).plus(feeAsset === source.assetId ? fees : 0)
-    model.reserve({ id, sourceId: source.id, destinationId, destinationType: destination.kind, amount: new Decimal(this.amount), reserved, group: "pending" })
+    const reserved = this.amount.plus(feeAsset === source.assetId ? fees : 0)
+    model.reserve({ id, sourceId: source.id, destinationId, destinationType: destination.kind, amount: this.amount, reserved, group: "pending" })
     await readBalance(real, source, "after initiation")
   }
   toString(): string {
-    return `initiate(#${this.sourceIndex} -> ${this.external ? "whitelist" : "account"} #${this.destinationIndex}, ${this.amount})`
+    return `initiate(#${this.sourceIndex} -> ${this.external ? "whitelist" : "account"} #${this.destinationIndex}, ${this.amount.toFixed()})`
   }
 }
 
@@ -404,16 +404,19 @@ class ListTransactions implements Cmd {
 export const modelCommands = (assets: ReadonlyArray<AssetProfile>, stats: ModelStats): Array<fc.Arbitrary<Cmd>> => {
   const asset = fc.constantFrom(...assets.slice(0, 3))
   const index = fc.nat({ max: 7 })
+  // Amounts are decimals with up to two places, made as strings: a JS number never carries an amount.
+  const amount = (maxWhole: number) =>
+    fc.tuple(fc.integer({ min: 0, max: maxWhole }), fc.integer({ min: 0, max: 99 })).filter(([whole, cents]) => whole + cents > 0).map(([whole, cents]) => new Decimal(`${whole}.${String(cents).padStart(2, "0")}`))
   return [
     fc.tuple(asset, fc.constantFrom("custody" as const, "transactional" as const)).map(([a, workspace]) => new CreateAccount(a, workspace, stats)),
     fc.tuple(index, fc.constantFrom("approved" as const, "approved" as const, "rejected" as const)).map(([i, to]) => new Decide(i, to, stats)),
     index.map((i) => new Activate(i, stats)),
-    fc.tuple(index, fc.integer({ min: 1, max: 50 })).map(([i, amount]) => new Fund(i, amount, stats)),
+    fc.tuple(index, amount(50)).map(([i, value]) => new Fund(i, value, stats)),
     asset.map((a) => new CreateWhitelist(a, stats)),
     fc.tuple(index, fc.constantFrom("APPROVED" as const, "APPROVED" as const, "REJECTED" as const, "ARCHIVED" as const)).map(([i, to]) => new SetWhitelistStatus(i, to, stats)),
     // Initiation is listed twice: it is the command with the most rules behind it.
-    fc.tuple(index, index, fc.boolean(), fc.integer({ min: 1, max: 40 })).map(([s, d, external, amount]) => new Initiate(s, d, external, amount, stats)),
-    fc.tuple(index, index, fc.boolean(), fc.integer({ min: 1, max: 40 })).map(([s, d, external, amount]) => new Initiate(s, d, external, amount, stats)),
+    fc.tuple(index, index, fc.boolean(), amount(40)).map(([s, d, external, value]) => new Initiate(s, d, external, value, stats)),
+    fc.tuple(index, index, fc.boolean(), amount(40)).map(([s, d, external, value]) => new Initiate(s, d, external, value, stats)),
     fc.tuple(index, fc.constantFrom("completed" as const, "failed" as const)).map(([i, to]) => new Advance(i, to, stats)),
     fc.constant(null).map(() => new ListAccounts(stats)),
     fc.constantFrom("all" as const, "pending" as const, "completed" as const, "failed" as const).map((group) => new ListTransactions(group, stats))

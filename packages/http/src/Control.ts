@@ -1,6 +1,6 @@
 /**
- * The test control protocol v1 (../shared/spec/control-protocol.md, and the kit's v1.1 addition
- * `PUT /clients/{clientId}/provider-fault`), mounted at /__control only when a control token is configured. It
+ * The test control protocol v1 (../shared/spec/control-protocol.md, and the kit's v1.1 additions
+ * `PUT /clients/{clientId}/provider-fault` and `GET /logs`, docs/control-protocol.md), mounted at /__control only when a control token is configured. It
  * plays the custody platform's back office for conformance runs: clients, API users, activation, deposits,
  * whitelist decisions, transaction progress and rate limits. Every call must carry `x-control-token` (401
  * otherwise); an unknown id is 404; a call we do not offer is 501. Each call maps to one core operation.
@@ -24,6 +24,7 @@ import {
 import { Effect, Option, Redacted, Result, Schema } from "effect"
 import type { AnyError } from "./ErrorTable.js"
 import { ControlCallUnsupported, ControlUnauthorized } from "./HttpError.js"
+import type { LogCapture } from "./LogCapture.js"
 import type * as RateLimitPolicies from "./RateLimitPolicies.js"
 import { json, type Reply } from "./Reply.js"
 import { decodeWith, parseJson, readText } from "./RequestBody.js"
@@ -45,7 +46,8 @@ export const capabilities = [
   "whitelisted-addresses.status",
   "transactions.advance",
   "rate-limit",
-  "provider-fault"
+  "provider-fault",
+  "logs"
 ] as const
 
 /** The provider as seen by one client with a fault switched on: fee estimation refuses or fails. */
@@ -123,6 +125,7 @@ export interface ControlOptions {
   readonly policies: RateLimitPolicies.RateLimitPolicies
   readonly providerFaults: ProviderFaults
   readonly maxBodyBytes: number
+  readonly logs: LogCapture
 }
 
 const tokenMatches = (given: string | null, expected: string): boolean => {
@@ -224,6 +227,11 @@ export const make = (options: ControlOptions) => {
           else options.providerFaults.set(clientId, input.calculateFee)
           return json(200, { clientId, calculateFee: input.calculateFee })
         }))
+    },
+    {
+      method: "GET",
+      path: "/__control/logs",
+      call: () => Effect.sync(() => json(200, { lines: options.logs.drain() }))
     },
     {
       method: "GET",

@@ -21,6 +21,7 @@ import * as Control from "./Control.js"
 import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
 import * as Idempotency from "./Idempotency.js"
+import * as LogCapture from "./LogCapture.js"
 import * as OpenApi from "./OpenApi.js"
 import * as RateLimitPolicies from "./RateLimitPolicies.js"
 import * as Reply from "./Reply.js"
@@ -83,11 +84,15 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     ...RelayConfig.RelayConfig.defaultValue(),
     ...options.config
   }
+  const outputLogger = options.logger ?? Logger.consoleJson
+  const outputLevel = options.logLevel ?? "Info"
+  // With the control protocol mounted, every line at Info and above is also kept for its GET /logs.
+  const logs = options.controlToken === undefined ? undefined : LogCapture.make(outputLogger, outputLevel)
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
-    Logger.layer([options.logger ?? Logger.consoleJson]),
-    Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Info"),
+    Logger.layer([logs === undefined ? outputLogger : logs.logger]),
+    Layer.succeed(References.MinimumLogLevel, logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, "Info")),
     Layer.succeed(References.TracerEnabled, options.tracing ?? false)
   )
   const runtime = ManagedRuntime.make(layer)
@@ -97,7 +102,13 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const providerFaults: Control.ProviderFaults = new Map()
   const control = options.controlToken === undefined
     ? undefined
-    : Control.make({ token: options.controlToken, policies, providerFaults, maxBodyBytes })
+    : Control.make({
+      token: options.controlToken,
+      policies,
+      providerFaults,
+      maxBodyBytes,
+      logs: logs?.capture ?? { drain: () => [] }
+    })
   const router = Router.make(routes)
   let openApiBody: string | undefined
   const openApi = (): Reply.Reply => {

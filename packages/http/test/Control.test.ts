@@ -138,3 +138,18 @@ describe("control protocol ids", () => {
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409])
   })
 })
+
+describe("control protocol logs (v1.1)", () => {
+  it("AUTH-SEC-1: GET /logs returns the lines written since the previous call, each request's line included, and no secret", async () => {
+    await fixture.control("GET", "/logs")
+    const answer = await fixture.as(tenant.admin).get("/relay/v1/accounts", { "x-request-id": "logs-check-1" })
+    expect(answer.status).toBe(200)
+    await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-api-key": tenant.admin.keyId, "x-api-secret": `${tenant.admin.secret}x` } })
+    const logs = await fixture.control("GET", "/logs")
+    const lines = record(logs.body)["lines"] as ReadonlyArray<string>
+    expect(lines.some((line) => line.includes("logs-check-1"))).toBe(true)
+    for (const line of lines) expect(line).not.toContain(tenant.admin.secret)
+    const again = record((await fixture.control("GET", "/logs")).body)["lines"] as ReadonlyArray<string>
+    expect(again.every((line) => !line.includes("logs-check-1"))).toBe(true)
+  })
+})

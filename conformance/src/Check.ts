@@ -69,7 +69,9 @@ export class CheckContext {
     readonly settings: RunSettings,
     private readonly controlOrUndefined: Control | undefined,
     readonly fixturesFactory: (context: CheckContext) => Fixtures,
-    baseTransport: Transport
+    baseTransport: Transport,
+    /** Every API secret the control handed out during this run so far (for AUTH-SEC-1 scans). */
+    readonly runSecrets: ReadonlySet<string> = new Set()
   ) {
     this.transport = baseTransport.withSink((exchange) => this.record(exchange))
     this.fixtures = fixturesFactory(this)

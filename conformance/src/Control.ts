@@ -181,3 +181,23 @@ export const gateControl = (control: Control, declared: ReadonlySet<Capability> 
     profile: () => control.profile()
   }
 }
+
+/** A control that remembers every secret it hands out, so a run can scan answers and logs for all of them. */
+export const recordSecrets = (control: Control, secrets: Set<string>): Control => ({
+  createClient: () => control.createClient(),
+  createApiUser: async (clientId, permissions) => {
+    const user = await control.createApiUser(clientId, permissions)
+    secrets.add(user.secret)
+    return user
+  },
+  revokeApiUser: (id) => control.revokeApiUser(id),
+  setPermissions: (id, permissions) => control.setPermissions(id, permissions),
+  activateAccount: (id) => control.activateAccount(id),
+  creditAccount: (id, amount) => control.creditAccount(id, amount),
+  setWhitelistStatus: (id, status) => control.setWhitelistStatus(id, status),
+  advanceTransaction: (id, to) => control.advanceTransaction(id, to),
+  setRateLimit: (limit, windowSeconds) => control.setRateLimit(limit, windowSeconds),
+  setProviderFault: (clientId, fault) => control.setProviderFault(clientId, fault),
+  logs: () => control.logs(),
+  profile: () => control.profile()
+})

@@ -5,7 +5,7 @@
  */
 import { CheckContext, CheckFailure, type Check } from "./Check.js"
 import { allChecks } from "./checks/index.js"
-import { CapabilityMissing, ControlError, controlProtocolVersion, gateControl, HttpControl, type Control } from "./Control.js"
+import { CapabilityMissing, ControlError, controlProtocolVersion, gateControl, HttpControl, recordSecrets, type Control } from "./Control.js"
 import { runDoctor, type DoctorResult } from "./Doctor.js"
 import type { ExpectedFailure } from "./Expectations.js"
 import { FixtureFailure, fixturesFor, type BlackBoxCredentials } from "./Fixtures.js"
@@ -108,6 +108,7 @@ const runOne = async (
   control: Control | undefined,
   blackBox: BlackBoxCredentials | undefined,
   transport: Transport,
+  runSecrets: ReadonlySet<string>,
   settings: { runSeed: number; numRuns: number; path: string | undefined; replayPath: string | undefined; timeoutMs: number }
 ): Promise<Omit<CheckReport, "outcome" | "expectation">> => {
   const seed = checkSeed(settings.runSeed, check.id)
@@ -128,7 +129,7 @@ const runOne = async (
   const declared = declaredCapabilities(profile)
   const lacking = check.needs.filter((need) => need !== "control" && declared !== undefined && !declared.has(need))
   if (control !== undefined && lacking.length > 0) return done("not-applicable", { message: `the profile does not declare ${lacking.join(", ")}` })
-  const context = new CheckContext(check, profile, { seed, numRuns: settings.numRuns, path: settings.path, replayPath: settings.replayPath }, control, fixturesFor(blackBox), transport)
+  const context = new CheckContext(check, profile, { seed, numRuns: settings.numRuns, path: settings.path, replayPath: settings.replayPath }, control, fixturesFor(blackBox), transport, runSecrets)
   let harness: string | undefined
   let missing: string | undefined
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -185,7 +186,10 @@ export const runConformance = async (options: RunOptions): Promise<Report> => {
   const doctor = await runDoctor(transport, rawControl, options.blackBox?.profile, tokenCheck)
   options.onDoctor?.(doctor)
   const profile = doctor.profile
-  const control = rawControl === undefined || profile === undefined ? rawControl : gateControl(rawControl, declaredCapabilities(profile))
+  const runSecrets = new Set<string>()
+  for (const credential of [options.blackBox?.credentials.primary, options.blackBox?.credentials.secondary]) if (credential !== undefined) runSecrets.add(credential.secret)
+  const gated = rawControl === undefined || profile === undefined ? rawControl : gateControl(rawControl, declaredCapabilities(profile))
+  const control = gated === undefined ? undefined : recordSecrets(gated, runSecrets)
   const entries = options.expectedFailures ?? []
   const reports: Array<CheckReport> = []
   for (const [index, check] of selected.entries()) {
@@ -205,7 +209,7 @@ export const runConformance = async (options: RunOptions): Promise<Report> => {
             message: "no valid profile (see doctor)",
             replay: replayArgs(check.id, runSeed, undefined)
           }
-        : await runOne(check, profile, control, options.blackBox?.credentials, transport, { runSeed, numRuns, path: options.path, replayPath: options.replayPath, timeoutMs: options.checkTimeoutMs ?? 120_000 })
+        : await runOne(check, profile, control, options.blackBox?.credentials, transport, runSecrets, { runSeed, numRuns, path: options.path, replayPath: options.replayPath, timeoutMs: options.checkTimeoutMs ?? 120_000 })
     const expectation = entries.find((entry) => entry.checkId === check.id)
     const outcome = applyExpectation(raw.rawOutcome, expectation)
     const report: CheckReport = expectation === undefined ? { ...raw, outcome } : { ...raw, outcome, expectation }

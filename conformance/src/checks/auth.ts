@@ -49,7 +49,8 @@ export const headerPair = defineCheck({
       ["only x-api-secret", { "x-api-secret": tenant.credential.secret }],
       ["a bearer token", { authorization: `Bearer ${tenant.credential.secret}` }],
       ["basic auth", { authorization: `Basic ${btoa(`${tenant.credential.keyId}:${tenant.credential.secret}`)}` }],
-      ["swapped headers", { "x-api-key": tenant.credential.secret, "x-api-secret": tenant.credential.keyId }]
+      // Not the real secret in the key header: key ids may be logged, and auth.secret.not-logged scans the logs.
+      ["swapped headers", { "x-api-key": `${tenant.credential.secret.slice(0, -1)}#`, "x-api-secret": tenant.credential.keyId }]
     ]
     for (const [what, headers] of variants) {
       const result = await context.transport.send("GET", "/relay/v1/accounts", { headers })
@@ -165,12 +166,13 @@ export const secretNotExposed = defineCheck({
 
 export const secretNotLogged = defineCheck({
   id: "auth.secret.not-logged",
-  title: "No log line the implementation writes carries a secret (read through the control's logs call)",
+  title: "No log line the implementation wrote during the run carries a secret (read through the control's logs call)",
   requirements: ["AUTH-SEC-1"],
   tags: ["auth", "security"],
   needs: ["control", "logs"],
   async run(context) {
-    await context.control.logs()
+    // This check runs last: the logs since the doctor's call hold the lines of the whole run, scanned for every
+    // secret the run was handed, plus wrong secrets sent on purpose here.
     const tenant = await context.fixtures.tenant()
     const account = await context.fixtures.pendingAccount(tenant)
     const wrongSecret = tenant.credential.secret.slice(0, -2) + "zz"
@@ -183,9 +185,10 @@ export const secretNotLogged = defineCheck({
       await call(restricted.client, e, context, { account: account.id })
     }
     const lines = await context.control.logs()
-    const secrets = [tenant.credential.secret, restricted.credential.secret, wrongSecret]
+    const secrets = [...new Set([...context.runSecrets, tenant.credential.secret, restricted.credential.secret, wrongSecret])].filter((secret) => secret.length >= 8)
     for (const line of lines) {
-      for (const secret of secrets) context.expect(!line.includes(secret), "AUTH-SEC-1", `a log line carries an API secret: ${line.replaceAll(secret, "<the secret>").slice(0, 300)}`)
+      const leaked = secrets.find((secret) => line.includes(secret))
+      if (leaked !== undefined) context.fail("AUTH-SEC-1", `a log line carries an API secret: ${line.replaceAll(leaked, "<the secret>").slice(0, 300)}`)
     }
   }
 })
@@ -290,4 +293,4 @@ export const checkOrder = defineCheck({
   }
 })
 
-export const authChecks = [headerPair, invalidCredentials, revokedCredentials, keyPrefix, secretNotExposed, secretNotLogged, permissionMatrix, permissionChange, unscopedCredential, checkOrder]
+export const authChecks = [headerPair, invalidCredentials, revokedCredentials, keyPrefix, secretNotExposed, permissionMatrix, permissionChange, unscopedCredential, checkOrder]

@@ -1,7 +1,7 @@
 /** Every check of the kit, in run order. Ids are stable and never reused. */
 import type { Check } from "../Check.js"
 import { accountChecks } from "./accounts.js"
-import { authChecks } from "./auth.js"
+import { authChecks, secretNotLogged } from "./auth.js"
 import { concurrencyChecks } from "./concurrency.js"
 import { generalChecks } from "./general.js"
 import { limitChecks } from "./limits.js"
@@ -21,5 +21,7 @@ export const allChecks: ReadonlyArray<Check> = [
   ...transactionChecks,
   ...modelChecks,
   ...concurrencyChecks,
-  ...limitChecks
+  ...limitChecks,
+  // Last: it scans the log lines of the whole run.
+  secretNotLogged
 ]

@@ -263,6 +263,21 @@ export const faults: ReadonlyArray<Fault> = [
     }
   },
   {
+    name: "request headers logged: secrets in the log lines",
+    requirement: "AUTH-SEC-1",
+    checks: ["auth.secret.not-logged"],
+    wrap: (handler) => {
+      const logged: Array<string> = []
+      return async (request) => {
+        const secret = request.headers.get("x-api-secret")
+        if (secret !== null && logged.length < 50) logged.push(`${request.method} ${pathOf(request)} x-api-secret=${secret}`)
+        const response = await handler(request)
+        if (request.method !== "GET" || pathOf(request) !== "/__control/logs" || response.status !== 200) return response
+        return rewrite(response, (body) => (isObject(body) && Array.isArray(body["lines"]) ? { ...body, lines: [...body["lines"], ...logged.splice(0)] } : body))
+      }
+    }
+  },
+  {
     name: "approve answers the account as active instead of approved",
     requirement: "ACC-APPR-1",
     checks: ["acc.approve.pending"],

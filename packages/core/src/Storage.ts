@@ -229,6 +229,14 @@ const makeMemory = Effect.fnUntraced(function*() {
         reason: new StorageConstraintViolated({ constraint, message: `duplicate key for ${constraint}`, cause: null })
       })
     const idempotencyKey = (scope: string, key: string) => `${scope}\u0000${key}`
+    // The same refusals as the SQL stores, so code tested on memory behaves the same on a database.
+    const missing = (what: string, id: string) =>
+      Effect.fail(
+        new StorageError({ reason: new StorageFault({ message: `no ${what} ${id} to update`, cause: null }) })
+      )
+    const update = <V>(table: StagedTable<V>, what: string, id: string, value: V): Op<void> =>
+      Effect.flatMap(write(() => table.get(id)), (existing) =>
+        existing === undefined ? missing(what, id) : Effect.sync(() => table.set(id, value)))
 
     const unit: StorageUnit = {
       insertClient: (client) =>
@@ -248,7 +256,7 @@ const makeMemory = Effect.fnUntraced(function*() {
           const id = staged.apiUserIdByKeyId.get(keyId)
           return Option.fromNullishOr(id === undefined ? undefined : staged.apiUsers.get(id))
         }),
-      updateApiUser: (user) => write(() => staged.apiUsers.set(user.id, user)),
+      updateApiUser: (user) => update(staged.apiUsers, "api user", user.id, user),
 
       insertAccount: (account) =>
         staged.accounts.get(account.id) ? Effect.fail(unique("accounts_pkey")) : write(() => staged.accounts.set(account.id, account)),
@@ -263,7 +271,7 @@ const makeMemory = Effect.fnUntraced(function*() {
           }
           return Option.none()
         }),
-      updateAccount: (account) => write(() => staged.accounts.set(account.id, account)),
+      updateAccount: (account) => update(staged.accounts, "account", account.id, account),
       listAccounts: (clientId, filter, page) =>
         read(() => pageOf([...staged.accounts.values()].filter((a) => a.clientId === clientId && accountMatches(a, filter)), page)),
 
@@ -279,14 +287,14 @@ const makeMemory = Effect.fnUntraced(function*() {
           }
           return Option.none()
         }),
-      updateWhitelistedAddress: (entry) => write(() => staged.whitelist.set(entry.id, entry)),
+      updateWhitelistedAddress: (entry) => update(staged.whitelist, "whitelisted address", entry.id, entry),
       listWhitelistedAddresses: (clientId, filter, page) =>
         read(() => pageOf([...staged.whitelist.values()].filter((e) => e.clientId === clientId && whitelistMatches(e, filter)), page)),
 
       insertTransaction: (tx) =>
         staged.transactions.get(tx.id) ? Effect.fail(unique("transactions_pkey")) : write(() => staged.transactions.set(tx.id, tx)),
       getTransaction: (id) => read(() => Option.fromNullishOr(staged.transactions.get(id))),
-      updateTransaction: (tx) => write(() => staged.transactions.set(tx.id, tx)),
+      updateTransaction: (tx) => update(staged.transactions, "transaction", tx.id, tx),
       listTransactions: (clientId, filter, page) =>
         read(() =>
           pageOf([...staged.transactions.values()].filter((t) => t.clientId === clientId && transactionMatches(t, filter)), page)
@@ -296,7 +304,8 @@ const makeMemory = Effect.fnUntraced(function*() {
           [...staged.transactions.values()].filter((t) => t.sourceAccountId === accountId && Transaction.isOpen(t.status))
         ),
 
-      insertLedgerEntry: (entry) => write(() => staged.ledger.set(entry.id, entry)),
+      insertLedgerEntry: (entry) =>
+        staged.ledger.get(entry.id) ? Effect.fail(unique("ledger_entries_pkey")) : write(() => staged.ledger.set(entry.id, entry)),
       listLedgerEntries: (accountId) => read(() => [...staged.ledger.values()].filter((e) => e.accountId === accountId)),
 
       getIdempotencyRecord: (scope, key) => read(() => Option.fromNullishOr(staged.idempotency.get(idempotencyKey(scope, key)))),
@@ -307,7 +316,8 @@ const makeMemory = Effect.fnUntraced(function*() {
           staged.idempotency.set(key, record)
           return true
         }),
-      updateIdempotencyRecord: (record) => write(() => staged.idempotency.set(idempotencyKey(record.scope, record.key), record)),
+      updateIdempotencyRecord: (record) =>
+        update(staged.idempotency, "idempotency record", idempotencyKey(record.scope, record.key), record),
       deleteIdempotencyRecord: (scope, key) => write(() => staged.idempotency.delete(idempotencyKey(scope, key))),
       deleteExpiredIdempotencyRecords: (now) =>
         write(() => {

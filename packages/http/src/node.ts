@@ -30,7 +30,14 @@ const writeResponse = async (response: Response, outgoing: ServerResponse): Prom
     headers[name] = value
   })
   const known = knownBody(response)
-  const body = known !== undefined ? Buffer.from(known, "utf8") : response.body === null ? undefined : Buffer.from(await response.arrayBuffer())
+  if (known !== undefined) {
+    // A string body goes out in one write with the headers; a Buffer would take a second, vectored one.
+    headers["content-length"] = String(Buffer.byteLength(known, "utf8"))
+    outgoing.writeHead(response.status, headers)
+    outgoing.end(known, "utf8")
+    return
+  }
+  const body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer())
   if (body !== undefined) headers["content-length"] = String(body.byteLength)
   outgoing.writeHead(response.status, headers)
   outgoing.end(body)

@@ -380,3 +380,17 @@ describe("routing", () => {
     expect(replaced.headers.get("x-request-id")).toMatch(UUID)
   })
 })
+
+describe("options", () => {
+  it("tracing: true registers spans and serves the same answers", async () => {
+    const traced = makeFixture({ tracing: true })
+    try {
+      const t = await makeTenant(traced)
+      const answer = await traced.as(t.admin).get(`/relay/v1/accounts/${t.source}`)
+      expect(answer.status).toBe(200)
+      expect(record(answer.body)["id"]).toBe(t.source)
+    } finally {
+      await traced.dispose()
+    }
+  })
+})

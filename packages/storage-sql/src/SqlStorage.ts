@@ -386,10 +386,24 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
-      Effect.tryPromise({ try: () => engine.begin(db, mode), catch: engine.classify }),
+      // Method shorthand, not arrow properties: see makeUnit on tsx's keepNames.
+      Effect.tryPromise({
+        try() {
+          return engine.begin(db, mode)
+        },
+        catch: engine.classify
+      }),
       (trx) =>
         Effect.flatMap(work(makeUnit(trx, mode, engine)), (value) =>
-          Effect.as(Effect.tryPromise({ try: () => trx.commit().execute(), catch: engine.classify }), value)),
+          Effect.as(
+            Effect.tryPromise({
+              try() {
+                return trx.commit().execute()
+              },
+              catch: engine.classify
+            }),
+            value
+          )),
       (trx) =>
         trx.isCommitted || trx.isRolledBack
           ? Effect.void

@@ -199,6 +199,27 @@ class StagedTable<V> {
   }
 }
 
+const read = <A>(f: () => A): Op<A> => Effect.sync(f)
+const unique = (constraint: string) =>
+  new StorageError({
+    reason: new StorageConstraintViolated({ constraint, message: `duplicate key for ${constraint}`, cause: null })
+  })
+const idempotencyKey = (scope: string, key: string) => `${scope}\u0000${key}`
+// The same refusals as the SQL stores, so code tested on memory behaves the same on a database.
+const missing = (what: string, id: string) =>
+  Effect.fail(
+    new StorageError({ reason: new StorageFault({ message: `no ${what} ${id} to update`, cause: null }) })
+  )
+
+// A unit is opened for every unit of work, so what it needs is made by these factories and its methods are
+// method shorthand: under tsx (how `pnpm start` runs) esbuild's keepNames wraps each arrow function assigned to a
+// name or a property in a `__name` call, an `Object.defineProperty` per function per unit.
+const memoryWriteIn = (mode: UnitMode) => <A>(f: () => A): Op<A> =>
+  mode === "write" ? Effect.sync(f) : Effect.die(new Error("a read unit of work attempted a write"))
+const memoryUpdateWith = (write: <A>(f: () => A) => Op<A>) => <V>(table: StagedTable<V>, what: string, id: string, value: V): Op<void> =>
+  Effect.flatMap(write(() => table.get(id)), (existing) =>
+    existing === undefined ? missing(what, id) : Effect.sync(() => table.set(id, value)))
+
 const makeMemory = Effect.fnUntraced(function*() {
   const clients = new MemoryTable<Client>()
   const apiUsers = new MemoryTable<ApiUser>()
@@ -221,48 +242,46 @@ const makeMemory = Effect.fnUntraced(function*() {
       ledger: new StagedTable(ledger),
       idempotency: new StagedTable(idempotency)
     }
-    const write = <A>(f: () => A): Op<A> =>
-      mode === "write" ? Effect.sync(f) : Effect.die(new Error("a read unit of work attempted a write"))
-    const read = <A>(f: () => A): Op<A> => Effect.sync(f)
-    const unique = (constraint: string) =>
-      new StorageError({
-        reason: new StorageConstraintViolated({ constraint, message: `duplicate key for ${constraint}`, cause: null })
-      })
-    const idempotencyKey = (scope: string, key: string) => `${scope}\u0000${key}`
-    // The same refusals as the SQL stores, so code tested on memory behaves the same on a database.
-    const missing = (what: string, id: string) =>
-      Effect.fail(
-        new StorageError({ reason: new StorageFault({ message: `no ${what} ${id} to update`, cause: null }) })
-      )
-    const update = <V>(table: StagedTable<V>, what: string, id: string, value: V): Op<void> =>
-      Effect.flatMap(write(() => table.get(id)), (existing) =>
-        existing === undefined ? missing(what, id) : Effect.sync(() => table.set(id, value)))
+    const write = memoryWriteIn(mode)
+    const update = memoryUpdateWith(write)
 
     const unit: StorageUnit = {
-      insertClient: (client) =>
-        staged.clients.get(client.id) ? Effect.fail(unique("clients_pkey")) : write(() => staged.clients.set(client.id, client)),
-      getClient: (id) => read(() => Option.fromNullishOr(staged.clients.get(id))),
+      insertClient(client) {
+        return staged.clients.get(client.id) ? Effect.fail(unique("clients_pkey")) : write(() => staged.clients.set(client.id, client))
+      },
+      getClient(id) {
+        return read(() => Option.fromNullishOr(staged.clients.get(id)))
+      },
 
-      insertApiUser: (user) =>
-        staged.apiUsers.get(user.id) || staged.apiUserIdByKeyId.get(user.keyId)
+      insertApiUser(user) {
+        return staged.apiUsers.get(user.id) || staged.apiUserIdByKeyId.get(user.keyId)
           ? Effect.fail(unique("api_users_key_id"))
           : write(() => {
             staged.apiUsers.set(user.id, user)
             staged.apiUserIdByKeyId.set(user.keyId, user.id)
-          }),
-      getApiUser: (id) => read(() => Option.fromNullishOr(staged.apiUsers.get(id))),
-      findApiUserByKeyId: (keyId) =>
-        read(() => {
+          })
+      },
+      getApiUser(id) {
+        return read(() => Option.fromNullishOr(staged.apiUsers.get(id)))
+      },
+      findApiUserByKeyId(keyId) {
+        return read(() => {
           const id = staged.apiUserIdByKeyId.get(keyId)
           return Option.fromNullishOr(id === undefined ? undefined : staged.apiUsers.get(id))
-        }),
-      updateApiUser: (user) => update(staged.apiUsers, "api user", user.id, user),
+        })
+      },
+      updateApiUser(user) {
+        return update(staged.apiUsers, "api user", user.id, user)
+      },
 
-      insertAccount: (account) =>
-        staged.accounts.get(account.id) ? Effect.fail(unique("accounts_pkey")) : write(() => staged.accounts.set(account.id, account)),
-      getAccount: (id) => read(() => Option.fromNullishOr(staged.accounts.get(id))),
-      findAccountByIdentity: (clientId, identity) =>
-        read(() => {
+      insertAccount(account) {
+        return staged.accounts.get(account.id) ? Effect.fail(unique("accounts_pkey")) : write(() => staged.accounts.set(account.id, account))
+      },
+      getAccount(id) {
+        return read(() => Option.fromNullishOr(staged.accounts.get(id)))
+      },
+      findAccountByIdentity(clientId, identity) {
+        return read(() => {
           for (const a of staged.accounts.values()) {
             if (
               a.clientId === clientId && a.status !== "rejected" && a.name === identity.name &&
@@ -270,57 +289,84 @@ const makeMemory = Effect.fnUntraced(function*() {
             ) return Option.some(a)
           }
           return Option.none()
-        }),
-      updateAccount: (account) => update(staged.accounts, "account", account.id, account),
-      listAccounts: (clientId, filter, page) =>
-        read(() => pageOf([...staged.accounts.values()].filter((a) => a.clientId === clientId && accountMatches(a, filter)), page)),
+        })
+      },
+      updateAccount(account) {
+        return update(staged.accounts, "account", account.id, account)
+      },
+      listAccounts(clientId, filter, page) {
+        return read(() => pageOf([...staged.accounts.values()].filter((a) => a.clientId === clientId && accountMatches(a, filter)), page))
+      },
 
-      insertWhitelistedAddress: (entry) =>
-        staged.whitelist.get(entry.id) ? Effect.fail(unique("whitelisted_addresses_pkey")) : write(() => staged.whitelist.set(entry.id, entry)),
-      getWhitelistedAddress: (id) => read(() => Option.fromNullishOr(staged.whitelist.get(id))),
-      findWhitelistedAddress: (clientId, assetType, address) =>
-        read(() => {
+      insertWhitelistedAddress(entry) {
+        return staged.whitelist.get(entry.id) ? Effect.fail(unique("whitelisted_addresses_pkey")) : write(() => staged.whitelist.set(entry.id, entry))
+      },
+      getWhitelistedAddress(id) {
+        return read(() => Option.fromNullishOr(staged.whitelist.get(id)))
+      },
+      findWhitelistedAddress(clientId, assetType, address) {
+        return read(() => {
           for (const e of staged.whitelist.values()) {
             if (e.clientId === clientId && e.assetType === assetType && e.address === address && e.status !== "ARCHIVED") {
               return Option.some(e)
             }
           }
           return Option.none()
-        }),
-      updateWhitelistedAddress: (entry) => update(staged.whitelist, "whitelisted address", entry.id, entry),
-      listWhitelistedAddresses: (clientId, filter, page) =>
-        read(() => pageOf([...staged.whitelist.values()].filter((e) => e.clientId === clientId && whitelistMatches(e, filter)), page)),
+        })
+      },
+      updateWhitelistedAddress(entry) {
+        return update(staged.whitelist, "whitelisted address", entry.id, entry)
+      },
+      listWhitelistedAddresses(clientId, filter, page) {
+        return read(() => pageOf([...staged.whitelist.values()].filter((e) => e.clientId === clientId && whitelistMatches(e, filter)), page))
+      },
 
-      insertTransaction: (tx) =>
-        staged.transactions.get(tx.id) ? Effect.fail(unique("transactions_pkey")) : write(() => staged.transactions.set(tx.id, tx)),
-      getTransaction: (id) => read(() => Option.fromNullishOr(staged.transactions.get(id))),
-      updateTransaction: (tx) => update(staged.transactions, "transaction", tx.id, tx),
-      listTransactions: (clientId, filter, page) =>
-        read(() =>
+      insertTransaction(tx) {
+        return staged.transactions.get(tx.id) ? Effect.fail(unique("transactions_pkey")) : write(() => staged.transactions.set(tx.id, tx))
+      },
+      getTransaction(id) {
+        return read(() => Option.fromNullishOr(staged.transactions.get(id)))
+      },
+      updateTransaction(tx) {
+        return update(staged.transactions, "transaction", tx.id, tx)
+      },
+      listTransactions(clientId, filter, page) {
+        return read(() =>
           pageOf([...staged.transactions.values()].filter((t) => t.clientId === clientId && transactionMatches(t, filter)), page)
-        ),
-      listOpenTransactionsFrom: (accountId) =>
-        read(() =>
+        )
+      },
+      listOpenTransactionsFrom(accountId) {
+        return read(() =>
           [...staged.transactions.values()].filter((t) => t.sourceAccountId === accountId && Transaction.isOpen(t.status))
-        ),
+        )
+      },
 
-      insertLedgerEntry: (entry) =>
-        staged.ledger.get(entry.id) ? Effect.fail(unique("ledger_entries_pkey")) : write(() => staged.ledger.set(entry.id, entry)),
-      listLedgerEntries: (accountId) => read(() => [...staged.ledger.values()].filter((e) => e.accountId === accountId)),
+      insertLedgerEntry(entry) {
+        return staged.ledger.get(entry.id) ? Effect.fail(unique("ledger_entries_pkey")) : write(() => staged.ledger.set(entry.id, entry))
+      },
+      listLedgerEntries(accountId) {
+        return read(() => [...staged.ledger.values()].filter((e) => e.accountId === accountId))
+      },
 
-      getIdempotencyRecord: (scope, key) => read(() => Option.fromNullishOr(staged.idempotency.get(idempotencyKey(scope, key)))),
-      claimIdempotencyRecord: (record) =>
-        write(() => {
+      getIdempotencyRecord(scope, key) {
+        return read(() => Option.fromNullishOr(staged.idempotency.get(idempotencyKey(scope, key))))
+      },
+      claimIdempotencyRecord(record) {
+        return write(() => {
           const key = idempotencyKey(record.scope, record.key)
           if (staged.idempotency.get(key) !== undefined) return false
           staged.idempotency.set(key, record)
           return true
-        }),
-      updateIdempotencyRecord: (record) =>
-        update(staged.idempotency, "idempotency record", idempotencyKey(record.scope, record.key), record),
-      deleteIdempotencyRecord: (scope, key) => write(() => staged.idempotency.delete(idempotencyKey(scope, key))),
-      deleteExpiredIdempotencyRecords: (now) =>
-        write(() => {
+        })
+      },
+      updateIdempotencyRecord(record) {
+        return update(staged.idempotency, "idempotency record", idempotencyKey(record.scope, record.key), record)
+      },
+      deleteIdempotencyRecord(scope, key) {
+        return write(() => staged.idempotency.delete(idempotencyKey(scope, key)))
+      },
+      deleteExpiredIdempotencyRecords(now) {
+        return write(() => {
           let removed = 0
           for (const record of [...staged.idempotency.values()]) {
             if (record.expiresAt < now) {
@@ -330,8 +376,14 @@ const makeMemory = Effect.fnUntraced(function*() {
           }
           return removed
         })
+      }
     }
-    return { unit, commit: () => Object.values(staged).forEach((table) => table.commit()) }
+    return {
+      unit,
+      commit() {
+        Object.values(staged).forEach((table) => table.commit())
+      }
+    }
   }
 
   return Storage.of({
@@ -346,16 +398,47 @@ const makeMemory = Effect.fnUntraced(function*() {
   })
 })
 
+/** A unit of work that is open, and the mode it was opened in. */
+export interface OpenUnit {
+  readonly mode: UnitMode
+  readonly unit: StorageUnit
+}
+
+/**
+ * The unit of work open in the current fiber, if any. `run` sets it for the work it runs, and a `run` inside that
+ * work joins the open unit instead of opening another: a caller can make several operations one unit (the HTTP
+ * handler makes a GET's authentication and its operation one read), and one storage transaction instead of two.
+ */
+export const CurrentUnit = Context.Reference<OpenUnit | undefined>("@custody-relay/core/Storage/CurrentUnit", {
+  defaultValue: () => undefined
+})
+
+const writeInsideRead = () => Effect.die(new Error("a read unit of work attempted to open a write unit"))
+
 /**
  * Runs `work` as one unit of work of the ambient Storage. A storage failure that survived the adapter's retries
  * is an infrastructure fault, not an answer to the caller's request: it becomes a defect here, at the boundary.
+ *
+ * Inside an open unit (see `CurrentUnit`), `work` runs in that unit when the unit's mode allows it: a read in a
+ * read or write unit, a write in a write unit. It then sees the unit's earlier writes and commits or rolls back
+ * with it; a storage failure in it is still a defect, so the outer unit is not re-run for it (only the outer
+ * unit's own begin and commit are retried). A write inside a read unit is a defect, as a write through a read
+ * unit is.
  */
 export const run = <A, E, R>(
   mode: UnitMode,
   work: (unit: StorageUnit) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, Exclude<E, StorageError>, R | Storage> =>
-  Storage.use((storage) =>
-    storage.transaction(mode, work).pipe(
+  Effect.withFiber((fiber) => {
+    const open = fiber.getRef(CurrentUnit)
+    const body: Effect.Effect<A, E | StorageError, R | Storage> = open === undefined
+      ? Storage.use((storage) =>
+        storage.transaction(mode, (unit) => Effect.provideService(work(unit), CurrentUnit, { mode, unit }))
+      )
+      : mode === "write" && open.mode === "read"
+      ? writeInsideRead()
+      : work(open.unit)
+    return body.pipe(
       Effect.catchIf((error): error is StorageError => error instanceof StorageError, (error) => Effect.die(error))
     )
-  ) as Effect.Effect<A, Exclude<E, StorageError>, R | Storage>
+  }) as Effect.Effect<A, Exclude<E, StorageError>, R | Storage>

@@ -14,7 +14,8 @@ import {
   RateLimiter,
   Relay,
   RelayConfig,
-  RelayError
+  RelayError,
+  Storage
 } from "@custody-relay/core"
 import { Cause, Effect, Layer, Logger, type LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
@@ -27,7 +28,7 @@ import * as RateLimitPolicies from "./RateLimitPolicies.js"
 import * as Reply from "./Reply.js"
 import { parseJson, readText } from "./RequestBody.js"
 import * as Router from "./Router.js"
-import { routes } from "./Routes.js"
+import { type Route, routes } from "./Routes.js"
 
 export interface HandlerOptions<E = never> {
   /** The domain's services; `Relay.layerMemory()` by default, `Relay.layer(storage)` for a database. */
@@ -126,10 +127,26 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       if (match._tag === "NotFound") return yield* new RouteNotFound()
       if (match._tag === "MethodNotAllowed") return yield* new MethodNotAllowed({ method: request.method, allow: match.allow })
       const route = match.route
+      const limiter = yield* RateLimiter.RateLimiter
+      const guarded = authorizedCall(request, url, state, route, match.params, limiter)
+      // A GET's authentication and its operation are both reads: one read unit of work holds both (one storage
+      // transaction instead of two). Not when the limiter counts through the storage's own connection, which the
+      // open unit would be holding; and not for writes, so an invalid credential never waits for the write lock.
+      return yield* route.method === "GET" && !limiter.countsInStorage ? Storage.run("read", () => guarded) : guarded
+    })
 
+  /** Everything after routing: credentials, rate limit, permission, body, Idempotency-Key, the operation. */
+  const authorizedCall = (
+    request: Request,
+    url: URL,
+    state: RequestState,
+    route: Route,
+    params: Readonly<Record<string, string>>,
+    limiter: RateLimiter.RateLimiter["Service"]
+  ) =>
+    Effect.gen(function*() {
       const principal = yield* Authentication.authenticate(request.headers.get("x-api-key"), request.headers.get("x-api-secret"))
       state.keyId = principal.keyId
-      const limiter = yield* RateLimiter.RateLimiter
       const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal.keyId))
       state.rateHeaders = RateLimitPolicies.headers(decision)
       if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
@@ -142,7 +159,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       if (Result.isFailure(body)) return yield* body.failure
 
       const fault = principal.clientId === null || providerFaults.size === 0 ? undefined : providerFaults.get(principal.clientId)
-      const operation = route.handle(principal, { params: match.params, search: url.searchParams, body: body.success })
+      const operation = route.handle(principal, { params, search: url.searchParams, body: body.success })
       const work = Effect.map(
         fault === undefined ? operation : Effect.updateService(operation, CustodyProvider.CustodyProvider, Control.faultyProvider(fault)),
         (value) => Reply.json(route.successStatus, value)

@@ -2,6 +2,8 @@
  * The handler against the interface, endpoint by endpoint, called with Request objects (no server): shapes,
  * success codes, the order of checks, pagination and filters, scope, and our transaction approval extension.
  */
+import { RateLimiter, Relay, Storage } from "@custody-relay/core"
+import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { allPermissions, type Fixture, field, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
 
@@ -391,6 +393,67 @@ describe("options", () => {
       expect(record(answer.body)["id"]).toBe(t.source)
     } finally {
       await traced.dispose()
+    }
+  })
+})
+
+describe("units of work per request", () => {
+  /** The memory relay, with every unit the Storage opens counted by mode, and a limiter that may say it counts in storage. */
+  const counted = (countsInStorage: boolean) => {
+    const units = { read: 0, write: 0 }
+    const storage = Layer.effect(
+      Storage.Storage,
+      Effect.map(Effect.service(Storage.Storage), (inner) =>
+        Storage.Storage.of({
+          transaction: (mode, work) => Effect.suspend(() => {
+            units[mode]++
+            return inner.transaction(mode, work)
+          })
+        }))
+    ).pipe(Layer.provide(Storage.Storage.layerMemory))
+    const limiter = Layer.effect(
+      RateLimiter.RateLimiter,
+      Effect.map(Effect.service(RateLimiter.RateLimiter), (inner) => RateLimiter.RateLimiter.of({ ...inner, countsInStorage }))
+    ).pipe(Layer.provide(RateLimiter.RateLimiter.layerMemory))
+    return { units, fixture: makeFixture({ layer: Relay.layer(Layer.merge(storage, limiter)) }) }
+  }
+
+  it("AUTH-PERM-2: a GET's authentication and operation are one read unit; a POST authenticates in a unit of its own", async () => {
+    const { fixture: relay, units } = counted(false)
+    try {
+      const ours = await makeTenant(relay)
+      units.read = 0
+      units.write = 0
+      const got = await relay.as(ours.admin).get(`/relay/v1/accounts/${ours.source}`)
+      expect(got.status).toBe(200)
+      expect(units).toEqual({ read: 1, write: 0 })
+      const refused = await relay.send("GET", `/relay/v1/accounts/${ours.source}`, { headers: { "x-api-key": ours.admin.keyId, "x-api-secret": "crs_wrong" } })
+      expect(refused.status).toBe(401)
+      units.read = 0
+      const fee = await relay.as(ours.admin).post("/relay/v1/transactions/calculate-fee", {
+        sourceAccountId: ours.source,
+        destinationId: ours.whitelisted,
+        destinationType: "external",
+        amount: "0.0001",
+        assetType: "BTC"
+      })
+      expect(fee.status).toBe(200)
+      expect(units.read).toBeGreaterThanOrEqual(2)
+    } finally {
+      await relay.dispose()
+    }
+  })
+
+  it("a GET keeps authentication in its own unit when the rate limiter counts through the storage", async () => {
+    const { fixture: relay, units } = counted(true)
+    try {
+      const ours = await makeTenant(relay)
+      units.read = 0
+      const got = await relay.as(ours.admin).get(`/relay/v1/accounts/${ours.source}`)
+      expect(got.status).toBe(200)
+      expect(units.read).toBe(2)
+    } finally {
+      await relay.dispose()
     }
   })
 })

@@ -456,6 +456,47 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.strictEqual(Option.getOrThrow(seen).availableBalance, "7")
       }))
 
+    it.effect("Storage.run inside a write unit joins it: it sees the unit's writes and commits or rolls back with it", () =>
+      Effect.gen(function*() {
+        const kept = Records.client()
+        const keptAccount = Records.account(kept.id)
+        const seen = yield* Storage.run("write", (unit) =>
+          unit.insertClient(kept).pipe(
+            Effect.andThen(Storage.run("read", (inner) => inner.getClient(kept.id))),
+            Effect.tap(() => Storage.run("write", (inner) => inner.insertAccount(keptAccount)))
+          ))
+        assert.isTrue(Option.isSome(seen))
+        assert.isTrue(Option.isSome(yield* read((unit) => unit.getAccount(keptAccount.id))))
+
+        const dropped = Records.client()
+        const droppedAccount = Records.account(dropped.id)
+        const failed = yield* Effect.exit(Storage.run("write", (unit) =>
+          unit.insertClient(dropped).pipe(
+            Effect.andThen(Storage.run("write", (inner) => inner.insertAccount(droppedAccount))),
+            Effect.andThen(Effect.fail("refused" as const))
+          )))
+        assert.isTrue(Exit.isFailure(failed) && !Exit.hasDies(failed))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getClient(dropped.id))))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getAccount(droppedAccount.id))))
+      }))
+
+    it.effect("Storage.run inside a read unit joins it for a read and dies for a write, which writes nothing", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        yield* write((unit) => unit.insertClient(client))
+        const found = yield* Storage.run("read", () => Storage.run("read", (inner) => inner.getClient(client.id)))
+        assert.isTrue(Option.isSome(found))
+        const account = Records.account(client.id)
+        const attempted = yield* Effect.exit(
+          Storage.run("read", () => Storage.run("write", (inner) => inner.insertAccount(account)))
+        )
+        assert.isTrue(Exit.hasDies(attempted))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getAccount(account.id))))
+        // The unit is closed once its run ends: the next run opens its own, and a write is allowed again.
+        yield* Storage.run("write", (unit) => unit.insertAccount(account))
+        assert.isTrue(Option.isSome(yield* read((unit) => unit.getAccount(account.id))))
+      }))
+
     it.effect("duplicate ids and key ids are refused with StorageConstraintViolated", () =>
       Effect.gen(function*() {
         const client = Records.client()

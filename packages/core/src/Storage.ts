@@ -421,9 +421,8 @@ const writeInsideRead = () => Effect.die(new Error("a read unit of work attempte
  *
  * Inside an open unit (see `CurrentUnit`), `work` runs in that unit when the unit's mode allows it: a read in a
  * read or write unit, a write in a write unit. It then sees the unit's earlier writes and commits or rolls back
- * with it; a storage failure in it is still a defect, so the outer unit is not re-run for it (only the outer
- * unit's own begin and commit are retried). A write inside a read unit is a defect, as a write through a read
- * unit is.
+ * with it; a storage failure in it is still a defect, so the outer unit is not re-run for it (it is for a lost race
+ * of its own statements). A write inside a read unit is a defect, as a write through a read unit is.
  */
 export const run = <A, E, R>(
   mode: UnitMode,

@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage } from "node:http"
 import Database from "better-sqlite3"
+import Decimal from "decimal.js"
 
 const filename = process.env["BASELINE_DATABASE"] ?? ""
 const db = new Database(filename)
@@ -54,9 +55,9 @@ const initiate = db.transaction((user: { id: string; client_id: string; name: st
   const source = findAccount.get(input["sourceAccountId"] ?? "")
   if (source === undefined) return undefined
   const now = new Date().toISOString()
-  // Plain float arithmetic: the baseline does not care about exact decimals.
-  const reserved = Number(input["amount"]) + 0.00002
-  updateBalance.run(String(Number(source["available_balance"]) - reserved), now, String(source["id"]))
+  // Exact decimals even here: any server that holds money must do at least this much arithmetic.
+  const reserved = new Decimal(input["amount"] ?? "0").plus("0.00002")
+  updateBalance.run(new Decimal(String(source["available_balance"])).minus(reserved).toFixed(), now, String(source["id"]))
   const id = randomUUID()
   const values: Record<string, unknown> = Object.fromEntries(transactionColumns.map((c) => [c, ""]))
   Object.assign(values, {

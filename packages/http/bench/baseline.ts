@@ -8,7 +8,7 @@
 import { createHash, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage } from "node:http"
 import Database from "better-sqlite3"
-import Decimal from "decimal.js"
+import { Decimal } from "decimal.js"
 
 const filename = process.env["BASELINE_DATABASE"] ?? ""
 const db = new Database(filename)

@@ -40,11 +40,19 @@ const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Warn"
 
 const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const serverMain = fileURLToPath(new URL("../../server/src/main.ts", import.meta.url))
+// BENCH_RELAY=built runs the relay as a deployment would: plain node on the tsup output (run `pnpm build` first).
+const builtRelay = process.env["BENCH_RELAY"] === "built"
+const builtServerMain = fileURLToPath(new URL("../../server/dist/main.js", import.meta.url))
 const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
 
-const start = (args: ReadonlyArray<string>, env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; output: string }> =>
+const start = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  ready: RegExp,
+  command: readonly [string, ...Array<string>] = [tsx, "--conditions=@custody-relay/source"]
+): Promise<{ child: ChildProcess; output: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(tsx, ["--conditions=@custody-relay/source", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(command[0], [...command.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     child.stdout?.on("data", (chunk: Buffer) => {
       output += chunk.toString("utf8")
@@ -65,13 +73,13 @@ const grab = (output: string, pattern: RegExp): string => {
 const main = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
   const database = join(directory, "relay.db")
-  const relay = await start([serverMain], {
+  const relay = await start(builtRelay ? [builtServerMain] : [serverMain], {
     RELAY_DATABASE: database,
     PORT: "0",
     RELAY_DEMO: "always",
     RELAY_LOG_LEVEL: logLevel,
     RELAY_RATE_LIMIT: "1000000000"
-  }, /custody-relay ready/)
+  }, /custody-relay ready/, builtRelay ? [process.execPath] : undefined)
   const baseline = await start([baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
   try {
     const relayUrl = grab(relay.output, /listening on (http:\/\/\S+)/)
@@ -94,7 +102,7 @@ const main = async () => {
       { name: "GET list", path: "/relay/v1/accounts", method: "GET" },
       { name: "POST initiate", path: "/relay/v1/transactions/initiate", method: "POST", body: initiate }
     ]
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run after ${warmup} s of warm-up; relay log level ${logLevel}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run after ${warmup} s of warm-up; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
     const rows: Array<string> = []
     for (const scenario of scenarios) {
       const run = (base: string, seconds = duration) =>

@@ -4,15 +4,15 @@
  */
 import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
-import { Assets } from "./Asset.js"
+import { Assets, requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import { AccountId, Ids, isUuid, LedgerEntryId } from "./Ids.js"
 import * as Money from "./Money.js"
 import * as Page from "./Page.js"
-import { authorize, type ClientPrincipal, owns, type Principal } from "./Principal.js"
+import { authorize, type ClientPrincipal, type Principal, requireOwned } from "./Principal.js"
 import * as Rates from "./Rates.js"
 import { RelayConfig } from "./RelayConfig.js"
-import { DuplicateAccount, InvalidAmount, InvalidRequest, NotFound, TransitionNotAllowed, UnsupportedAsset } from "./RelayError.js"
+import { DuplicateAccount, InvalidAmount, InvalidRequest, NotFound, TransitionNotAllowed } from "./RelayError.js"
 import * as StateMachine from "./StateMachine.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
@@ -26,14 +26,10 @@ export const requireUuid = (field: string, value: string) =>
 
 /** The caller's account with this id, or NotFound whether it is absent or another client's (SCOPE-1). */
 export const findOwned = (unit: Storage.StorageUnit, principal: ClientPrincipal, id: string) =>
-  Effect.flatMap(unit.getAccount(AccountId.make(id)), (found) =>
-    Option.isSome(found) && owns(principal, found.value)
-      ? Effect.succeed(found.value)
-      : Effect.fail(new NotFound({ resource: "account", id })))
+  Effect.flatMap(unit.getAccount(AccountId.make(id)), requireOwned(principal, "account", id))
 
 const findAny = (unit: Storage.StorageUnit, id: string) =>
-  Effect.flatMap(unit.getAccount(AccountId.make(id)), (found) =>
-    Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "account", id })))
+  Effect.flatMap(unit.getAccount(AccountId.make(id)), NotFound.unlessFound("account", id))
 
 const step = (account: Account.Account, event: Account.AccountEvent, action: string = event) =>
   StateMachine.transition(Account.machine, account.status, event).pipe(
@@ -61,9 +57,7 @@ export const get = Effect.fn("Accounts.get")(function*(principal: Principal, id:
 
 export const create = Effect.fn("Accounts.create")(function*(principal: Principal, input: Account.CreateAccountInput) {
   const caller = yield* authorize(principal, "accounts.create")
-  const asset = yield* Effect.fromOption((yield* Assets).get(input.assetId)).pipe(
-    Effect.mapError(() => new UnsupportedAsset({ assetId: input.assetId }))
-  )
+  const asset = yield* requireAsset(input.assetId)
   const config = yield* RelayConfig
   const id = AccountId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
@@ -98,9 +92,7 @@ export const create = Effect.fn("Accounts.create")(function*(principal: Principa
 /** Gives an approved account its deposit address and makes it active (the provider's step, ACC-ACTIVE-1). */
 const activateIn = Effect.fnUntraced(function*(unit: Storage.StorageUnit, account: Account.Account) {
   const status = yield* step(account, "activate")
-  const asset = yield* Effect.fromOption((yield* Assets).get(account.assetId)).pipe(
-    Effect.mapError(() => new UnsupportedAsset({ assetId: account.assetId }))
-  )
+  const asset = yield* requireAsset(account.assetId)
   const address = yield* (yield* CustodyProvider).createDepositAddress(account.id, asset)
   const activated: Account.Account = { ...account, status, address, updatedAt: yield* Timestamp.now }
   yield* unit.updateAccount(activated)

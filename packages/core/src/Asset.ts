@@ -9,9 +9,10 @@
  * The registry is checked once when it is built: a bad embedder configuration throws at start-up instead of
  * surfacing later as a confusing request failure.
  */
-import { Context, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { Bitcoin, Ethereum, Litecoin, Solana } from "./Chain.js"
 import type { Chain } from "./Chain.js"
+import { UnsupportedAsset } from "./RelayError.js"
 
 export interface Asset {
   readonly assetId: string
@@ -85,3 +86,9 @@ export class Assets extends Context.Service<Assets, {
     return Layer.succeed(Assets, makeAssets([...builtInAssets, ...extra]))
   }
 }
+
+/** The supported asset with this id, or UnsupportedAsset (a 400 at the edge). */
+export const requireAsset = (assetId: string): Effect.Effect<Asset, UnsupportedAsset, Assets> =>
+  Assets.use((assets) =>
+    Effect.fromOption(assets.get(assetId)).pipe(Effect.mapError(() => new UnsupportedAsset({ assetId })))
+  )

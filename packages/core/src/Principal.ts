@@ -3,10 +3,10 @@
  * one gate every client operation passes: the operation's permission (AUTH-PERM-1), then client scope
  * (AUTH-SCOPE-1). `owns` is the one scope check on records read by id (SCOPE-1).
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { ApiUserId, ClientId } from "./Ids.js"
 import { type Operation, type Permission, requiredPermission } from "./Permission.js"
-import { CredentialNotClientScoped, PermissionDenied } from "./RelayError.js"
+import { CredentialNotClientScoped, NotFound, PermissionDenied } from "./RelayError.js"
 
 export interface Principal {
   readonly apiUserId: ApiUserId
@@ -32,3 +32,12 @@ export const authorize = (
 
 export const owns = (principal: ClientPrincipal, record: { readonly clientId: ClientId }): boolean =>
   record.clientId === principal.clientId
+
+/** The caller's record, or NotFound whether it is absent or another client's: the two look the same (SCOPE-1). */
+export const requireOwned = <A extends { readonly clientId: ClientId }>(
+  principal: ClientPrincipal,
+  resource: NotFound["resource"],
+  id: string
+) =>
+(found: Option.Option<A>): Effect.Effect<A, NotFound> =>
+  NotFound.unlessFound<A>(resource, id)(Option.filter(found, (record) => owns(principal, record)))

@@ -4,7 +4,7 @@
  * secret. The domain knows no HTTP status: the HTTP adapter's single error table maps each `_tag` to one.
  * Infrastructure failures (storage down, a bug) are not here: they are defects.
  */
-import { Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { AmountRejection } from "./Money.js"
 import type { Permission } from "./Permission.js"
 
@@ -170,6 +170,11 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
 }) {
   override get message() {
     return `no ${this.resource.replace("_", " ")} ${this.id}`
+  }
+  /** The found record, or NotFound naming what was looked for. */
+  static unlessFound<A>(resource: NotFound["resource"], id: string) {
+    return (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
+      Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource, id }))
   }
 }
 

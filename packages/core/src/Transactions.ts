@@ -7,13 +7,13 @@
 import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
 import { findOwned as findOwnedAccount, requireUuid } from "./Accounts.js"
-import { type Asset, Assets } from "./Asset.js"
+import { type Asset, requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import * as FeeEstimate from "./FeeEstimate.js"
 import { AccountId, Ids, LedgerEntryId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import * as Money from "./Money.js"
 import * as Page from "./Page.js"
-import { authorize, type ClientPrincipal, owns, type Principal } from "./Principal.js"
+import { authorize, type ClientPrincipal, owns, type Principal, requireOwned } from "./Principal.js"
 import {
   AlreadyDecided,
   AssetMismatch,
@@ -26,8 +26,7 @@ import {
   SameSourceAndDestination,
   SourceAccountInaccessible,
   SourceAccountNotActive,
-  TransitionNotAllowed,
-  UnsupportedAsset
+  TransitionNotAllowed
 } from "./RelayError.js"
 import * as StateMachine from "./StateMachine.js"
 import * as Storage from "./Storage.js"
@@ -35,20 +34,11 @@ import * as Timestamp from "./Timestamp.js"
 import * as Transaction from "./Transaction.js"
 import * as WhitelistedAddress from "./WhitelistedAddress.js"
 
-const findAsset = (assetId: string) =>
-  Assets.use((assets) =>
-    Effect.fromOption(assets.get(assetId)).pipe(Effect.mapError(() => new UnsupportedAsset({ assetId })))
-  )
-
 const findOwned = (unit: Storage.StorageUnit, principal: ClientPrincipal, id: string) =>
-  Effect.flatMap(unit.getTransaction(TransactionId.make(id)), (found) =>
-    Option.isSome(found) && owns(principal, found.value)
-      ? Effect.succeed(found.value)
-      : Effect.fail(new NotFound({ resource: "transaction", id })))
+  Effect.flatMap(unit.getTransaction(TransactionId.make(id)), requireOwned(principal, "transaction", id))
 
 const findAny = (unit: Storage.StorageUnit, id: string) =>
-  Effect.flatMap(unit.getTransaction(TransactionId.make(id)), (found) =>
-    Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "transaction", id })))
+  Effect.flatMap(unit.getTransaction(TransactionId.make(id)), NotFound.unlessFound("transaction", id))
 
 const getAccountOrDie = (unit: Storage.StorageUnit, id: string) =>
   Effect.flatMap(unit.getAccount(AccountId.make(id)), (found) =>
@@ -73,7 +63,7 @@ const validateTransfer = Effect.fnUntraced(function*(
   caller: ClientPrincipal,
   input: Transaction.TransferInput
 ) {
-  const asset = yield* findAsset(input.assetType)
+  const asset = yield* requireAsset(input.assetType)
   const amount = yield* Effect.fromResult(Money.parseAmount(input.amount, asset.precision, asset.assetId)).pipe(
     Effect.mapError(InvalidAmount.of)
   )
@@ -149,7 +139,7 @@ const applyEvent = Effect.fnUntraced(function*(
     updatedAt: now
   }
   if (event === "quorumReached") {
-    const asset = yield* findAsset(tx.assetType)
+    const asset = yield* requireAsset(tx.assetType)
     const { providerTransactionId } = yield* (yield* CustodyProvider).submitTransfer({
       transactionId: tx.id,
       asset,

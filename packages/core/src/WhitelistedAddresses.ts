@@ -5,29 +5,26 @@
  */
 import { Effect, Option } from "effect"
 import { requireUuid } from "./Accounts.js"
-import { Assets } from "./Asset.js"
+import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import { Ids, WhitelistedAddressId } from "./Ids.js"
 import * as Page from "./Page.js"
-import { authorize, owns, type Principal } from "./Principal.js"
-import { DuplicateWhitelistedAddress, InvalidAddress, NotFound, TransitionNotAllowed, UnsupportedAsset } from "./RelayError.js"
+import { authorize, type Principal, requireOwned } from "./Principal.js"
+import { DuplicateWhitelistedAddress, InvalidAddress, NotFound, TransitionNotAllowed } from "./RelayError.js"
 import * as StateMachine from "./StateMachine.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 import * as WhitelistedAddress from "./WhitelistedAddress.js"
 
 const findAny = (unit: Storage.StorageUnit, id: string) =>
-  Effect.flatMap(unit.getWhitelistedAddress(WhitelistedAddressId.make(id)), (found) =>
-    Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "whitelisted_address", id })))
+  Effect.flatMap(unit.getWhitelistedAddress(WhitelistedAddressId.make(id)), NotFound.unlessFound("whitelisted_address", id))
 
 export const create = Effect.fn("WhitelistedAddresses.create")(function*(
   principal: Principal,
   input: WhitelistedAddress.CreateWhitelistedAddressInput
 ) {
   const caller = yield* authorize(principal, "whitelistedAddresses.create")
-  const asset = yield* Effect.fromOption((yield* Assets).get(input.assetType)).pipe(
-    Effect.mapError(() => new UnsupportedAsset({ assetId: input.assetType }))
-  )
+  const asset = yield* requireAsset(input.assetType)
   if (!asset.chain.isValidAddress(input.address)) return yield* new InvalidAddress({ assetType: asset.assetId })
   const provider = yield* CustodyProvider
   const id = WhitelistedAddressId.make(yield* (yield* Ids).next)
@@ -68,8 +65,10 @@ export const get = Effect.fn("WhitelistedAddresses.get")(function*(principal: Pr
   const caller = yield* authorize(principal, "whitelistedAddresses.get")
   yield* requireUuid("id", id)
   const entry = yield* Storage.run("read", (unit) =>
-    Effect.flatMap(findAny(unit, id), (e) =>
-      owns(caller, e) ? Effect.succeed(e) : Effect.fail(new NotFound({ resource: "whitelisted_address", id }))))
+    Effect.flatMap(
+      unit.getWhitelistedAddress(WhitelistedAddressId.make(id)),
+      requireOwned(caller, "whitelisted_address", id)
+    ))
   return WhitelistedAddress.toView(entry)
 })
 

@@ -1,11 +1,12 @@
 /**
- * What differs between the engines once kysely has smoothed the SQL: how a unit of work begins, whether reads in a
- * write unit lock their rows, and how a driver error maps to a `StorageError` reason. Everything else (the unit's
+ * What differs between the engines once kysely has smoothed the SQL: how a unit of work begins and reaches the
+ * connection, whether reads in a write unit lock their rows, and how a driver error maps to a `StorageError` reason. Everything else (the unit's
  * queries, retries, migrations' shape) is written once over this interface.
  */
 import type { Storage } from "@custody-relay/core"
 import { type ControlledTransaction, type Kysely, PostgresIntrospector, SqliteIntrospector } from "kysely"
 import type { Database } from "./schema/Database.js"
+import type { SessionOpener } from "./SqlSession.js"
 
 export type EngineName = "sqlite" | "postgres"
 
@@ -17,6 +18,8 @@ export interface SqlEngine {
    * with row locks and read units on one REPEATABLE READ snapshot, so a page and its total agree.
    */
   readonly begin: (db: Kysely<Database>, mode: Storage.UnitMode) => Promise<ControlledTransaction<Database>>
+  /** How the storage's units of work open their transactions on `db` (see SqlSession). */
+  readonly sessions: (db: Kysely<Database>) => SessionOpener
   /**
    * Whether a write unit's reads by id lock the row they return (SELECT ... FOR NO KEY UPDATE) until the unit
    * ends. PostgreSQL needs it so two nodes cannot both read one balance and both spend it; SQLite's write lock

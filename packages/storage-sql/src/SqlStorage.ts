@@ -10,7 +10,7 @@
  */
 import { type Account, type Ids, Page, Storage, type Transaction, type WhitelistedAddress } from "@custody-relay/core"
 import { Effect, Option, Schedule } from "effect"
-import { type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
+import { type Compilable, type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
 import * as AccountRow from "./rows/AccountRow.js"
 import * as ApiUserRow from "./rows/ApiUserRow.js"
 import * as ClientRow from "./rows/ClientRow.js"
@@ -20,6 +20,8 @@ import * as TransactionRow from "./rows/TransactionRow.js"
 import * as WhitelistedAddressRow from "./rows/WhitelistedAddressRow.js"
 import type { Database, TransactionsTable } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
+import type { SqlSession } from "./SqlSession.js"
+import * as StorageFailure from "./StorageFailure.js"
 
 export interface SqlStorageOptions {
   /** How many times a unit that lost a race is run again before its error is let through; default 8. */
@@ -39,27 +41,30 @@ export const backoff = Schedule.min([Schedule.exponential("2 millis"), Schedule.
 export const isRetryable = (error: unknown): boolean => error instanceof Storage.StorageError && error.isRetryable
 
 /** An update that matched no row: the core updates only records it read in the same unit, so this is a bug. */
-const expectOneRow = (table: string, key: string) => (result: { readonly numUpdatedRows: bigint }): void => {
-  if (result.numUpdatedRows !== 1n) throw new Error(`update of ${table} ${key} matched ${result.numUpdatedRows} rows`)
-}
+const expectOneRow = (table: string, key: string) => (updated: number): Op<void> =>
+  updated === 1 ? Effect.void : Effect.fail(StorageFailure.fault(new Error(`update of ${table} ${key} matched ${updated} rows`)))
 
-const countOf = (row: { readonly total: number | string | bigint }): number => Number(row.total)
+const countOf = (row: { readonly total: number | string | bigint } | undefined): number => Number(row?.total ?? 0)
 
 /** `row` decoded, or none when the query found no row. */
 const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
   row === undefined ? Option.none() : Option.some(decode(row))
 
 /** The page of `request` and the total; a short page ends the list, so only a full page pays for the count. */
-const pageOf = async <Row, A>(
-  rows: (limit: number, offset: number) => Promise<ReadonlyArray<Row>>,
-  count: () => Promise<number>,
+const pageOf = <Row, A>(
+  rows: (limit: number, offset: number) => Op<ReadonlyArray<Row>>,
+  count: () => Op<number>,
   decode: (row: Row) => A,
   request: Page.PageRequest
-): Promise<Page.Page<A>> => {
+): Op<Page.Page<A>> => {
   const offset = Page.offset(request)
-  const found = await rows(request.limit, offset)
-  const endsHere = found.length < request.limit && (found.length > 0 || offset === 0)
-  return { items: found.map(decode), total: endsHere ? offset + found.length : await count() }
+  return Effect.flatMap(rows(request.limit, offset), (found) => {
+    const endsHere = found.length < request.limit && (found.length > 0 || offset === 0)
+    const items = found.map(decode)
+    return endsHere
+      ? Effect.succeed({ items, total: offset + found.length })
+      : Effect.map(count(), (total) => ({ items, total }))
+  })
 }
 
 /** `needle` occurs in `column`: the folded search, as `String.includes` on the folded texts. */
@@ -112,33 +117,53 @@ const transactionWhere = (clientId: Ids.ClientId, filter: Transaction.Transactio
   return eb.and(terms)
 }
 
-/** A query whose driver errors become `StorageError`s. */
-const queryIn = (engine: SqlEngine) => <A>(run: () => Promise<A>): Op<A> => Effect.tryPromise({ try: run, catch: engine.classify })
+/**
+ * How a unit's statements reach its session: each is built with kysely, compiled, and executed by the session.
+ * `affected` counts the rows a write changed; a write is refused before it reaches the database in a read unit,
+ * as the memory store refuses it.
+ */
+interface Statements {
+  readonly rows: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>
+  readonly first: <R>(query: Compilable<R>) => Op<R | undefined>
+  readonly write: (query: Compilable<unknown>) => Op<number>
+}
 
-/** A write: refused before it reaches the database in a read unit, as the memory store refuses it. */
-const writeIn = (mode: Storage.UnitMode, query: <A>(run: () => Promise<A>) => Op<A>) => <A>(run: () => Promise<A>): Op<A> =>
-  mode === "write" ? query(run) : Effect.die(new Error("a read unit of work attempted a write"))
+const READ_UNIT_WRITE = new Error("a read unit of work attempted a write")
+
+const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements => ({
+  rows(query) {
+    return Effect.map(session.execute(query.compile()), (result) => result.rows)
+  },
+  first(query) {
+    return Effect.map(session.execute(query.compile()), (result) => result.rows[0])
+  },
+  write(query) {
+    return mode === "write"
+      ? Effect.map(session.execute(query.compile()), (result) => Number(result.numAffectedRows ?? 0n))
+      : Effect.die(READ_UNIT_WRITE)
+  }
+})
 
 /** Moves one transaction into (+1) or out of (-1) its counter row (see migration 4). */
-const countTransactionsIn = (db: Kysely<Database>) =>
-async (
+const countTransactionsIn = (db: Kysely<Database>, statements: Statements) =>
+(
   key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">,
   delta: 1 | -1
-): Promise<void> => {
-  await db.insertInto("transaction_counts")
-    .values({
-      client_id: key.client_id,
-      source_account_id: key.source_account_id,
-      asset_type: key.asset_type,
-      status_group: key.status_group,
-      count: delta
-    })
-    .onConflict((oc) =>
-      oc.columns(["client_id", "source_account_id", "asset_type", "status_group"])
-        .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", delta) }))
-    )
-    .execute()
-}
+): Op<number> =>
+  statements.write(
+    db.insertInto("transaction_counts")
+      .values({
+        client_id: key.client_id,
+        source_account_id: key.source_account_id,
+        asset_type: key.asset_type,
+        status_group: key.status_group,
+        count: delta
+      })
+      .onConflict((oc) =>
+        oc.columns(["client_id", "source_account_id", "asset_type", "status_group"])
+          .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", delta) }))
+      )
+  )
 
 /**
  * The unit's reads and writes over one open transaction (or any kysely handle) in one mode. A unit is made for
@@ -147,232 +172,242 @@ async (
  * property in a `__name` call (an `Object.defineProperty`), about 40 of them per unit, 6% of a GET's CPU profile;
  * methods and returned arrows are left alone.
  */
-export const makeUnit = (db: Kysely<Database>, mode: Storage.UnitMode, engine: SqlEngine): Storage.StorageUnit => {
-  const query = queryIn(engine)
-  const write = writeIn(mode, query)
+export const makeUnit = (
+  db: Kysely<Database>,
+  session: SqlSession,
+  mode: Storage.UnitMode,
+  engine: SqlEngine
+): Storage.StorageUnit => {
+  // `db` only builds statements; every statement runs through the unit's session.
+  const { rows, first, write } = statementsOf(session, mode)
   // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
   const lock = mode === "write" && engine.locksRowsForWrite
-  const countTransactions = countTransactionsIn(db)
+  const countTransactions = countTransactionsIn(db, { rows, first, write })
 
   return {
     insertClient(client) {
-      return write(() => db.insertInto("clients").values(ClientRow.encode(client)).execute()).pipe(Effect.asVoid)
+      return Effect.asVoid(write(db.insertInto("clients").values(ClientRow.encode(client))))
     },
     getClient(id) {
-      return query(() => db.selectFrom("clients").selectAll().where("id", "=", id).executeTakeFirst()).pipe(
-        Effect.map(optional(ClientRow.decode))
-      )
+      return Effect.map(first(db.selectFrom("clients").selectAll().where("id", "=", id)), optional(ClientRow.decode))
     },
 
     insertApiUser(user) {
-      return write(() => db.insertInto("api_users").values(ApiUserRow.encode(user)).execute()).pipe(Effect.asVoid)
+      return Effect.asVoid(write(db.insertInto("api_users").values(ApiUserRow.encode(user))))
     },
     getApiUser(id) {
-      return query(() =>
-        db.selectFrom("api_users").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
-      ).pipe(Effect.map(optional(ApiUserRow.decode)))
-    },
-    findApiUserByKeyId(keyId) {
-      return query(() => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId).executeTakeFirst()).pipe(
-        Effect.map(optional(ApiUserRow.decode))
+      return Effect.map(
+        first(db.selectFrom("api_users").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        optional(ApiUserRow.decode)
       )
     },
+    findApiUserByKeyId(keyId) {
+      return Effect.map(first(db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)), optional(ApiUserRow.decode))
+    },
     updateApiUser(user) {
-      return write(async () => {
-        const { id, created_at: _, ...changes } = ApiUserRow.encode(user)
-        expectOneRow("api_users", id)(await db.updateTable("api_users").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
-      })
+      const { id, created_at: _, ...changes } = ApiUserRow.encode(user)
+      return Effect.flatMap(write(db.updateTable("api_users").set(changes).where("id", "=", id)), expectOneRow("api_users", id))
     },
 
     insertAccount(account) {
-      return write(() => db.insertInto("accounts").values(AccountRow.encode(account)).execute()).pipe(Effect.asVoid)
+      return Effect.asVoid(write(db.insertInto("accounts").values(AccountRow.encode(account))))
     },
     getAccount(id) {
-      return query(() =>
-        db.selectFrom("accounts").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
-      ).pipe(Effect.map(optional(AccountRow.decode)))
+      return Effect.map(
+        first(db.selectFrom("accounts").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        optional(AccountRow.decode)
+      )
     },
     findAccountByIdentity(clientId, identity) {
-      return query(() =>
-        db.selectFrom("accounts").selectAll()
-          .where("client_id", "=", clientId)
-          .where("name", "=", identity.name)
-          .where("workspace", "=", identity.workspace)
-          .where("asset_id", "=", identity.assetId)
-          .where("role", "=", identity.role)
-          // A literal, not a parameter: SQLite uses the partial unique index only when it can see the predicate.
-          .where("status", "<>", sql.lit("rejected"))
-          .executeTakeFirst()
-      ).pipe(Effect.map(optional(AccountRow.decode)))
+      return Effect.map(
+        first(
+          db.selectFrom("accounts").selectAll()
+            .where("client_id", "=", clientId)
+            .where("name", "=", identity.name)
+            .where("workspace", "=", identity.workspace)
+            .where("asset_id", "=", identity.assetId)
+            .where("role", "=", identity.role)
+            // A literal, not a parameter: SQLite uses the partial unique index only when it can see the predicate.
+            .where("status", "<>", sql.lit("rejected"))
+        ),
+        optional(AccountRow.decode)
+      )
     },
     updateAccount(account) {
-      return write(async () => {
-        const { id, client_id: _, created_at: __, ...changes } = AccountRow.encode(account)
-        expectOneRow("accounts", id)(await db.updateTable("accounts").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
-      })
+      const { id, client_id: _, created_at: __, ...changes } = AccountRow.encode(account)
+      return Effect.flatMap(write(db.updateTable("accounts").set(changes).where("id", "=", id)), expectOneRow("accounts", id))
     },
     listAccounts(clientId, filter, request) {
       const where = accountWhere(engine, clientId, filter)
-      return query(() =>
-        pageOf(
-          (limit, offset) =>
+      return pageOf(
+        (limit, offset) =>
+          rows(
             db.selectFrom("accounts").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
-          () =>
-            db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
-              .executeTakeFirstOrThrow().then(countOf),
-          AccountRow.decode,
-          request
-        )
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset)
+          ),
+        () =>
+          Effect.map(
+            first(db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)),
+            countOf
+          ),
+        AccountRow.decode,
+        request
       )
     },
 
     insertWhitelistedAddress(entry) {
-      return write(() => db.insertInto("whitelisted_addresses").values(WhitelistedAddressRow.encode(entry)).execute()).pipe(Effect.asVoid)
+      return Effect.asVoid(write(db.insertInto("whitelisted_addresses").values(WhitelistedAddressRow.encode(entry))))
     },
     getWhitelistedAddress(id) {
-      return query(() =>
-        db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())
-          .executeTakeFirst()
-      ).pipe(Effect.map(optional(WhitelistedAddressRow.decode)))
+      return Effect.map(
+        first(db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        optional(WhitelistedAddressRow.decode)
+      )
     },
     findWhitelistedAddress(clientId, assetType, address) {
-      return query(() =>
-        db.selectFrom("whitelisted_addresses").selectAll()
-          .where("client_id", "=", clientId)
-          .where("asset_type", "=", assetType)
-          .where("address", "=", address)
-          .where("status", "<>", sql.lit("ARCHIVED"))
-          .executeTakeFirst()
-      ).pipe(Effect.map(optional(WhitelistedAddressRow.decode)))
+      return Effect.map(
+        first(
+          db.selectFrom("whitelisted_addresses").selectAll()
+            .where("client_id", "=", clientId)
+            .where("asset_type", "=", assetType)
+            .where("address", "=", address)
+            .where("status", "<>", sql.lit("ARCHIVED"))
+        ),
+        optional(WhitelistedAddressRow.decode)
+      )
     },
     updateWhitelistedAddress(entry) {
-      return write(async () => {
-        const { id, client_id: _, created_at: __, ...changes } = WhitelistedAddressRow.encode(entry)
-        expectOneRow("whitelisted_addresses", id)(
-          await db.updateTable("whitelisted_addresses").set(changes).where("id", "=", id).executeTakeFirstOrThrow()
-        )
-      })
+      const { id, client_id: _, created_at: __, ...changes } = WhitelistedAddressRow.encode(entry)
+      return Effect.flatMap(
+        write(db.updateTable("whitelisted_addresses").set(changes).where("id", "=", id)),
+        expectOneRow("whitelisted_addresses", id)
+      )
     },
     listWhitelistedAddresses(clientId, filter, request) {
       const where = whitelistWhere(clientId, filter)
-      return query(() =>
-        pageOf(
-          (limit, offset) =>
+      return pageOf(
+        (limit, offset) =>
+          rows(
             db.selectFrom("whitelisted_addresses").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
-          () =>
-            db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
-              .executeTakeFirstOrThrow().then(countOf),
-          WhitelistedAddressRow.decode,
-          request
-        )
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset)
+          ),
+        () =>
+          Effect.map(
+            first(db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)),
+            countOf
+          ),
+        WhitelistedAddressRow.decode,
+        request
       )
     },
 
     insertTransaction(tx) {
-      return write(async () => {
-        const row = TransactionRow.encode(tx)
-        await db.insertInto("transactions").values(row).execute()
-        await countTransactions(row, 1)
-      })
+      const row = TransactionRow.encode(tx)
+      return Effect.andThen(write(db.insertInto("transactions").values(row)), Effect.asVoid(countTransactions(row, 1)))
     },
     getTransaction(id) {
-      return query(() =>
-        db.selectFrom("transactions").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
-      ).pipe(Effect.map(optional(TransactionRow.decode)))
+      return Effect.map(
+        first(db.selectFrom("transactions").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        optional(TransactionRow.decode)
+      )
     },
     updateTransaction(tx) {
-      return write(async () => {
-        // Client, source, asset and creation never change; the counters are keyed by the first three.
-        const { id, client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...changes } = TransactionRow.encode(tx)
+      // Client, source, asset and creation never change; the counters are keyed by the first three.
+      const { id, client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...changes } = TransactionRow.encode(tx)
+      return Effect.gen(function*() {
         // Locked even if the unit did not read the row first, so the group it leaves is the one it really leaves.
-        const before = await db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
-          .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
-        expectOneRow("transactions", id)(await db.updateTable("transactions").set(changes).where("id", "=", id).executeTakeFirstOrThrow())
+        const before = yield* first(
+          db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
+            .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate())
+        )
+        yield* Effect.flatMap(write(db.updateTable("transactions").set(changes).where("id", "=", id)), expectOneRow("transactions", id))
         if (before !== undefined && before.status_group !== changes.status_group) {
-          await countTransactions(before, -1)
-          await countTransactions({ ...before, status_group: changes.status_group }, 1)
+          yield* countTransactions(before, -1)
+          yield* countTransactions({ ...before, status_group: changes.status_group }, 1)
         }
       })
     },
     listTransactions(clientId, filter, request) {
       const where = transactionWhere(clientId, filter)
-      return query(() =>
-        pageOf(
-          (limit, offset) =>
+      return pageOf(
+        (limit, offset) =>
+          rows(
             db.selectFrom("transactions").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
-          // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
-          () => {
-            const { accountId, assetType, group } = filter
-            return db.selectFrom("transaction_counts")
-              .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
-              .where("client_id", "=", clientId)
-              .$if(accountId !== undefined, (qb) => qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${accountId}`))
-              .$if(assetType !== undefined, (qb) => qb.where("asset_type", "=", assetType ?? ""))
-              .$if(group !== undefined, (qb) => qb.where("status_group", "=", group ?? "pending"))
-              .executeTakeFirstOrThrow().then(countOf)
-          },
-          TransactionRow.decode,
-          request
-        )
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset)
+          ),
+        // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
+        () => {
+          const { accountId, assetType, group } = filter
+          return Effect.map(
+            first(
+              db.selectFrom("transaction_counts")
+                .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
+                .where("client_id", "=", clientId)
+                .$if(accountId !== undefined, (qb) => qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${accountId}`))
+                .$if(assetType !== undefined, (qb) => qb.where("asset_type", "=", assetType ?? ""))
+                .$if(group !== undefined, (qb) => qb.where("status_group", "=", group ?? "pending"))
+            ),
+            countOf
+          )
+        },
+        TransactionRow.decode,
+        request
       )
     },
     listOpenTransactionsFrom(accountId) {
-      return query(() =>
-        db.selectFrom("transactions").selectAll()
-          .where("source_account_id", "=", accountId)
-          // The literal lets SQLite use the partial index of open transactions.
-          .where("status_group", "=", sql.lit("pending"))
-          .orderBy("created_at").orderBy("id")
-          .execute()
-      ).pipe(Effect.map((rows) => rows.map(TransactionRow.decode)))
+      return Effect.map(
+        rows(
+          db.selectFrom("transactions").selectAll()
+            .where("source_account_id", "=", accountId)
+            // The literal lets SQLite use the partial index of open transactions.
+            .where("status_group", "=", sql.lit("pending"))
+            .orderBy("created_at").orderBy("id")
+        ),
+        (found) => found.map(TransactionRow.decode)
+      )
     },
 
     insertLedgerEntry(entry) {
-      return write(() => db.insertInto("ledger_entries").values(LedgerEntryRow.encode(entry)).execute()).pipe(Effect.asVoid)
+      return Effect.asVoid(write(db.insertInto("ledger_entries").values(LedgerEntryRow.encode(entry))))
     },
     listLedgerEntries(accountId) {
-      return query(() =>
-        db.selectFrom("ledger_entries").selectAll().where("account_id", "=", accountId).orderBy("created_at").orderBy("id").execute()
-      ).pipe(Effect.map((rows) => rows.map(LedgerEntryRow.decode)))
+      return Effect.map(
+        rows(db.selectFrom("ledger_entries").selectAll().where("account_id", "=", accountId).orderBy("created_at").orderBy("id")),
+        (found) => found.map(LedgerEntryRow.decode)
+      )
     },
 
     getIdempotencyRecord(scope, key) {
-      return query(() =>
-        db.selectFrom("idempotency_records").selectAll().where("scope", "=", scope).where("key", "=", key)
-          .$if(lock, (qb) => qb.forNoKeyUpdate()).executeTakeFirst()
-      ).pipe(Effect.map(optional(IdempotencyRecordRow.decode)))
+      return Effect.map(
+        first(
+          db.selectFrom("idempotency_records").selectAll().where("scope", "=", scope).where("key", "=", key)
+            .$if(lock, (qb) => qb.forNoKeyUpdate())
+        ),
+        optional(IdempotencyRecordRow.decode)
+      )
     },
     claimIdempotencyRecord(record) {
-      return write(() =>
-        db.insertInto("idempotency_records").values(IdempotencyRecordRow.encode(record))
-          .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
-          .executeTakeFirstOrThrow()
-      ).pipe(Effect.map((result) => result.numInsertedOrUpdatedRows === 1n))
+      return Effect.map(
+        write(
+          db.insertInto("idempotency_records").values(IdempotencyRecordRow.encode(record))
+            .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
+        ),
+        (inserted) => inserted === 1
+      )
     },
     updateIdempotencyRecord(record) {
-      return write(async () => {
-        const { scope, key, created_at: _, ...changes } = IdempotencyRecordRow.encode(record)
-        expectOneRow("idempotency_records", `${scope}/${key}`)(
-          await db.updateTable("idempotency_records").set(changes).where("scope", "=", scope).where("key", "=", key)
-            .executeTakeFirstOrThrow()
-        )
-      })
+      const { scope, key, created_at: _, ...changes } = IdempotencyRecordRow.encode(record)
+      return Effect.flatMap(
+        write(db.updateTable("idempotency_records").set(changes).where("scope", "=", scope).where("key", "=", key)),
+        expectOneRow("idempotency_records", `${scope}/${key}`)
+      )
     },
     deleteIdempotencyRecord(scope, key) {
-      return write(() => db.deleteFrom("idempotency_records").where("scope", "=", scope).where("key", "=", key).execute()).pipe(
-        Effect.asVoid
-      )
+      return Effect.asVoid(write(db.deleteFrom("idempotency_records").where("scope", "=", scope).where("key", "=", key)))
     },
     deleteExpiredIdempotencyRecords(now) {
       // `now` is any instant the caller names, not a stored Timestamp: compare it as text.
-      return write(() =>
-        db.deleteFrom("idempotency_records").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`).executeTakeFirstOrThrow()
-      ).pipe(
-        Effect.map((result) => Number(result.numDeletedRows))
-      )
+      return write(db.deleteFrom("idempotency_records").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`))
     }
   }
 }
@@ -384,32 +419,12 @@ export const make = (
   options: SqlStorageOptions = {}
 ): Storage.Storage["Service"] => {
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
+  const open = engine.sessions(db)
   const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
-      // Method shorthand, not arrow properties: see makeUnit on tsx's keepNames.
-      Effect.tryPromise({
-        try() {
-          return engine.begin(db, mode)
-        },
-        catch: engine.classify
-      }),
-      (trx) =>
-        Effect.flatMap(work(makeUnit(trx, mode, engine)), (value) =>
-          Effect.as(
-            Effect.tryPromise({
-              try() {
-                return trx.commit().execute()
-              },
-              catch: engine.classify
-            }),
-            value
-          )),
-      (trx) =>
-        trx.isCommitted || trx.isRolledBack
-          ? Effect.void
-          // A rollback that fails changes nothing for the caller: the unit's outcome is already decided, and kysely
-          // releases (pg: discards) the connection either way, so the server ends the transaction with it.
-          : Effect.promise(() => trx.rollback().execute().catch(() => undefined))
+      open(mode),
+      (session) => Effect.flatMap(work(makeUnit(db, session, mode, engine)), (value) => Effect.as(session.commit, value)),
+      (session) => session.release
     )
   return Storage.Storage.of({
     transaction: (mode, work) => Effect.retry(attempt(mode, work), { schedule: backoff, times, while: isRetryable })

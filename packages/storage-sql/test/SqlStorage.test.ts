@@ -17,6 +17,7 @@ import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { Database } from "../src/schema/Database.js"
 import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
+import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
 import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlLayer from "../src/SqlLayer.js"
@@ -302,7 +303,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       const issued: Array<CompiledQuery> = []
       const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
       const db = new Kysely<Database>({
-        dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }),
+        dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
         log: (event) => {
           if (event.level === "query" && /^select/i.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
         }

@@ -6,6 +6,7 @@
  * snapshot, so a page and its total agree; a read-only snapshot never fails to serialize.
  */
 import type { SqlEngine } from "../SqlEngine.js"
+import { kyselySessions } from "../SqlSession.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
 
 export const PostgresEngine: SqlEngine = {
@@ -14,6 +15,7 @@ export const PostgresEngine: SqlEngine = {
     mode === "read"
       ? db.startTransaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute()
       : db.startTransaction().setIsolationLevel("read committed").execute(),
+  sessions: (db) => kyselySessions(db, PostgresEngine),
   substringPosition: "strpos",
   locksRowsForWrite: true,
   classify: classifyPostgresError

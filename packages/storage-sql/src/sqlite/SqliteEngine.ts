@@ -1,11 +1,20 @@
-/** The SQLite engine: write units take the write lock up front; the lock covers rows, so none are locked singly. */
+/**
+ * The SQLite engine: write units take the write lock up front; the lock covers rows, so none are locked singly.
+ * Units run straight on better-sqlite3 when the database was opened by openSqlite (see SqliteSession).
+ */
 import type { SqlEngine } from "../SqlEngine.js"
+import { kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
+import * as SqliteSession from "./SqliteSession.js"
 
 export const SqliteEngine: SqlEngine = {
   name: "sqlite",
   begin: (db, mode) =>
     mode === "read" ? db.startTransaction().setAccessMode("read only").execute() : db.startTransaction().execute(),
+  sessions: (db) => {
+    const handle = SqliteSession.handleOf(db)
+    return handle === undefined ? kyselySessions(db, SqliteEngine) : SqliteSession.sessions(handle)
+  },
   substringPosition: "instr",
   locksRowsForWrite: false,
   classify: classifySqliteError

@@ -4,6 +4,9 @@
  * file) both read a balance and then fail, or worse wait, when the second tries to write; IMMEDIATE makes the
  * second wait (busy_timeout) before it reads anything. A transaction started read-only stays deferred, so readers
  * never queue behind the writer (WAL).
+ *
+ * It also takes the connection's {@link ConnectionGate} for as long as kysely holds the connection, so kysely's
+ * work and the storage's direct sessions (SqliteSession) never interleave on the one connection.
  */
 import {
   CompiledQuery,
@@ -11,21 +14,31 @@ import {
   type Driver,
   type QueryCompiler,
   SqliteDialect,
+  type SqliteDialectConfig,
   type TransactionSettings
 } from "kysely"
+import type { ConnectionGate } from "./ConnectionGate.js"
 
 type AbortableOptions = Parameters<Driver["init"]>[0]
 
 export class WriteLockDriver implements Driver {
   readonly #inner: Driver
-  constructor(inner: Driver) {
+  readonly #gate: ConnectionGate
+  constructor(inner: Driver, gate: ConnectionGate) {
     this.#inner = inner
+    this.#gate = gate
   }
   init(options?: AbortableOptions): Promise<void> {
     return this.#inner.init(options)
   }
-  acquireConnection(options?: AbortableOptions): Promise<DatabaseConnection> {
-    return this.#inner.acquireConnection(options)
+  async acquireConnection(options?: AbortableOptions): Promise<DatabaseConnection> {
+    await this.#gate.take()
+    try {
+      return await this.#inner.acquireConnection(options)
+    } catch (error) {
+      this.#gate.give()
+      throw error
+    }
   }
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw(settings.accessMode === "read only" ? "begin deferred" : "begin immediate"))
@@ -45,8 +58,12 @@ export class WriteLockDriver implements Driver {
   async releaseSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler["compileQuery"]): Promise<void> {
     await this.#inner.releaseSavepoint?.(connection, name, compile)
   }
-  releaseConnection(connection: DatabaseConnection, options?: AbortableOptions): Promise<void> {
-    return this.#inner.releaseConnection(connection, options)
+  async releaseConnection(connection: DatabaseConnection, options?: AbortableOptions): Promise<void> {
+    try {
+      await this.#inner.releaseConnection(connection, options)
+    } finally {
+      this.#gate.give()
+    }
   }
   destroy(options?: AbortableOptions): Promise<void> {
     return this.#inner.destroy(options)
@@ -55,7 +72,12 @@ export class WriteLockDriver implements Driver {
 
 /** `SqliteDialect` whose driver is wrapped in {@link WriteLockDriver}. */
 export class WriteLockSqliteDialect extends SqliteDialect {
+  readonly #gate: ConnectionGate
+  constructor(config: SqliteDialectConfig, gate: ConnectionGate) {
+    super(config)
+    this.#gate = gate
+  }
   override createDriver(): Driver {
-    return new WriteLockDriver(super.createDriver())
+    return new WriteLockDriver(super.createDriver(), this.#gate)
   }
 }

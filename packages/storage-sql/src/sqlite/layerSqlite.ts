@@ -6,8 +6,9 @@
  *   drop the last commits, never corrupt the file.
  * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
  * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
- * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache). better-sqlite3 is loaded when the layer is built, so a
- * PostgreSQL-only application need not install it.
+ * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache); units of
+ * work run straight on the connection, synchronously (see SqliteSession). better-sqlite3 is loaded when the layer
+ * is built, so a PostgreSQL-only application need not install it.
  */
 import type { RateLimiter, Storage } from "@custody-relay/core"
 import { Kysely } from "kysely"
@@ -15,7 +16,9 @@ import type { Layer } from "effect"
 import type { Database } from "../schema/Database.js"
 import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
+import { ConnectionGate } from "./ConnectionGate.js"
 import { SqliteEngine } from "./SqliteEngine.js"
+import * as SqliteSession from "./SqliteSession.js"
 import { withStatementCache } from "./StatementCache.js"
 import { WriteLockSqliteDialect } from "./WriteLockDriver.js"
 
@@ -40,7 +43,14 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     database.close()
     throw error
   }
-  return new Kysely<Database>({ dialect: new WriteLockSqliteDialect({ database: withStatementCache(database) }) })
+  const handle: SqliteSession.SqliteHandle = {
+    database: withStatementCache(database),
+    inTransaction: () => database.inTransaction,
+    gate: new ConnectionGate()
+  }
+  const db = new Kysely<Database>({ dialect: new WriteLockSqliteDialect({ database: handle.database }, handle.gate) })
+  SqliteSession.register(db, handle)
+  return db
 }
 
 export const layerSqlite = (

@@ -1,0 +1,56 @@
+/**
+ * One open database transaction, as a unit of work sees it: it runs compiled statements, commits, and is released
+ * (rolled back if still open, its connection given back) whatever happened. The storage builds every statement
+ * with kysely and hands it here compiled, so how a statement reaches the database is the engine's choice: through
+ * kysely's driver (`kyselySessions`, every engine), or straight to better-sqlite3 (see sqlite/SqliteSession.ts),
+ * where a unit's statements run synchronously with no promise in between.
+ */
+import type { Storage } from "@custody-relay/core"
+import { Effect } from "effect"
+import type { CompiledQuery, Kysely, QueryResult } from "kysely"
+import type { Database } from "./schema/Database.js"
+import type { SqlEngine } from "./SqlEngine.js"
+
+export interface SqlSession {
+  readonly execute: <R>(query: CompiledQuery<R>) => Effect.Effect<QueryResult<R>, Storage.StorageError>
+  readonly commit: Effect.Effect<void, Storage.StorageError>
+  /** Rolls back what was not committed and gives the connection back. Never fails: the outcome is decided. */
+  readonly release: Effect.Effect<void>
+}
+
+/** Opens a session (begins a transaction) in the given mode. */
+export type SessionOpener = (mode: Storage.UnitMode) => Effect.Effect<SqlSession, Storage.StorageError>
+
+/** Sessions over kysely's own transactions: `engine.begin`, then `executeQuery` on the controlled transaction. */
+export const kyselySessions = (db: Kysely<Database>, engine: SqlEngine): SessionOpener => (mode) =>
+  Effect.map(
+    Effect.tryPromise({
+      try() {
+        return engine.begin(db, mode)
+      },
+      catch: engine.classify
+    }),
+    (trx): SqlSession => ({
+      execute(query) {
+        return Effect.tryPromise({
+          try() {
+            return trx.executeQuery(query)
+          },
+          catch: engine.classify
+        })
+      },
+      commit: Effect.tryPromise({
+        try() {
+          return trx.commit().execute()
+        },
+        catch: engine.classify
+      }),
+      release: Effect.suspend(() =>
+        trx.isCommitted || trx.isRolledBack
+          ? Effect.void
+          // A rollback that fails changes nothing for the caller: kysely releases (pg: discards) the connection
+          // either way, so the server ends the transaction with it.
+          : Effect.promise(() => trx.rollback().execute().catch(() => undefined))
+      )
+    })
+  )

@@ -1,0 +1,83 @@
+/**
+ * Units of work on SQLite straight through better-sqlite3. better-sqlite3 is synchronous, so a unit whose
+ * connection is free begins, runs every statement and commits without a single promise or fiber suspension; the
+ * same unit through kysely's driver pays an async round of kysely's executor per statement (about ten times the
+ * statement itself; see docs/benchmarks.md). Statements are still built and compiled by kysely: only the way they
+ * reach the connection differs. The connection is shared with kysely (migrations, the rate limiter) through the
+ * {@link ConnectionGate}.
+ */
+import { Effect } from "effect"
+import { CompiledQuery, type Kysely, type QueryResult, type SqliteDatabase } from "kysely"
+import type { Database } from "../schema/Database.js"
+import type { SessionOpener, SqlSession } from "../SqlSession.js"
+import { classifySqliteError } from "./classifySqliteError.js"
+import type { ConnectionGate } from "./ConnectionGate.js"
+
+/** What a direct session needs of an open file: its (statement-caching) handle and its gate. */
+export interface SqliteHandle {
+  readonly database: SqliteDatabase
+  /** Whether a transaction is open on the connection (better-sqlite3's `inTransaction`). */
+  readonly inTransaction: () => boolean
+  readonly gate: ConnectionGate
+}
+
+// Which kysely instances have a handle; filled by openSqlite. A kysely made any other way uses kysely's sessions.
+const handles = new WeakMap<Kysely<Database>, SqliteHandle>()
+
+export const register = (db: Kysely<Database>, handle: SqliteHandle): void => {
+  handles.set(db, handle)
+}
+
+export const handleOf = (db: Kysely<Database>): SqliteHandle | undefined => handles.get(db)
+
+const run = <R>(database: SqliteDatabase, query: CompiledQuery<R>): QueryResult<R> => {
+  const statement = database.prepare(query.sql)
+  if (statement.reader) return { rows: statement.all(query.parameters) as Array<R> }
+  const { changes } = statement.run(query.parameters)
+  return { rows: [], numAffectedRows: BigInt(changes) }
+}
+
+// A unit that may write takes the write lock before its first read; see WriteLockDriver.
+const BEGIN_READ = CompiledQuery.raw("begin deferred")
+const BEGIN_WRITE = CompiledQuery.raw("begin immediate")
+const COMMIT = CompiledQuery.raw("commit")
+const ROLLBACK = CompiledQuery.raw("rollback")
+
+export const sessions = ({ database, inTransaction, gate }: SqliteHandle): SessionOpener => {
+  const session: SqlSession = {
+    execute(query) {
+      return Effect.try({
+        try() {
+          return run(database, query)
+        },
+        catch: classifySqliteError
+      })
+    },
+    commit: Effect.try({
+      try() {
+        run(database, COMMIT)
+      },
+      catch: classifySqliteError
+    }),
+    release: Effect.sync(() => {
+      try {
+        if (inTransaction()) run(database, ROLLBACK)
+      } catch {
+        // SQLite has already ended a transaction whose rollback fails; nothing is left open.
+      }
+      gate.give()
+    })
+  }
+  const begin = (mode: "read" | "write") =>
+    Effect.try({
+      try() {
+        run(database, mode === "read" ? BEGIN_READ : BEGIN_WRITE)
+        return session
+      },
+      catch(cause) {
+        gate.give()
+        return classifySqliteError(cause)
+      }
+    })
+  return (mode) => Effect.andThen(gate.takeEffect, begin(mode))
+}

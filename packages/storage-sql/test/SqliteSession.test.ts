@@ -1,0 +1,85 @@
+/**
+ * Units of work on SQLite run straight on better-sqlite3 (SqliteSession): synchronously when the connection is
+ * free, and never interleaved with kysely's own use of the same connection (ConnectionGate).
+ */
+import { join } from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Option } from "effect"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
+import { openSqlite } from "../src/sqlite/layerSqlite.js"
+import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { isWanted, temporaryDirectory } from "./Dialects.js"
+import * as Records from "./Records.js"
+
+const openFile = Effect.gen(function*() {
+  const filename = join(yield* temporaryDirectory, "session.db")
+  const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
+  yield* Effect.promise(() => migrateToLatest(db))
+  return db
+})
+
+describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the connection directly", () => {
+  it.live("a unit whose connection is free runs to its end synchronously: no promise, no suspension", () =>
+    Effect.gen(function*() {
+      const db = yield* openFile
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const client = Records.client()
+      // runSyncExit fails with an AsyncFiberError if anything in the unit had to wait.
+      const written = Effect.runSyncExit(storage.transaction("write", (unit) => unit.insertClient(client)))
+      assert.isTrue(Exit.isSuccess(written))
+      const read = Effect.runSyncExit(storage.transaction("read", (unit) => unit.getClient(client.id)))
+      assert.isTrue(Exit.isSuccess(read) && Option.isSome(read.value))
+    }))
+
+  it.live("kysely's statements wait for an open unit and are not part of it (the unit rolls back alone)", () =>
+    Effect.gen(function*() {
+      const db = yield* openFile
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const client = Records.client()
+      const order: Array<string> = []
+      // A unit that writes, waits (holding the connection across a suspension), then fails and rolls back.
+      const unit = storage.transaction("write", (unit) =>
+        unit.insertClient(client).pipe(
+          Effect.andThen(Effect.sleep("50 millis")),
+          Effect.andThen(Effect.sync(() => order.push("unit ends"))),
+          Effect.andThen(Effect.fail("abandon" as const))
+        ))
+      const fiber = yield* Effect.forkChild(Effect.flip(unit))
+      yield* Effect.sleep("10 millis")
+      // Meanwhile kysely writes on the same connection: it must wait, and survive the unit's rollback.
+      yield* Effect.promise(() =>
+        db.insertInto("rate_limit_windows").values({ key: "k", window_start: 0, window_end: 1, count: 1 }).execute()
+          .then(() => order.push("kysely wrote"))
+      )
+      assert.strictEqual(yield* Fiber.join(fiber), "abandon")
+      assert.deepStrictEqual(order, ["unit ends", "kysely wrote"])
+      const windows = yield* Effect.promise(() => db.selectFrom("rate_limit_windows").selectAll().execute())
+      assert.strictEqual(windows.length, 1)
+      const clients = yield* storage.transaction("read", (unit) => unit.getClient(client.id))
+      assert.isTrue(Option.isNone(clients))
+    }))
+})
+
+describe("ConnectionGate", () => {
+  it.live("is taken synchronously when free, then handed over in order, skipping a waiter that was interrupted", () =>
+    Effect.gen(function*() {
+      const gate = new ConnectionGate()
+      assert.isTrue(gate.tryTake())
+      assert.isFalse(gate.tryTake())
+      const order: Array<string> = []
+      const first = gate.take().then(() => order.push("first"))
+      const interrupted = yield* Effect.forkChild(gate.takeEffect.pipe(Effect.andThen(Effect.sync(() => order.push("interrupted")))))
+      const third = yield* Effect.forkChild(gate.takeEffect.pipe(Effect.andThen(Effect.sync(() => order.push("third")))))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(interrupted)
+      gate.give()
+      yield* Effect.promise(() => first)
+      gate.give()
+      yield* Fiber.join(third)
+      assert.deepStrictEqual(order, ["first", "third"])
+      gate.give()
+      assert.isTrue(gate.tryTake())
+    }))
+})

@@ -24,6 +24,7 @@ import {
 import { Effect, Option, Redacted, Result, Schema } from "effect"
 import type { AnyError } from "./ErrorTable.js"
 import { ControlCallUnsupported, ControlUnauthorized } from "./HttpError.js"
+import type { Incoming } from "./Incoming.js"
 import type { LogCapture } from "./LogCapture.js"
 import type * as RateLimitPolicies from "./RateLimitPolicies.js"
 import { json, type Reply } from "./Reply.js"
@@ -259,13 +260,13 @@ export const make = (options: ControlOptions) => {
   ]
   const match = Router.make(table)
 
-  return (request: Request, pathname: string): Effect.Effect<Reply, AnyError, Relay.RelayServices> =>
+  return (request: Incoming): Effect.Effect<Reply, AnyError, Relay.RelayServices> =>
     Effect.gen(function*() {
-      if (!tokenMatches(request.headers.get("x-control-token"), options.token)) return yield* new ControlUnauthorized()
-      const found = match(request.method, pathname)
+      if (!tokenMatches(request.header("x-control-token"), options.token)) return yield* new ControlUnauthorized()
+      const found = match(request.method, request.pathname)
       if (found._tag !== "Found") return yield* new ControlCallUnsupported()
       const text = yield* readText(request, options.maxBodyBytes)
-      const body = parseJson(text, request.headers.get("content-type") ?? "application/json")
+      const body = parseJson(text, request.header("content-type") ?? "application/json")
       if (Result.isFailure(body)) return yield* body.failure
       return yield* found.route.call(found.params, body.success)
     })

@@ -17,11 +17,12 @@ import {
   RelayError,
   Storage
 } from "@custody-relay/core"
-import { Cause, Effect, Layer, Logger, type LogLevel, ManagedRuntime, References, Result } from "effect"
+import { Cause, type Context, Effect, Exit, Layer, Logger, type LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
 import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
 import * as Idempotency from "./Idempotency.js"
+import * as Incoming from "./Incoming.js"
 import * as LogCapture from "./LogCapture.js"
 import * as OpenApi from "./OpenApi.js"
 import * as RateLimitPolicies from "./RateLimitPolicies.js"
@@ -52,8 +53,16 @@ export interface HandlerOptions<E = never> {
   readonly controlToken?: string
 }
 
+/**
+ * The handler's pipeline on a request already in the pipeline's own terms (see Incoming): the finished reply, at
+ * once when nothing in it had to wait (a read on SQLite), else a promise of it. The node adapter uses it to skip
+ * building a `Request` and a `Response` for every call.
+ */
+export const serveIncoming: unique symbol = Symbol.for("@custody-relay/http/serveIncoming")
+
 export interface RelayHandler<E = never> {
   (request: Request): Promise<Response>
+  readonly [serveIncoming]: (request: Incoming.Incoming) => Reply.Reply | Promise<Reply.Reply>
   /** Settles once the layers are built (storage opened, migrations run); rejects with the start-up failure. */
   readonly ready: Promise<void>
   /** Runs Effect programs (administration, seeding) against the same services as the handler. */
@@ -73,8 +82,8 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-const requestIdOf = (request: Request): string => {
-  const given = request.headers.get("x-request-id")
+const requestIdOf = (request: Incoming.Incoming): string => {
+  const given = request.header("x-request-id")
   return given !== null && REQUEST_ID.test(given) ? given : crypto.randomUUID()
 }
 
@@ -121,14 +130,14 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
    * The API proper. `state` collects what later steps learn (the X-RateLimit-* headers, so refusals after
    * authentication carry them too, and the key id for the log line).
    */
-  const api = (request: Request, url: URL, state: RequestState) =>
+  const api = (request: Incoming.Incoming, state: RequestState) =>
     Effect.gen(function*() {
-      const match = router(request.method, url.pathname)
+      const match = router(request.method, request.pathname)
       if (match._tag === "NotFound") return yield* new RouteNotFound()
       if (match._tag === "MethodNotAllowed") return yield* new MethodNotAllowed({ method: request.method, allow: match.allow })
       const route = match.route
       const limiter = yield* RateLimiter.RateLimiter
-      const guarded = authorizedCall(request, url, state, route, match.params, limiter)
+      const guarded = authorizedCall(request, state, route, match.params, limiter)
       // A GET's authentication and its operation are both reads: one read unit of work holds both (one storage
       // transaction instead of two). Not when the limiter counts through the storage's own connection, which the
       // open unit would be holding; and not for writes, so an invalid credential never waits for the write lock.
@@ -137,15 +146,14 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
 
   /** Everything after routing: credentials, rate limit, permission, body, Idempotency-Key, the operation. */
   const authorizedCall = (
-    request: Request,
-    url: URL,
+    request: Incoming.Incoming,
     state: RequestState,
     route: Route,
     params: Readonly<Record<string, string>>,
     limiter: RateLimiter.RateLimiter["Service"]
   ) =>
     Effect.gen(function*() {
-      const principal = yield* Authentication.authenticate(request.headers.get("x-api-key"), request.headers.get("x-api-secret"))
+      const principal = yield* Authentication.authenticate(request.header("x-api-key"), request.header("x-api-secret"))
       state.keyId = principal.keyId
       const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal.keyId))
       state.rateHeaders = RateLimitPolicies.headers(decision)
@@ -155,34 +163,34 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       yield* Principal.authorize(principal, route.operation)
 
       const text = route.method === "POST" ? yield* readText(request, maxBodyBytes) : ""
-      const body = parseJson(text, request.headers.get("content-type"))
+      const body = parseJson(text, request.header("content-type"))
       if (Result.isFailure(body)) return yield* body.failure
 
       const fault = principal.clientId === null || providerFaults.size === 0 ? undefined : providerFaults.get(principal.clientId)
-      const operation = route.handle(principal, { params, search: url.searchParams, body: body.success })
+      const operation = route.handle(principal, { params, search: Incoming.searchParams(request), body: body.success })
       const work = Effect.map(
         fault === undefined ? operation : Effect.updateService(operation, CustodyProvider.CustodyProvider, Control.faultyProvider(fault)),
         (value) => Reply.json(route.successStatus, value)
       )
-      const key = route.method === "POST" ? request.headers.get(Idempotency.HEADER) : null
+      const key = route.method === "POST" ? request.header(Idempotency.HEADER) : null
       if (key === null) return yield* work
       if (!Idempotency.isValidKey(key)) {
         return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
       }
-      const hash = yield* Idempotency.fingerprint(request.method, url.pathname, text)
+      const hash = yield* Idempotency.fingerprint(request.method, request.pathname, text)
       return yield* idempotency.run(principal.keyId, key, hash, work)
     })
 
-  const serve = (request: Request, requestId: string, startedAt: number) =>
+  const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) =>
     Effect.gen(function*() {
-      const url = new URL(request.url)
       const state: RequestState = { rateHeaders: {}, keyId: undefined }
-      const isControl = control !== undefined && (url.pathname === Control.PREFIX || url.pathname.startsWith(`${Control.PREFIX}/`))
+      const { pathname } = request
+      const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
       const program: Effect.Effect<Reply.Reply, AnyError, Relay.RelayServices> = isControl
-        ? control(request, url.pathname)
-        : request.method === "GET" && url.pathname === OpenApi.PATH
+        ? control(request)
+        : request.method === "GET" && pathname === OpenApi.PATH
         ? Effect.sync(openApi)
-        : api(request, url, state)
+        : api(request, state)
       const reply = yield* program.pipe(
         // The one place a refusal becomes an answer.
         Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
@@ -200,38 +208,48 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
           ...(state.keyId === undefined ? {} : { keyId: state.keyId })
         })
       )
-      return Reply.withHeaders(reply, state.rateHeaders)
-    }).pipe(Effect.annotateLogs({ requestId, method: request.method, path: safePath(request.url) }))
+      return Reply.finish(reply, requestId, state.rateHeaders)
+    }).pipe(Effect.annotateLogs({ requestId, method: request.method, path: request.pathname }))
 
-  const handler = async (request: Request): Promise<Response> => {
+  // Once the layers are built, requests run on their context directly: a request that never waits (a read on
+  // SQLite) completes inside `runForkWith`, with no promise between it and its reply.
+  let context: Context.Context<Relay.RelayServices> | undefined
+  const settle = (requestId: string) => (exit: Exit.Exit<Reply.Reply, unknown>): Reply.Reply =>
+    // Only a runtime being disposed fails here: the pipeline itself answers every error and defect.
+    Exit.isSuccess(exit) ? exit.value : Reply.finish(Reply.defect(requestId), requestId, {})
+
+  const serveRequest = (request: Incoming.Incoming): Reply.Reply | Promise<Reply.Reply> => {
     const requestId = requestIdOf(request)
-    const startedAt = performance.now()
-    let reply: Reply.Reply
-    try {
-      reply = await runtime.runPromise(serve(request, requestId, startedAt))
-    } catch {
-      // Only a request URL the platform itself cannot parse, or a runtime being disposed, lands here.
-      reply = Reply.defect(requestId)
-    }
-    const response = Reply.toResponse(reply)
-    response.headers.set("x-request-id", requestId)
-    return response
+    const program = serve(request, requestId, performance.now())
+    if (context === undefined) return runtime.runPromiseExit(program).then(settle(requestId))
+    const fiber = Effect.runForkWith(context)(program)
+    const exit = fiber.pollUnsafe()
+    if (exit !== undefined) return settle(requestId)(exit)
+    return new Promise((resolve) => fiber.addObserver((exit) => resolve(settle(requestId)(exit))))
   }
 
-  const ready = runtime.context().then(() => undefined)
+  const handler = async (request: Request): Promise<Response> => {
+    let incoming: Incoming.Incoming
+    try {
+      incoming = Incoming.fromRequest(request)
+    } catch {
+      // Only a request URL the platform itself cannot parse lands here.
+      const requestId = crypto.randomUUID()
+      return Reply.toResponse(Reply.finish(Reply.defect(requestId), requestId, {}))
+    }
+    return Reply.toResponse(await serveRequest(incoming))
+  }
+
+  const ready = runtime.context().then((built) => {
+    context = built
+  })
   // A start-up failure is reported through `ready` and by every request; it must not crash the process unobserved.
   ready.catch(() => undefined)
   return Object.assign(handler, {
+    [serveIncoming]: serveRequest,
     ready,
     runtime,
     dispose: () => runtime.dispose(),
     [Symbol.asyncDispose]: () => runtime.dispose()
   })
-}
-
-/** The path without the query string, for logs: query values are the caller's data. */
-const safePath = (url: string): string => {
-  const start = url.indexOf("/", url.indexOf("//") + 2)
-  const end = url.indexOf("?")
-  return start < 0 ? "/" : end < 0 ? url.slice(start) : url.slice(start, end)
 }

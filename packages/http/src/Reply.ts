@@ -1,7 +1,7 @@
 /**
- * A reply before it becomes a `Response`: status, JSON text and headers. The pipeline passes replies around (the
- * idempotency store keeps one, rate-limit headers are added to one) and turns exactly one into a `Response` at the
- * end. `failure` is the one place an error becomes a reply: the error table gives status and code; the 403 for a
+ * A reply before it goes out: status, JSON text and headers. The pipeline passes replies around (the idempotency
+ * store keeps one, rate-limit headers are added to one) and finishes exactly one at the end, which becomes a
+ * `Response` or is written straight to node's ServerResponse. `failure` is the one place an error becomes a reply: the error table gives status and code; the 403 for a
  * missing permission has the interface's exact body; every other error body is `{message, code, requestId}` with
  * `details` on validation errors, and never a stack trace, a SQL fragment or a secret (ERR-BODY-1, AUTH-SEC-1).
  */
@@ -52,18 +52,20 @@ export const withHeaders = (reply: Reply, headers: Readonly<Record<string, strin
   headers: { ...reply.headers, ...headers }
 })
 
-// The text of the responses this module made, so the node adapter can write it without reading it back from the
-// Response's stream (a measurable part of each request's cost). Entries go with their Response.
-const bodies = new WeakMap<Response, string>()
+/**
+ * The reply as it goes out: the headers every answer carries (JSON content type, no caching, the request id)
+ * added to its own. Both the Web handler (`toResponse`) and the node adapter write exactly this.
+ */
+export const finish = (reply: Reply, requestId: string, headers: Readonly<Record<string, string>>): Reply => ({
+  status: reply.status,
+  body: reply.body,
+  headers: {
+    ...reply.headers,
+    ...headers,
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "x-request-id": requestId
+  }
+})
 
-export const toResponse = (reply: Reply): Response => {
-  const headers = new Headers(reply.headers)
-  headers.set("content-type", "application/json; charset=utf-8")
-  headers.set("cache-control", "no-store")
-  const response = new Response(reply.body, { status: reply.status, headers })
-  bodies.set(response, reply.body)
-  return response
-}
-
-/** The body of a Response made by `toResponse`, unread; undefined for any other Response. */
-export const knownBody = (response: Response): string | undefined => bodies.get(response)
+export const toResponse = (reply: Reply): Response => new Response(reply.body, { status: reply.status, headers: reply.headers })

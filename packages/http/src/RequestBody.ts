@@ -8,44 +8,19 @@
 import { RelayError } from "@custody-relay/core"
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { MalformedJson, PayloadTooLarge, UnsupportedMediaType } from "./HttpError.js"
+import type { Incoming } from "./Incoming.js"
 
 const decoder = new TextDecoder("utf-8", { fatal: true })
 
-const tooLarge = (limitBytes: number) => new PayloadTooLarge({ limitBytes })
-
-const readStream = async (body: ReadableStream<Uint8Array>, limitBytes: number): Promise<Uint8Array | PayloadTooLarge> => {
-  const reader = body.getReader()
-  const chunks: Array<Uint8Array> = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > limitBytes) {
-      await reader.cancel()
-      return tooLarge(limitBytes)
-    }
-    chunks.push(value)
-  }
-  if (chunks.length === 1 && chunks[0] !== undefined) return chunks[0]
-  const bytes = new Uint8Array(total)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return bytes
-}
-
 /** The body as text, read with the size limit; empty when the request has none. */
-export const readText = (request: Request, limitBytes: number): Effect.Effect<string, PayloadTooLarge | MalformedJson> => {
-  const declared = request.headers.get("content-length")
-  if (declared !== null && Number(declared) > limitBytes) return Effect.fail(tooLarge(limitBytes))
-  const body = request.body
-  if (body === null) return Effect.succeed("")
+export const readText = (request: Incoming, limitBytes: number): Effect.Effect<string, PayloadTooLarge | MalformedJson> => {
+  const declared = request.header("content-length")
+  if (declared !== null && Number(declared) > limitBytes) return Effect.fail(new PayloadTooLarge({ limitBytes }))
+  const reading = request.body(limitBytes)
+  if (reading === null) return Effect.succeed("")
   return Effect.flatMap(
     Effect.tryPromise({
-      try: () => readStream(body, limitBytes),
+      try: () => reading,
       catch: () => new MalformedJson({ message: "the request body could not be read" })
     }),
     (bytes): Effect.Effect<string, PayloadTooLarge | MalformedJson> => {

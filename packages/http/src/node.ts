@@ -1,15 +1,103 @@
 /**
- * The node:http adapter: IncomingMessage -> Request -> handler -> Response -> ServerResponse, and nothing else.
- * The body is passed on as a stream, so the handler's size limit stops reading a too-large body early (413). The
- * request URL is built on a fixed origin: the Host header is the caller's and never trusted.
+ * The node:http adapter. A relay handler (from makeHandler) is served directly: node's IncomingMessage is read
+ * as the pipeline's `Incoming` and the finished reply is written to the ServerResponse in one write, with no
+ * `Request`, `Response` or web stream in between. Any other fetch handler (one wrapped in middleware, say) goes
+ * through the generic translation: IncomingMessage -> Request -> handler -> Response -> ServerResponse. Either
+ * way the body is read through the handler's size limit, so a too-large body is refused early (413), and the
+ * request URL is resolved on a fixed origin: the Host header is the caller's and never trusted.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Readable } from "node:stream"
-import { knownBody } from "./Reply.js"
+import { type RelayHandler, serveIncoming } from "./Handler.js"
+import { PayloadTooLarge } from "./HttpError.js"
+import { concat, type Incoming, ORIGIN, splitTarget } from "./Incoming.js"
+import type { Reply } from "./Reply.js"
 
 export type FetchHandler = (request: Request) => Promise<Response>
 
-const ORIGIN = "http://relay.local"
+const MALFORMED = JSON.stringify({ message: "malformed HTTP request", code: "MALFORMED_REQUEST" })
+const UNEXPECTED = JSON.stringify({ message: "unexpected error", code: "INTERNAL_ERROR" })
+
+const failWith = (outgoing: ServerResponse, status: number, body: string): void => {
+  if (!outgoing.headersSent) outgoing.writeHead(status, { "content-type": "application/json; charset=utf-8" })
+  outgoing.end(body)
+}
+
+/** Reads at most `limitBytes` of the body; past that the rest is drained unread and the answer is 413. */
+const readBody = (incoming: IncomingMessage, limitBytes: number): Promise<Uint8Array | PayloadTooLarge> =>
+  new Promise((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let total = 0
+    const finish = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+      incoming.off("close", onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      total += chunk.byteLength
+      if (total > limitBytes) {
+        finish()
+        incoming.resume()
+        resolve(new PayloadTooLarge({ limitBytes }))
+      } else {
+        chunks.push(chunk)
+      }
+    }
+    const onEnd = () => {
+      finish()
+      resolve(concat(chunks, total))
+    }
+    const onError = (error: Error) => {
+      finish()
+      reject(error)
+    }
+    const onClose = () => {
+      finish()
+      reject(new Error("the request was aborted before its body ended"))
+    }
+    incoming.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose)
+  })
+
+/** node's request as the relay pipeline reads it. */
+export const fromIncomingMessage = (incoming: IncomingMessage): Incoming => {
+  const method = incoming.method ?? "GET"
+  const { pathname, query } = splitTarget(incoming.url ?? "/")
+  return {
+    method,
+    pathname,
+    query,
+    header: (name) => {
+      const value = incoming.headers[name]
+      return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value
+    },
+    body: (limitBytes) => (method === "GET" || method === "HEAD" ? null : readBody(incoming, limitBytes))
+  }
+}
+
+const writeReply = (reply: Reply, outgoing: ServerResponse): void => {
+  const headers: Record<string, string> = { ...reply.headers, "content-length": String(Buffer.byteLength(reply.body, "utf8")) }
+  // A body left unread (413) must not be taken for the next request on the connection.
+  if (reply.status === 413) headers["connection"] = "close"
+  outgoing.writeHead(reply.status, headers)
+  outgoing.end(reply.body, "utf8")
+}
+
+const relayListener = (serve: RelayHandler<unknown>[typeof serveIncoming]) =>
+(incoming: IncomingMessage, outgoing: ServerResponse): void => {
+  let reply: Reply | Promise<Reply>
+  try {
+    reply = serve(fromIncomingMessage(incoming))
+  } catch {
+    // Only a request target that cannot be resolved as a URL lands here.
+    return failWith(outgoing, 400, MALFORMED)
+  }
+  if (reply instanceof Promise) {
+    reply.then((done) => writeReply(done, outgoing), () => failWith(outgoing, 500, UNEXPECTED))
+  } else {
+    writeReply(reply, outgoing)
+  }
+}
 
 const toRequest = (incoming: IncomingMessage): Request => {
   const headers = new Headers()
@@ -29,38 +117,30 @@ const writeResponse = async (response: Response, outgoing: ServerResponse): Prom
   response.headers.forEach((value, name) => {
     headers[name] = value
   })
-  const known = knownBody(response)
-  if (known !== undefined) {
-    // A string body goes out in one write with the headers; a Buffer would take a second, vectored one.
-    headers["content-length"] = String(Buffer.byteLength(known, "utf8"))
-    outgoing.writeHead(response.status, headers)
-    outgoing.end(known, "utf8")
-    return
-  }
   const body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer())
   if (body !== undefined) headers["content-length"] = String(body.byteLength)
   outgoing.writeHead(response.status, headers)
   outgoing.end(body)
 }
 
-/** A `node:http` request listener serving `handler`. */
-export const toNodeListener = (handler: FetchHandler) => (incoming: IncomingMessage, outgoing: ServerResponse): void => {
+const fetchListener = (handler: FetchHandler) => (incoming: IncomingMessage, outgoing: ServerResponse): void => {
   let request: Request
   try {
     request = toRequest(incoming)
   } catch {
     // Only a request line or header the WHATWG Request cannot represent lands here.
-    outgoing.writeHead(400, { "content-type": "application/json; charset=utf-8" })
-    outgoing.end(JSON.stringify({ message: "malformed HTTP request", code: "MALFORMED_REQUEST" }))
-    return
+    return failWith(outgoing, 400, MALFORMED)
   }
   handler(request)
     .then((response) => writeResponse(response, outgoing))
-    .catch(() => {
-      if (!outgoing.headersSent) outgoing.writeHead(500, { "content-type": "application/json; charset=utf-8" })
-      outgoing.end(JSON.stringify({ message: "unexpected error", code: "INTERNAL_ERROR" }))
-    })
+    .catch(() => failWith(outgoing, 500, UNEXPECTED))
 }
+
+const isRelayHandler = (handler: FetchHandler): handler is RelayHandler<unknown> => serveIncoming in handler
+
+/** A `node:http` request listener serving `handler`: directly for a relay handler, by translation otherwise. */
+export const toNodeListener = (handler: FetchHandler) =>
+  isRelayHandler(handler) ? relayListener(handler[serveIncoming]) : fetchListener(handler)
 
 export interface Listening {
   readonly server: Server

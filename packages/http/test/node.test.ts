@@ -3,7 +3,9 @@
  * the handler's size limit, and close() waiting for requests in flight.
  */
 import { request as httpRequest } from "node:http"
+import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ORIGIN, searchParams, splitTarget } from "../src/Incoming.js"
 import { type Listening, serve } from "../src/node.js"
 import { type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
 
@@ -77,5 +79,78 @@ describe("node adapter", () => {
     const closing = own.close()
     expect((await inFlight).status).toBe(200)
     await closing
+  })
+
+  it("a relay handler is served directly and answers exactly as the generic Request/Response translation does", async () => {
+    // A plain fetch handler (here the relay wrapped in a closure) takes the generic path.
+    const generic = await serve((request) => fixture.handler(request), { port: 0 })
+    try {
+      const raw = (base: string, path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+        new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+          const url = new URL(base)
+          const req = httpRequest({ host: url.hostname, port: url.port, path, method: init.method ?? "GET", headers: init.headers ?? {} }, (res) => {
+            let body = ""
+            res.setEncoding("utf8")
+            res.on("data", (chunk: string) => (body += chunk))
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+          })
+          req.on("error", reject)
+          req.end(init.body)
+        })
+      const json = { ...auth(), "content-type": "application/json" }
+      const cases: ReadonlyArray<readonly [string, { method?: string; headers?: Record<string, string>; body?: string }]> = [
+        ["/relay/v1/accounts?limit=2&page=1", { headers: auth() }],
+        ["/relay/v1/accounts?role=staking&role=trading&status=active", { headers: auth() }],
+        ["/relay/v1/./accounts", { headers: auth() }],
+        ["/relay/v1/x/../accounts?limit=1", { headers: auth() }],
+        ["/relay/v1/%61ccounts", { headers: auth() }],
+        ["/relay//v1/accounts", { headers: auth() }],
+        ["/relay/v1/accounts/not-a-uuid", { headers: auth() }],
+        ["/relay/v1/accounts", { headers: {} }],
+        ["/relay/v1/accounts", { headers: { ...auth(), "x-api-secret": "wrong" } }],
+        ["/relay/v1/accounts?limit=%F0", { headers: auth() }],
+        ["/relay/v1/nothing", {}],
+        ["/relay/v1/accounts", { method: "DELETE", headers: auth() }],
+        ["/relay/v1/accounts", { method: "POST", headers: json, body: "{not json" }],
+        ["/relay/v1/accounts", { method: "POST", headers: { ...auth(), "content-type": "text/plain" }, body: "{}" }],
+        ["/relay/v1/accounts", { method: "POST", headers: json, body: JSON.stringify({ name: "x".repeat(2000) }) }],
+        ["/relay/v1/accounts", { method: "POST", headers: json, body: JSON.stringify({ name: "", workspace: "nope" }) }]
+      ]
+      for (const [path, init] of cases) {
+        const direct = await raw(listening.url, path, init)
+        const translated = await raw(generic.url, path, init)
+        const comparable = (answer: typeof direct) => ({
+          status: answer.status,
+          body: answer.body.replace(/"requestId":"[^"]+"/, ""),
+          contentType: answer.headers["content-type"],
+          allow: answer.headers["allow"],
+          limit: answer.headers["x-ratelimit-limit"],
+          hasRequestId: typeof answer.headers["x-request-id"] === "string"
+        })
+        expect(comparable(direct), `${init.method ?? "GET"} ${path}`).toEqual(comparable(translated))
+      }
+    } finally {
+      await generic.close()
+    }
+  })
+})
+
+describe("request targets", () => {
+  it("are split into the path and query parameters URL parsing would give, cheaply or not", () => {
+    const segment = fc.oneof(
+      fc.constantFrom(".", "..", "%2e", "%2E%2e", "", "accounts", "a%20b", "~x", "é", "a\\b", "%zz", "v1;p"),
+      fc.string({ maxLength: 6 })
+    )
+    const target = fc.tuple(fc.array(segment, { maxLength: 5 }), fc.option(fc.string({ maxLength: 12 }), { nil: undefined }))
+      .map(([segments, query]) => `/${segments.join("/")}${query === undefined ? "" : `?${query}`}`)
+    fc.assert(
+      fc.property(target, (t) => {
+        const url = new URL(ORIGIN + t)
+        const split = splitTarget(t)
+        expect(split.pathname).toBe(url.pathname)
+        expect([...searchParams(split)]).toEqual([...url.searchParams])
+      }),
+      { numRuns: 2000 }
+    )
   })
 })

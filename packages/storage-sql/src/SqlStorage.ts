@@ -10,7 +10,7 @@
  */
 import { type Account, type Ids, Page, Storage, type Transaction, type WhitelistedAddress } from "@custody-relay/core"
 import { Effect, Option, Schedule } from "effect"
-import { type Compilable, type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
+import { type Compilable, type CompiledQuery, type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
 import * as AccountRow from "./rows/AccountRow.js"
 import * as ApiUserRow from "./rows/ApiUserRow.js"
 import * as ClientRow from "./rows/ClientRow.js"
@@ -144,6 +144,51 @@ const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements =
   }
 })
 
+/**
+ * A lookup by one key whose shape never changes, compiled by kysely once and then run with each call's key:
+ * compiling costs more than running such a lookup on SQLite. Should kysely ever compile the template to anything
+ * but one parameter, it is compiled per call instead.
+ */
+const compiledOnce = <K extends string, R>(build: (key: K) => Compilable<R>) => {
+  const placeholder = "\u0000key" as K
+  let template: CompiledQuery<R> | null | undefined
+  return (key: K): Compilable<R> => ({
+    compile() {
+      if (template === undefined) {
+        const compiled = build(placeholder).compile()
+        template = compiled.parameters.length === 1 && compiled.parameters[0] === placeholder ? compiled : null
+      }
+      return template === null ? build(key).compile() : { ...template, parameters: [key] }
+    }
+  })
+}
+
+/** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
+const lookupsOf = (db: Kysely<Database>) => {
+  return {
+    client: compiledOnce((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
+    apiUserByKeyId: compiledOnce((keyId: string) => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)),
+    apiUser: [
+      compiledOnce((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id)),
+      compiledOnce((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    account: [
+      compiledOnce((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id)),
+      compiledOnce((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    whitelistedAddress: [
+      compiledOnce((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id)),
+      compiledOnce((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    transaction: [
+      compiledOnce((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
+      compiledOnce((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const
+  }
+}
+
+type Lookups = ReturnType<typeof lookupsOf>
+
 /** Moves one transaction into (+1) or out of (-1) its counter row (see migration 4). */
 const countTransactionsIn = (db: Kysely<Database>, statements: Statements) =>
 (
@@ -176,12 +221,14 @@ export const makeUnit = (
   db: Kysely<Database>,
   session: SqlSession,
   mode: Storage.UnitMode,
-  engine: SqlEngine
+  engine: SqlEngine,
+  lookups: Lookups = lookupsOf(db)
 ): Storage.StorageUnit => {
   // `db` only builds statements; every statement runs through the unit's session.
   const { rows, first, write } = statementsOf(session, mode)
   // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
   const lock = mode === "write" && engine.locksRowsForWrite
+  const locking = lock ? 1 : 0
   const countTransactions = countTransactionsIn(db, { rows, first, write })
 
   return {
@@ -189,7 +236,7 @@ export const makeUnit = (
       return Effect.asVoid(write(db.insertInto("clients").values(ClientRow.encode(client))))
     },
     getClient(id) {
-      return Effect.map(first(db.selectFrom("clients").selectAll().where("id", "=", id)), optional(ClientRow.decode))
+      return Effect.map(first(lookups.client(id)), optional(ClientRow.decode))
     },
 
     insertApiUser(user) {
@@ -197,12 +244,12 @@ export const makeUnit = (
     },
     getApiUser(id) {
       return Effect.map(
-        first(db.selectFrom("api_users").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        first(lookups.apiUser[locking](id)),
         optional(ApiUserRow.decode)
       )
     },
     findApiUserByKeyId(keyId) {
-      return Effect.map(first(db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)), optional(ApiUserRow.decode))
+      return Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode))
     },
     updateApiUser(user) {
       const { id, created_at: _, ...changes } = ApiUserRow.encode(user)
@@ -214,7 +261,7 @@ export const makeUnit = (
     },
     getAccount(id) {
       return Effect.map(
-        first(db.selectFrom("accounts").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        first(lookups.account[locking](id)),
         optional(AccountRow.decode)
       )
     },
@@ -260,7 +307,7 @@ export const makeUnit = (
     },
     getWhitelistedAddress(id) {
       return Effect.map(
-        first(db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        first(lookups.whitelistedAddress[locking](id)),
         optional(WhitelistedAddressRow.decode)
       )
     },
@@ -307,7 +354,7 @@ export const makeUnit = (
     },
     getTransaction(id) {
       return Effect.map(
-        first(db.selectFrom("transactions").selectAll().where("id", "=", id).$if(lock, (qb) => qb.forNoKeyUpdate())),
+        first(lookups.transaction[locking](id)),
         optional(TransactionRow.decode)
       )
     },
@@ -420,13 +467,28 @@ export const make = (
 ): Storage.Storage["Service"] => {
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
+  const lookups = lookupsOf(db)
+  // A SQLite handle reuses one session object, so its two units (read, write) are made once, not per unit of work.
+  const units = new WeakMap<SqlSession, { read?: Storage.StorageUnit; write?: Storage.StorageUnit }>()
+  const unitOf = (session: SqlSession, mode: Storage.UnitMode): Storage.StorageUnit => {
+    let made = units.get(session)
+    if (made === undefined) units.set(session, made = {})
+    return made[mode] ??= makeUnit(db, session, mode, engine, lookups)
+  }
   const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
       open(mode),
-      (session) => Effect.flatMap(work(makeUnit(db, session, mode, engine)), (value) => Effect.as(session.commit, value)),
+      (session) => Effect.flatMap(work(unitOf(session, mode)), (value) => Effect.as(session.commit, value)),
       (session) => session.release
     )
   return Storage.Storage.of({
-    transaction: (mode, work) => Effect.retry(attempt(mode, work), { schedule: backoff, times, while: isRetryable })
+    transaction: (mode, work) => {
+      const once = attempt(mode, work)
+      // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
+      // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.
+      return times <= 0
+        ? once
+        : Effect.catchIf(once, isRetryable, () => Effect.retry(once, { schedule: backoff, times: times - 1, while: isRetryable }))
+    }
   })
 }

@@ -3,7 +3,24 @@ import { type ApiUser, Permission } from "@custody-relay/core"
 import { Schema } from "effect"
 import type { ApiUsersTable } from "../schema/Database.js"
 
-const decodePermissions = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Permission.Permission)))
+const decodeStrictly = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Permission.Permission)))
+const known: ReadonlySet<unknown> = new Set(Permission.permissionNames)
+
+/**
+ * The stored permission list. Read on every authenticated request, so the common case is a plain JSON.parse and a
+ * set lookup; anything unexpected goes through the Schema decoder, which says what is wrong.
+ */
+const decodePermissions = (text: string): ReadonlyArray<Permission.Permission> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return decodeStrictly(text)
+  }
+  return Array.isArray(parsed) && parsed.every((name) => known.has(name))
+    ? (parsed as ReadonlyArray<Permission.Permission>)
+    : decodeStrictly(text)
+}
 
 export const encode = (user: ApiUser.ApiUser): ApiUsersTable => ({
   id: user.id,

@@ -4,7 +4,7 @@
  */
 import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
-import { Assets, requireAsset } from "./Asset.js"
+import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import { AccountId, Ids, isUuid, LedgerEntryId } from "./Ids.js"
 import * as Money from "./Money.js"
@@ -132,7 +132,6 @@ export const activate = Effect.fn("Accounts.activate")(function*(accountId: stri
 /** Provider step: a deposit arrived at an active account's address. Credits the balance and records it. */
 export const deposit = Effect.fn("Accounts.deposit")(function*(accountId: string, amount: string) {
   yield* requireUuid("accountId", accountId)
-  const assets = yield* Assets
   const entryId = LedgerEntryId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
@@ -141,7 +140,8 @@ export const deposit = Effect.fn("Accounts.deposit")(function*(accountId: string
       if (!Account.isActive(account)) {
         return yield* new TransitionNotAllowed({ entity: "account", id: account.id, status: account.status, action: "deposit" })
       }
-      const precision = Option.match(assets.get(account.assetId), { onNone: () => 0, onSome: (a) => a.precision })
+      // An asset taken out of the registry since the account was opened is named as such, not guessed at.
+      const { precision } = yield* requireAsset(account.assetId)
       const credited = yield* Effect.fromResult(Money.parseAmount(amount, precision, account.assetId)).pipe(
         Effect.mapError(InvalidAmount.of)
       )

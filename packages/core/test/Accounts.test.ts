@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Accounts, Reconciliation } from "@custody-relay/core"
+import { Assets, builtInAssets, makeAssets } from "../src/Asset.js"
 import { failureTag } from "./Failure.js"
 import { activeAccount, layer, newClient, principalOf } from "./TestWorld.js"
 
@@ -157,6 +158,16 @@ describe("Accounts", () => {
       const reconciliation = yield* Reconciliation.reconcileAccount(active)
       assert.strictEqual(reconciliation.availableBalance, "2.00000001")
       assert.isTrue(reconciliation.consistent)
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("a deposit to an account whose asset left the registry is UnsupportedAsset and credits nothing", () =>
+    Effect.gen(function*() {
+      const p = yield* principalOf(yield* newClient)
+      const active = yield* activeAccount(p, "BTC", "1")
+      const withoutBtc = makeAssets(builtInAssets.filter((asset) => asset.assetId !== "BTC"))
+      const refused = yield* Effect.exit(Accounts.deposit(active, "0.5").pipe(Effect.provideService(Assets, withoutBtc)))
+      assert.strictEqual(failureTag(refused), "UnsupportedAsset")
+      assert.strictEqual((yield* Reconciliation.reconcileAccount(active)).availableBalance, "1")
     }).pipe(Effect.provide(layer())))
 
   it.effect("approval policy accepts 0 to 10 whole approvals", () =>

@@ -216,7 +216,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   let context: Context.Context<Relay.RelayServices> | undefined
   const settle = (requestId: string) => (exit: Exit.Exit<Reply.Reply, unknown>): Reply.Reply =>
     // Only a runtime being disposed fails here: the pipeline itself answers every error and defect.
-    Exit.isSuccess(exit) ? exit.value : Reply.finish(Reply.defect(requestId), requestId, {})
+    Exit.isSuccess(exit) ? exit.value : Reply.finishedDefect(requestId)
 
   const serveRequest = (request: Incoming.Incoming): Reply.Reply | Promise<Reply.Reply> => {
     const requestId = requestIdOf(request)
@@ -235,7 +235,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     } catch {
       // Only a request URL the platform itself cannot parse lands here.
       const requestId = crypto.randomUUID()
-      return Reply.toResponse(Reply.finish(Reply.defect(requestId), requestId, {}))
+      return Reply.toResponse(Reply.finishedDefect(requestId))
     }
     return Reply.toResponse(await serveRequest(incoming))
   }

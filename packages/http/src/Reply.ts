@@ -1,9 +1,10 @@
 /**
  * A reply before it goes out: status, JSON text and headers. The pipeline passes replies around (the idempotency
  * store keeps one, rate-limit headers are added to one) and finishes exactly one at the end, which becomes a
- * `Response` or is written straight to node's ServerResponse. `failure` is the one place an error becomes a reply: the error table gives status and code; the 403 for a
- * missing permission has the interface's exact body; every other error body is `{message, code, requestId}` with
- * `details` on validation errors, and never a stack trace, a SQL fragment or a secret (ERR-BODY-1, AUTH-SEC-1).
+ * `Response` or is written straight to node's ServerResponse. `failure` is the one place an error becomes a reply:
+ * the error table gives status and code; the 403 for a missing permission has the interface's exact body; every
+ * other error body is `{message, code, requestId}` with `details` on validation errors, and never a stack trace,
+ * a SQL fragment or a secret (ERR-BODY-1, AUTH-SEC-1).
  */
 import { defectMapping, defectMessage, errorTable, type AnyError } from "./ErrorTable.js"
 
@@ -47,11 +48,6 @@ export const failure = (error: AnyError, requestId: string): Reply => {
 export const defect = (requestId: string): Reply =>
   json(defectMapping.status, { message: defectMessage, code: defectMapping.code, requestId } satisfies ErrorBody)
 
-export const withHeaders = (reply: Reply, headers: Readonly<Record<string, string>>): Reply => ({
-  ...reply,
-  headers: { ...reply.headers, ...headers }
-})
-
 /**
  * The reply as it goes out: the headers every answer carries (JSON content type, no caching, the request id)
  * added to its own. Both the Web handler (`toResponse`) and the node adapter write exactly this.
@@ -67,5 +63,8 @@ export const finish = (reply: Reply, requestId: string, headers: Readonly<Record
     "x-request-id": requestId
   }
 })
+
+/** The finished answer to a request that failed before or outside the pipeline (a defect). */
+export const finishedDefect = (requestId: string): Reply => finish(defect(requestId), requestId, {})
 
 export const toResponse = (reply: Reply): Response => new Response(reply.body, { status: reply.status, headers: reply.headers })

@@ -222,7 +222,7 @@ export const makeUnit = (
   session: SqlSession,
   mode: Storage.UnitMode,
   engine: SqlEngine,
-  lookups: Lookups = lookupsOf(db)
+  lookups: Lookups
 ): Storage.StorageUnit => {
   // `db` only builds statements; every statement runs through the unit's session.
   const { rows, first, write } = statementsOf(session, mode)

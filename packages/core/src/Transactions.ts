@@ -74,7 +74,6 @@ const validateTransfer = Effect.fnUntraced(function*(
     return yield* new AssetMismatch({ accountAssetId: source.assetId, requestedAssetType: input.assetType })
   }
   if (!Account.isActive(source)) return yield* new SourceAccountNotActive({ accountId: source.id, status: source.status })
-  const notFound = new DestinationNotFound({ destinationId: input.destinationId, destinationType: input.destinationType })
   let destinationAddress: string | null
   if (input.destinationType === "internal") {
     if (input.destinationId === source.id) return yield* new SameSourceAndDestination({ accountId: source.id })
@@ -89,7 +88,9 @@ const validateTransfer = Effect.fnUntraced(function*(
     )
     destinationAddress = Option.isSome(eligible) ? eligible.value.address : null
   }
-  if (destinationAddress === null) return yield* notFound
+  if (destinationAddress === null) {
+    return yield* new DestinationNotFound({ destinationId: input.destinationId, destinationType: input.destinationType })
+  }
   return { asset, amount, source, destinationAddress } satisfies ValidatedTransfer
 })
 

@@ -10,7 +10,7 @@
  */
 import { type Account, type Ids, Page, Storage, type Transaction, type WhitelistedAddress } from "@custody-relay/core"
 import { Effect, Option, Schedule } from "effect"
-import { type Compilable, type CompiledQuery, type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
+import { type Compilable, type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
 import * as AccountRow from "./rows/AccountRow.js"
 import * as ApiUserRow from "./rows/ApiUserRow.js"
 import * as ClientRow from "./rows/ClientRow.js"
@@ -18,9 +18,17 @@ import * as IdempotencyRecordRow from "./rows/IdempotencyRecordRow.js"
 import * as LedgerEntryRow from "./rows/LedgerEntryRow.js"
 import * as TransactionRow from "./rows/TransactionRow.js"
 import * as WhitelistedAddressRow from "./rows/WhitelistedAddressRow.js"
-import type { Database, TransactionsTable } from "./schema/Database.js"
+import type {
+  AccountsTable,
+  ApiUsersTable,
+  Database,
+  LedgerEntriesTable,
+  TransactionsTable,
+  WhitelistedAddressesTable
+} from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SqlSession } from "./SqlSession.js"
+import { byColumns, byKey } from "./StatementTemplate.js"
 import * as StorageFailure from "./StorageFailure.js"
 
 export interface SqlStorageOptions {
@@ -144,71 +152,111 @@ const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements =
   }
 })
 
-/**
- * A lookup by one key whose shape never changes, compiled by kysely once and then run with each call's key:
- * compiling costs more than running such a lookup on SQLite. Should kysely ever compile the template to anything
- * but one parameter, it is compiled per call instead.
- */
-const compiledOnce = <K extends string, R>(build: (key: K) => Compilable<R>) => {
-  const placeholder = "\u0000key" as K
-  let template: CompiledQuery<R> | null | undefined
-  return (key: K): Compilable<R> => ({
-    compile() {
-      if (template === undefined) {
-        const compiled = build(placeholder).compile()
-        template = compiled.parameters.length === 1 && compiled.parameters[0] === placeholder ? compiled : null
-      }
-      return template === null ? build(key).compile() : { ...template, parameters: [key] }
-    }
-  })
-}
-
 /** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
 const lookupsOf = (db: Kysely<Database>) => {
   return {
-    client: compiledOnce((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
-    apiUserByKeyId: compiledOnce((keyId: string) => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)),
+    client: byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
+    apiUserByKeyId: byKey((keyId: string) => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)),
     apiUser: [
-      compiledOnce((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id)),
-      compiledOnce((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id).forNoKeyUpdate())
+      byKey((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id)),
+      byKey((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id).forNoKeyUpdate())
     ] as const,
     account: [
-      compiledOnce((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id)),
-      compiledOnce((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id).forNoKeyUpdate())
+      byKey((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id)),
+      byKey((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id).forNoKeyUpdate())
     ] as const,
     whitelistedAddress: [
-      compiledOnce((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id)),
-      compiledOnce((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).forNoKeyUpdate())
+      byKey((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id)),
+      byKey((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).forNoKeyUpdate())
     ] as const,
     transaction: [
-      compiledOnce((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
-      compiledOnce((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
+      byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
+      byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
     ] as const
   }
 }
 
-type Lookups = ReturnType<typeof lookupsOf>
+type Changes<Row extends { readonly id: unknown }> = Partial<Omit<Row, "id">> & Pick<Row, "id">
 
-/** Moves one transaction into (+1) or out of (-1) its counter row (see migration 4). */
-const countTransactionsIn = (db: Kysely<Database>, statements: Statements) =>
-(
-  key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">,
-  delta: 1 | -1
-): Op<number> =>
-  statements.write(
+/** A transaction's counter row (see migration 4) and the step it moves by. */
+interface CountStep extends Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group"> {
+  readonly count: 1 | -1
+  readonly increment: 1 | -1
+}
+
+/** The store's inserts and updates by id, each compiled once per set of columns it writes (see StatementTemplate). */
+const writesOf = (db: Kysely<Database>) => ({
+  insertTransaction: byColumns((row: TransactionsTable) => db.insertInto("transactions").values(row)),
+  insertLedgerEntry: byColumns((row: LedgerEntriesTable) => db.insertInto("ledger_entries").values(row)),
+  countTransactions: byColumns((step: CountStep) =>
     db.insertInto("transaction_counts")
       .values({
-        client_id: key.client_id,
-        source_account_id: key.source_account_id,
-        asset_type: key.asset_type,
-        status_group: key.status_group,
-        count: delta
+        client_id: step.client_id,
+        source_account_id: step.source_account_id,
+        asset_type: step.asset_type,
+        status_group: step.status_group,
+        count: step.count
       })
       .onConflict((oc) =>
         oc.columns(["client_id", "source_account_id", "asset_type", "status_group"])
-          .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", delta) }))
+          .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", step.increment) }))
       )
+  ),
+  updateApiUser: byColumns(({ id, ...changes }: Changes<ApiUsersTable>) => db.updateTable("api_users").set(changes).where("id", "=", id)),
+  updateAccount: byColumns(({ id, ...changes }: Changes<AccountsTable>) => db.updateTable("accounts").set(changes).where("id", "=", id)),
+  updateWhitelistedAddress: byColumns(({ id, ...changes }: Changes<WhitelistedAddressesTable>) =>
+    db.updateTable("whitelisted_addresses").set(changes).where("id", "=", id)
+  ),
+  updateTransaction: byColumns(({ id, ...changes }: Changes<TransactionsTable>) =>
+    db.updateTable("transactions").set(changes).where("id", "=", id)
   )
+})
+
+/** The statements a store compiles once and every unit shares. */
+export interface StoreStatements {
+  readonly lookups: ReturnType<typeof lookupsOf>
+  readonly writes: ReturnType<typeof writesOf>
+}
+
+export const storeStatementsOf = (db: Kysely<Database>): StoreStatements => ({ lookups: lookupsOf(db), writes: writesOf(db) })
+
+/**
+ * The rows a write unit read by id, as it read them. The unit holds them locked (SQLite: the write lock;
+ * PostgreSQL: FOR NO KEY UPDATE), so they are what the database holds until the unit itself writes them. An
+ * update then sets only the columns it changes (`changedColumns`): an index over unchanged columns is left alone,
+ * and so are its pages, which the commit would otherwise write again (a balance update that names every column
+ * rewrites five account indexes). Emptied when each unit of work begins.
+ */
+export class RowsRead {
+  readonly api_users = new Map<string, ApiUsersTable>()
+  readonly accounts = new Map<string, AccountsTable>()
+  readonly whitelisted_addresses = new Map<string, WhitelistedAddressesTable>()
+  readonly transactions = new Map<string, TransactionsTable>()
+  clear(): void {
+    this.api_users.clear()
+    this.accounts.clear()
+    this.whitelisted_addresses.clear()
+    this.transactions.clear()
+  }
+}
+
+/**
+ * What an update of a row to `next` must write: the id and the columns that differ from `before` (the row as this
+ * unit read it), or every column when the unit did not read it or nothing differs.
+ */
+export const changedColumns = <Row extends { readonly id: unknown }>(next: Row, before: object | undefined): Changes<Row> => {
+  if (before === undefined) return next
+  const was = before as Readonly<Record<PropertyKey, unknown>>
+  const changed: Partial<Row> = {}
+  let count = 0
+  for (const column of Object.keys(next) as Array<keyof Row>) {
+    if (next[column] !== was[column]) {
+      changed[column] = next[column]
+      count++
+    }
+  }
+  return count === 0 ? next : { ...changed, id: next.id }
+}
 
 /**
  * The unit's reads and writes over one open transaction (or any kysely handle) in one mode. A unit is made for
@@ -222,14 +270,46 @@ export const makeUnit = (
   session: SqlSession,
   mode: Storage.UnitMode,
   engine: SqlEngine,
-  lookups: Lookups
+  { lookups, writes }: StoreStatements,
+  /** Where a write unit keeps the rows it read (see RowsRead); the caller empties it when a unit of work begins. */
+  read: RowsRead = new RowsRead()
 ): Storage.StorageUnit => {
   // `db` only builds statements; every statement runs through the unit's session.
   const { rows, first, write } = statementsOf(session, mode)
   // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
   const lock = mode === "write" && engine.locksRowsForWrite
   const locking = lock ? 1 : 0
-  const countTransactions = countTransactionsIn(db, { rows, first, write })
+  const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
+    write(writes.countTransactions({
+      client_id: key.client_id,
+      source_account_id: key.source_account_id,
+      asset_type: key.asset_type,
+      status_group: key.status_group,
+      count: delta,
+      increment: delta
+    }))
+  // Only a write unit updates, so only a write unit keeps what it read.
+  const remember = <Row extends { readonly id: string }>(rowsOf: Map<string, Row>) => (row: Row | undefined): Row | undefined => {
+    if (row !== undefined && mode === "write") rowsOf.set(row.id, row)
+    return row
+  }
+  // After an update the kept row is what the unit wrote, so a second update compares with the first.
+  const update = <Next extends { readonly id: string }>(
+    rowsOf: Map<string, object>,
+    next: Next,
+    statement: (changes: NoInfer<Changes<Next>>) => Compilable<unknown>,
+    table: string
+  ): Op<void> => {
+    const before = rowsOf.get(next.id)
+    return Effect.flatMap(write(statement(changedColumns(next, before))), (updated) => {
+      if (updated === 1 && before !== undefined) rowsOf.set(next.id, { ...before, ...next })
+      return expectOneRow(table, next.id)(updated)
+    })
+  }
+  const rememberApiUser = remember(read.api_users)
+  const rememberAccount = remember(read.accounts)
+  const rememberWhitelistedAddress = remember(read.whitelisted_addresses)
+  const rememberTransaction = remember(read.transactions)
 
   return {
     insertClient(client) {
@@ -244,7 +324,7 @@ export const makeUnit = (
     },
     getApiUser(id) {
       return Effect.map(
-        first(lookups.apiUser[locking](id)),
+        Effect.map(first(lookups.apiUser[locking](id)), rememberApiUser),
         optional(ApiUserRow.decode)
       )
     },
@@ -252,8 +332,8 @@ export const makeUnit = (
       return Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode))
     },
     updateApiUser(user) {
-      const { id, created_at: _, ...changes } = ApiUserRow.encode(user)
-      return Effect.flatMap(write(db.updateTable("api_users").set(changes).where("id", "=", id)), expectOneRow("api_users", id))
+      const { created_at: _, ...next } = ApiUserRow.encode(user)
+      return update(read.api_users, next, writes.updateApiUser, "api_users")
     },
 
     insertAccount(account) {
@@ -261,7 +341,7 @@ export const makeUnit = (
     },
     getAccount(id) {
       return Effect.map(
-        first(lookups.account[locking](id)),
+        Effect.map(first(lookups.account[locking](id)), rememberAccount),
         optional(AccountRow.decode)
       )
     },
@@ -281,8 +361,8 @@ export const makeUnit = (
       )
     },
     updateAccount(account) {
-      const { id, client_id: _, created_at: __, ...changes } = AccountRow.encode(account)
-      return Effect.flatMap(write(db.updateTable("accounts").set(changes).where("id", "=", id)), expectOneRow("accounts", id))
+      const { client_id: _, created_at: __, ...next } = AccountRow.encode(account)
+      return update(read.accounts, next, writes.updateAccount, "accounts")
     },
     listAccounts(clientId, filter, request) {
       const where = accountWhere(engine, clientId, filter)
@@ -307,7 +387,7 @@ export const makeUnit = (
     },
     getWhitelistedAddress(id) {
       return Effect.map(
-        first(lookups.whitelistedAddress[locking](id)),
+        Effect.map(first(lookups.whitelistedAddress[locking](id)), rememberWhitelistedAddress),
         optional(WhitelistedAddressRow.decode)
       )
     },
@@ -324,11 +404,8 @@ export const makeUnit = (
       )
     },
     updateWhitelistedAddress(entry) {
-      const { id, client_id: _, created_at: __, ...changes } = WhitelistedAddressRow.encode(entry)
-      return Effect.flatMap(
-        write(db.updateTable("whitelisted_addresses").set(changes).where("id", "=", id)),
-        expectOneRow("whitelisted_addresses", id)
-      )
+      const { client_id: _, created_at: __, ...next } = WhitelistedAddressRow.encode(entry)
+      return update(read.whitelisted_addresses, next, writes.updateWhitelistedAddress, "whitelisted_addresses")
     },
     listWhitelistedAddresses(clientId, filter, request) {
       const where = whitelistWhere(clientId, filter)
@@ -350,27 +427,28 @@ export const makeUnit = (
 
     insertTransaction(tx) {
       const row = TransactionRow.encode(tx)
-      return Effect.andThen(write(db.insertInto("transactions").values(row)), Effect.asVoid(countTransactions(row, 1)))
+      return Effect.andThen(write(writes.insertTransaction(row)), Effect.asVoid(countTransactions(row, 1)))
     },
     getTransaction(id) {
       return Effect.map(
-        first(lookups.transaction[locking](id)),
+        Effect.map(first(lookups.transaction[locking](id)), rememberTransaction),
         optional(TransactionRow.decode)
       )
     },
     updateTransaction(tx) {
       // Client, source, asset and creation never change; the counters are keyed by the first three.
-      const { id, client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...changes } = TransactionRow.encode(tx)
+      const { client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...next } = TransactionRow.encode(tx)
+      const id = next.id
       return Effect.gen(function*() {
-        // Locked even if the unit did not read the row first, so the group it leaves is the one it really leaves.
-        const before = yield* first(
+        // The row as the unit read it, or read now, locked, so the group it leaves is the one it really leaves.
+        const before = read.transactions.get(id) ?? (yield* first(
           db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
             .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate())
-        )
-        yield* Effect.flatMap(write(db.updateTable("transactions").set(changes).where("id", "=", id)), expectOneRow("transactions", id))
-        if (before !== undefined && before.status_group !== changes.status_group) {
+        ))
+        yield* update(read.transactions, next, writes.updateTransaction, "transactions")
+        if (before !== undefined && before.status_group !== next.status_group) {
           yield* countTransactions(before, -1)
-          yield* countTransactions({ ...before, status_group: changes.status_group }, 1)
+          yield* countTransactions({ ...before, status_group: next.status_group }, 1)
         }
       })
     },
@@ -415,7 +493,7 @@ export const makeUnit = (
     },
 
     insertLedgerEntry(entry) {
-      return Effect.asVoid(write(db.insertInto("ledger_entries").values(LedgerEntryRow.encode(entry))))
+      return Effect.asVoid(write(writes.insertLedgerEntry(LedgerEntryRow.encode(entry))))
     },
     listLedgerEntries(accountId) {
       return Effect.map(
@@ -467,18 +545,27 @@ export const make = (
 ): Storage.Storage["Service"] => {
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
-  const lookups = lookupsOf(db)
-  // A SQLite handle reuses one session object, so its two units (read, write) are made once, not per unit of work.
-  const units = new WeakMap<SqlSession, { read?: Storage.StorageUnit; write?: Storage.StorageUnit }>()
+  const statements = storeStatementsOf(db)
+  // A SQLite handle reuses one session object, so its two units (read, write) are made once, not per unit of work;
+  // what a unit read is forgotten when the next unit of work on it begins.
+  type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead }
+  const units = new WeakMap<SqlSession, { read?: Made; write?: Made }>()
   const unitOf = (session: SqlSession, mode: Storage.UnitMode): Storage.StorageUnit => {
     let made = units.get(session)
     if (made === undefined) units.set(session, made = {})
-    return made[mode] ??= makeUnit(db, session, mode, engine, lookups)
+    let unit = made[mode]
+    if (unit === undefined) {
+      const read = new RowsRead()
+      unit = made[mode] = { unit: makeUnit(db, session, mode, engine, statements, read), read }
+    } else {
+      unit.read.clear()
+    }
+    return unit.unit
   }
   const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
       open(mode),
-      (session) => Effect.flatMap(work(unitOf(session, mode)), (value) => Effect.as(session.commit, value)),
+      (session) => Effect.flatMap(Effect.suspend(() => work(unitOf(session, mode))), (value) => Effect.as(session.commit, value)),
       (session) => session.release
     )
   return Storage.Storage.of({

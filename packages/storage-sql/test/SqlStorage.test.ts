@@ -215,6 +215,46 @@ for (const { engine, fresh, name } of engines) {
         assert.isFalse(error.isRetryable)
       }))
 
+    it.live("an update after a read sets only what changed, and a second update in the unit compares with the first", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const storage = SqlStorage.make(db, engine)
+        const client = Records.client()
+        const account = Records.account(client.id, { status: "active", availableBalance: Money.canonical("10") })
+        yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+        // Back to approved, then active again in the same unit: the second update must not be compared with the row as
+        // first read (active), or it would leave the account approved.
+        yield* storage.transaction("write", (unit) =>
+          Effect.gen(function*() {
+            const read = Option.getOrThrow(yield* unit.getAccount(account.id))
+            yield* unit.updateAccount({ ...read, status: "approved", availableBalance: Money.canonical("7") })
+            yield* unit.updateAccount({ ...read, status: "active", availableBalance: Money.canonical("7") })
+          }))
+        const stored = Option.getOrThrow(yield* storage.transaction("read", (unit) => unit.getAccount(account.id)))
+        assert.strictEqual(stored.status, "active")
+        assert.strictEqual(stored.availableBalance, "7")
+      }))
+
+    it.live("what one unit of work read is forgotten by the next, even on the same connection", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const storage = SqlStorage.make(db, engine)
+        const client = Records.client()
+        const account = Records.account(client.id, { status: "active" })
+        yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+        yield* storage.transaction("write", (unit) => unit.getAccount(account.id))
+        // Changed behind the store's back after that unit ended.
+        yield* Effect.promise(() => db.updateTable("accounts").set({ status: "approved" }).where("id", "=", account.id).execute())
+        // A unit that writes the account without reading it must write every column, not compare with a stale read.
+        yield* storage.transaction("write", (unit) =>
+          unit.updateAccount({ ...account, status: "active", availableBalance: Money.canonical("5") }))
+        const stored = Option.getOrThrow(yield* storage.transaction("read", (unit) => unit.getAccount(account.id)))
+        assert.strictEqual(stored.status, "active")
+        assert.strictEqual(stored.availableBalance, "5")
+      }))
+
     it.live("two nodes on one database share the rate limiter's count", () =>
       Effect.gen(function*() {
         const { db, reopen } = yield* fresh
@@ -337,5 +377,34 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
         assert.match(details, /USING INDEX|USING COVERING INDEX/, `${query.sql}: ${details}`)
         assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
       }
+    }))
+})
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: an update names only the columns it changes (SQLite trigger)", () => {
+  it.live("a balance update after a read leaves the indexed columns out of its SET, so their indexes are not rewritten", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "narrow.db")
+      const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
+      yield* Effect.promise(() => migrateToLatest(db))
+      // `UPDATE OF column` fires only when the statement's SET names the column, whatever its value.
+      yield* Effect.promise(async () => {
+        await sql`create table named_columns (name text)`.execute(db)
+        for (const column of ["name", "workspace", "role", "asset_id", "status", "available_balance"]) {
+          await sql.raw(`create trigger named_${column} after update of ${column} on accounts begin insert into named_columns values ('${column}'); end`).execute(db)
+        }
+      })
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const client = Records.client()
+      const account = Records.account(client.id, { availableBalance: Money.canonical("10") })
+      yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+      const named = () => Effect.promise(() => db.selectFrom("named_columns" as "accounts").select("name").execute())
+      yield* storage.transaction("write", (unit) =>
+        Effect.flatMap(unit.getAccount(account.id), (read) =>
+          unit.updateAccount({ ...Option.getOrThrow(read), availableBalance: Money.canonical("4") })))
+      assert.deepStrictEqual((yield* named()).map((row) => row.name), ["available_balance"])
+      // Without a read in the unit, every column is written.
+      yield* Effect.promise(() => sql`delete from named_columns`.execute(db))
+      yield* storage.transaction("write", (unit) => unit.updateAccount({ ...account, availableBalance: Money.canonical("3") }))
+      assert.sameMembers((yield* named()).map((row) => row.name), ["name", "workspace", "role", "asset_id", "status", "available_balance"])
     }))
 })

@@ -1,0 +1,114 @@
+/**
+ * Statements compiled once per column set (StatementTemplate) compile to exactly what kysely compiles per call:
+ * the same SQL and the same parameters in the same order, on both engines' compilers, for any set of columns and
+ * any values; and a statement whose values kysely would not bind one-for-one is compiled per call.
+ */
+import { describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
+import { assert } from "vitest"
+import type { AccountsTable, Database, TransactionsTable } from "../src/schema/Database.js"
+import { byColumns, byKey } from "../src/StatementTemplate.js"
+
+const compilersOnly = (dialect: "sqlite" | "postgres") =>
+  new Kysely<Database>({
+    dialect: dialect === "sqlite"
+      ? {
+        createAdapter: () => new SqliteAdapter(),
+        createDriver: () => new DummyDriver(),
+        createIntrospector: (db) => new SqliteIntrospector(db),
+        createQueryCompiler: () => new SqliteQueryCompiler()
+      }
+      : {
+        createAdapter: () => new PostgresAdapter(),
+        createDriver: () => new DummyDriver(),
+        createIntrospector: (db) => new PostgresIntrospector(db),
+        createQueryCompiler: () => new PostgresQueryCompiler()
+      }
+  })
+
+const accountColumns = [
+  "name", "name_folded", "description", "workspace", "role", "asset_id", "asset_id_folded", "chain_type", "address",
+  "address_folded", "status", "available_balance", "required_approvals", "updated_at"
+] as const
+
+// Values of every kind a row holds, including ones that look like the template's own markers.
+const value = fc.oneof(fc.string(), fc.constant("\u0000name"), fc.integer(), fc.constant(null), fc.constant(undefined))
+
+const changes = fc.record({
+  id: fc.uuid(),
+  values: fc.dictionary(fc.constantFrom(...accountColumns), value, { minKeys: 1 })
+})
+
+describe("StatementTemplate", () => {
+  for (const dialect of ["sqlite", "postgres"] as const) {
+    const db = compilersOnly(dialect)
+    type Update = Partial<AccountsTable> & Pick<AccountsTable, "id">
+    const build = ({ id, ...set }: Update) => db.updateTable("accounts").set(set).where("id", "=", id)
+
+    it(`${dialect}: an update compiled once per column set is what kysely compiles per call`, () => {
+      const update = byColumns(build)
+      fc.assert(
+        fc.property(changes, ({ id, values }) => {
+          const row = { ...values, id } as Update
+          // Every value undefined leaves nothing to set: kysely refuses that either way.
+          if (Object.keys(values).every((column) => (values as Record<string, unknown>)[column] === undefined)) return
+          const once = update(row).compile()
+          const each = build(row).compile()
+          assert.strictEqual(once.sql, each.sql)
+          assert.deepStrictEqual(once.parameters, each.parameters)
+        }),
+        { numRuns: 500 }
+      )
+    })
+
+    it(`${dialect}: an insert of a whole row is what kysely compiles per call`, () => {
+      const insertRow = (row: TransactionsTable) => db.insertInto("transactions").values(row)
+      const insert = byColumns(insertRow)
+      fc.assert(
+        fc.property(fc.uuid(), fc.string(), fc.integer(), fc.option(fc.string()), (id, text, count, maybe) => {
+          const row = {
+            id, client_id: text, source_account_id: id, destination_id: text, destination_type: "external",
+            destination_address: text, amount: "1.5", asset_type: "BTC", network_fee: "0.0001", fee_asset_id: "BTC",
+            reserved: "1.5001", status: "SUBMITTED", status_group: "pending", sub_status: maybe, required_approvals: count,
+            created_by_api_user_id: id, created_by_name: text, decisions: "[]", provider_transaction_id: maybe,
+            approved_at: null, provider_approved_at: null, created_at: text, updated_at: text
+          } as unknown as TransactionsTable
+          const once = insert(row).compile()
+          const each = insertRow(row).compile()
+          assert.strictEqual(once.sql, each.sql)
+          assert.deepStrictEqual(once.parameters, each.parameters)
+        }),
+        { numRuns: 200 }
+      )
+    })
+
+    it(`${dialect}: a value bound twice is compiled per call, never from a template`, () => {
+      let built = 0
+      const twice = byColumns((row: { readonly id: string; readonly name: string }) => {
+        built++
+        return db.updateTable("accounts").set({ name: row.name, name_folded: row.name }).where("id", "=", row.id as AccountsTable["id"])
+      })
+      const first = twice({ id: "a", name: "x" }).compile()
+      const second = twice({ id: "b", name: "y" }).compile()
+      assert.deepStrictEqual(first.parameters, ["x", "x", "a"])
+      assert.deepStrictEqual(second.parameters, ["y", "y", "b"])
+      // One template attempt, then one build per call.
+      assert.strictEqual(built, 3)
+    })
+
+    it(`${dialect}: a lookup by key is compiled once and run with each key`, () => {
+      let built = 0
+      const lookup = byKey((id: AccountsTable["id"]) => {
+        built++
+        return db.selectFrom("accounts").selectAll().where("id", "=", id)
+      })
+      for (const id of ["a", "b", "\u0000key"] as Array<AccountsTable["id"]>) {
+        const compiled = lookup(id).compile()
+        assert.deepStrictEqual(compiled.parameters, [id])
+        assert.strictEqual(compiled.sql, db.selectFrom("accounts").selectAll().where("id", "=", id).compile().sql)
+      }
+      assert.strictEqual(built, 1)
+    })
+  }
+})

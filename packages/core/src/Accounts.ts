@@ -8,6 +8,7 @@ import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import { AccountId, Ids, isUuid, LedgerEntryId } from "./Ids.js"
 import * as Money from "./Money.js"
+import { operation } from "./Operation.js"
 import * as Page from "./Page.js"
 import { authorize, type ClientPrincipal, type Principal, requireOwned } from "./Principal.js"
 import * as Rates from "./Rates.js"
@@ -37,7 +38,7 @@ const step = (account: Account.Account, event: Account.AccountEvent, action: str
     Effect.mapError(() => new TransitionNotAllowed({ entity: "account", id: account.id, status: account.status, action }))
   )
 
-export const list = Effect.fn("Accounts.list")(function*(
+export const list = operation("Accounts.list")(function*(
   principal: Principal,
   filter: Account.AccountFilter,
   page: Page.PageRequest
@@ -48,14 +49,14 @@ export const list = Effect.fn("Accounts.list")(function*(
   return Page.envelope({ items, total: found.total }, page)
 })
 
-export const get = Effect.fn("Accounts.get")(function*(principal: Principal, id: string) {
+export const get = operation("Accounts.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "accounts.get")
   yield* requireUuid("id", id)
   const account = yield* Storage.run("read", (unit) => findOwned(unit, caller, id))
   return yield* toView(account)
 })
 
-export const create = Effect.fn("Accounts.create")(function*(principal: Principal, input: Account.CreateAccountInput) {
+export const create = operation("Accounts.create")(function*(principal: Principal, input: Account.CreateAccountInput) {
   const caller = yield* authorize(principal, "accounts.create")
   const asset = yield* requireAsset(input.assetId)
   const config = yield* RelayConfig
@@ -99,9 +100,9 @@ const activateIn = Effect.fnUntraced(function*(unit: Storage.StorageUnit, accoun
   return activated
 })
 
-const decide = (operation: "accounts.approve" | "accounts.reject", event: "approve" | "reject") =>
-  Effect.fn(`Accounts.${event}`)(function*(principal: Principal, input: Account.AccountDecisionInput) {
-    const caller = yield* authorize(principal, operation)
+const decide = (action: "accounts.approve" | "accounts.reject", event: "approve" | "reject") =>
+  operation(`Accounts.${event}`)(function*(principal: Principal, input: Account.AccountDecisionInput) {
+    const caller = yield* authorize(principal, action)
     yield* requireUuid("accountId", input.accountId)
     const config = yield* RelayConfig
     return yield* Storage.run("write", (unit) =>
@@ -120,7 +121,7 @@ export const approve = decide("accounts.approve", "approve")
 export const reject = decide("accounts.reject", "reject")
 
 /** Provider step: activates an approved account. An account that is already active is answered as it is. */
-export const activate = Effect.fn("Accounts.activate")(function*(accountId: string) {
+export const activate = operation("Accounts.activate")(function*(accountId: string) {
   yield* requireUuid("accountId", accountId)
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
@@ -130,7 +131,7 @@ export const activate = Effect.fn("Accounts.activate")(function*(accountId: stri
 })
 
 /** Provider step: a deposit arrived at an active account's address. Credits the balance and records it. */
-export const deposit = Effect.fn("Accounts.deposit")(function*(accountId: string, amount: string) {
+export const deposit = operation("Accounts.deposit")(function*(accountId: string, amount: string) {
   yield* requireUuid("accountId", accountId)
   const entryId = LedgerEntryId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
@@ -166,7 +167,7 @@ export const deposit = Effect.fn("Accounts.deposit")(function*(accountId: string
 })
 
 /** Administration: how many distinct approvers a transaction from this account needs (0 to 10). */
-export const setApprovalPolicy = Effect.fn("Accounts.setApprovalPolicy")(function*(
+export const setApprovalPolicy = operation("Accounts.setApprovalPolicy")(function*(
   accountId: string,
   requiredApprovals: number
 ) {
@@ -184,7 +185,7 @@ export const setApprovalPolicy = Effect.fn("Accounts.setApprovalPolicy")(functio
 })
 
 /** The account as stored, for administration and tests: no client scope. */
-export const inspect = Effect.fn("Accounts.inspect")(function*(accountId: string) {
+export const inspect = operation("Accounts.inspect")(function*(accountId: string) {
   yield* requireUuid("accountId", accountId)
   return yield* Storage.run("read", (unit) => findAny(unit, accountId))
 })

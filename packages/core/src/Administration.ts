@@ -8,12 +8,13 @@ import { requireUuid } from "./Accounts.js"
 import * as ApiUser from "./ApiUser.js"
 import type { Client } from "./Client.js"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
+import { operation } from "./Operation.js"
 import type { Permission } from "./Permission.js"
 import { NotFound } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 
-export const createClient = Effect.fn("Administration.createClient")(function*(name?: string) {
+export const createClient = operation("Administration.createClient")(function*(name?: string) {
   const id = ClientId.make(yield* (yield* Ids).next)
   const client: Client = { id, name: name ?? `client-${id.slice(-12)}`, createdAt: yield* Timestamp.now }
   yield* Storage.run("write", (unit) => unit.insertClient(client))
@@ -29,7 +30,7 @@ export interface NewApiUser {
 }
 
 /** Creates an API user and returns its credential: the only time the secret exists outside the caller's hands. */
-export const createApiUser = Effect.fn("Administration.createApiUser")(function*(input: NewApiUser) {
+export const createApiUser = operation("Administration.createApiUser")(function*(input: NewApiUser) {
   if (input.clientId !== null) yield* requireUuid("clientId", input.clientId)
   const id = ApiUserId.make(yield* (yield* Ids).next)
   const credential = yield* ApiUser.generateCredential
@@ -70,12 +71,12 @@ const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestam
   })
 
 /** Revokes a credential: from the next request on it is refused with 401. Revoking twice changes nothing. */
-export const revokeApiUser = Effect.fn("Administration.revokeApiUser")((id: string) =>
+export const revokeApiUser = operation("Administration.revokeApiUser")((id: string) =>
   updateApiUser(id, (user, now) => (user.revokedAt === null ? { ...user, revokedAt: now, updatedAt: now } : user))
 )
 
 /** Replaces an API user's permissions; the next request already sees them (AUTH-PERM-2). */
-export const setPermissions = Effect.fn("Administration.setPermissions")(
+export const setPermissions = operation("Administration.setPermissions")(
   (id: string, permissions: ReadonlyArray<Permission>) =>
     updateApiUser(id, (user, now) => ({ ...user, permissions: [...new Set(permissions)], updatedAt: now }))
 )

@@ -7,6 +7,7 @@ import { Effect, Option } from "effect"
 import { requireUuid } from "./Accounts.js"
 import { AccountId } from "./Ids.js"
 import * as Money from "./Money.js"
+import { operation } from "./Operation.js"
 import { NotFound } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 
@@ -20,7 +21,7 @@ export interface AccountReconciliation {
   readonly consistent: boolean
 }
 
-export const reconcileAccount = Effect.fn("Reconciliation.reconcileAccount")(function*(accountId: string) {
+export const reconcileAccount = operation("Reconciliation.reconcileAccount")(function*(accountId: string) {
   yield* requireUuid("accountId", accountId)
   return yield* Storage.run("read", (unit) =>
     Effect.gen(function*() {

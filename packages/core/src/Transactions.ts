@@ -12,6 +12,7 @@ import { CustodyProvider } from "./CustodyProvider.js"
 import * as FeeEstimate from "./FeeEstimate.js"
 import { AccountId, Ids, LedgerEntryId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import * as Money from "./Money.js"
+import { operation } from "./Operation.js"
 import * as Page from "./Page.js"
 import { authorize, type ClientPrincipal, owns, type Principal, requireOwned } from "./Principal.js"
 import {
@@ -171,7 +172,7 @@ const applyEvent = Effect.fnUntraced(function*(
   return next
 })
 
-export const list = Effect.fn("Transactions.list")(function*(
+export const list = operation("Transactions.list")(function*(
   principal: Principal,
   filter: Transaction.TransactionFilter,
   page: Page.PageRequest
@@ -181,20 +182,20 @@ export const list = Effect.fn("Transactions.list")(function*(
   return Page.envelope({ items: found.items.map(Transaction.toListItem), total: found.total }, page)
 })
 
-export const get = Effect.fn("Transactions.get")(function*(principal: Principal, id: string) {
+export const get = operation("Transactions.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "transactions.get")
   yield* requireUuid("id", id)
   return Transaction.toDetail(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
 })
 
-export const status = Effect.fn("Transactions.status")(function*(principal: Principal, id: string) {
+export const status = operation("Transactions.status")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "transactions.status")
   yield* requireUuid("id", id)
   return Transaction.toStatusView(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
 })
 
 /** Estimates the network fee after exactly initiate's validation; stores nothing (TXN-FEE-1, TXN-FEE-2). */
-export const calculateFee = Effect.fn("Transactions.calculateFee")(function*(
+export const calculateFee = operation("Transactions.calculateFee")(function*(
   principal: Principal,
   input: Transaction.TransferInput
 ) {
@@ -209,7 +210,7 @@ export const calculateFee = Effect.fn("Transactions.calculateFee")(function*(
  * the source and stores the transaction, all in one unit of work, so concurrent initiations can never spend one
  * balance twice. It enters the source's approval workflow (TXN-INIT-2).
  */
-export const initiate = Effect.fn("Transactions.initiate")(function*(
+export const initiate = operation("Transactions.initiate")(function*(
   principal: Principal,
   input: Transaction.TransferInput
 ) {
@@ -268,7 +269,7 @@ export const initiate = Effect.fn("Transactions.initiate")(function*(
  * "Approve transaction"; the initiator never counts toward its own quorum; one rejection ends it.
  */
 const decide = (decision: "approve" | "reject") =>
-  Effect.fn(`Transactions.${decision}`)(function*(principal: Principal, id: string) {
+  operation(`Transactions.${decision}`)(function*(principal: Principal, id: string) {
     const caller = yield* authorize(principal, decision === "approve" ? "transactions.approve" : "transactions.reject")
     yield* requireUuid("id", id)
     const now = yield* Timestamp.now
@@ -302,7 +303,7 @@ export const reject = decide("reject")
 export type ProviderEvent = "providerApprove" | "providerReject" | "broadcast" | "confirm" | "fail"
 
 /** The custody provider reports progress on a transaction it was given (or fails one it holds). */
-export const applyProviderEvent = Effect.fn("Transactions.applyProviderEvent")(function*(
+export const applyProviderEvent = operation("Transactions.applyProviderEvent")(function*(
   id: string,
   event: ProviderEvent,
   subStatus?: string
@@ -321,7 +322,7 @@ export const applyProviderEvent = Effect.fn("Transactions.applyProviderEvent")(f
 })
 
 /** Withdraws a transaction before broadcast (administration); its reservation is released. */
-export const cancel = Effect.fn("Transactions.cancel")(function*(id: string) {
+export const cancel = operation("Transactions.cancel")(function*(id: string) {
   yield* requireUuid("id", id)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
@@ -345,7 +346,7 @@ const towardCompletion: Partial<Record<Transaction.TransactionStatus, Transactio
  * then the provider's steps) or to FAILED, in one unit of work. For simulations and the test control protocol.
  * A transaction that is no longer pending is refused (TransitionNotAllowed).
  */
-export const advanceTo = Effect.fn("Transactions.advanceTo")(function*(id: string, target: "completed" | "failed") {
+export const advanceTo = operation("Transactions.advanceTo")(function*(id: string, target: "completed" | "failed") {
   yield* requireUuid("id", id)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
@@ -367,7 +368,7 @@ export const advanceTo = Effect.fn("Transactions.advanceTo")(function*(id: strin
 })
 
 /** The transaction as stored, for administration and tests: no client scope. */
-export const inspect = Effect.fn("Transactions.inspect")(function*(id: string) {
+export const inspect = operation("Transactions.inspect")(function*(id: string) {
   yield* requireUuid("id", id)
   return yield* Storage.run("read", (unit) => findAny(unit, id))
 })

@@ -8,6 +8,7 @@ import { requireUuid } from "./Accounts.js"
 import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import { Ids, WhitelistedAddressId } from "./Ids.js"
+import { operation } from "./Operation.js"
 import * as Page from "./Page.js"
 import { authorize, type Principal, requireOwned } from "./Principal.js"
 import { DuplicateWhitelistedAddress, InvalidAddress, NotFound, TransitionNotAllowed } from "./RelayError.js"
@@ -19,7 +20,7 @@ import * as WhitelistedAddress from "./WhitelistedAddress.js"
 const findAny = (unit: Storage.StorageUnit, id: string) =>
   Effect.flatMap(unit.getWhitelistedAddress(WhitelistedAddressId.make(id)), NotFound.unlessFound("whitelisted_address", id))
 
-export const create = Effect.fn("WhitelistedAddresses.create")(function*(
+export const create = operation("WhitelistedAddresses.create")(function*(
   principal: Principal,
   input: WhitelistedAddress.CreateWhitelistedAddressInput
 ) {
@@ -51,7 +52,7 @@ export const create = Effect.fn("WhitelistedAddresses.create")(function*(
     }))
 })
 
-export const list = Effect.fn("WhitelistedAddresses.list")(function*(
+export const list = operation("WhitelistedAddresses.list")(function*(
   principal: Principal,
   filter: WhitelistedAddress.WhitelistFilter,
   page: Page.PageRequest
@@ -61,7 +62,7 @@ export const list = Effect.fn("WhitelistedAddresses.list")(function*(
   return Page.envelope({ items: found.items.map(WhitelistedAddress.toView), total: found.total }, page)
 })
 
-export const get = Effect.fn("WhitelistedAddresses.get")(function*(principal: Principal, id: string) {
+export const get = operation("WhitelistedAddresses.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "whitelistedAddresses.get")
   yield* requireUuid("id", id)
   const entry = yield* Storage.run("read", (unit) =>
@@ -73,7 +74,7 @@ export const get = Effect.fn("WhitelistedAddresses.get")(function*(principal: Pr
 })
 
 /** Applies one step of the address-book workflow; a step the table does not allow is refused and changes nothing. */
-export const transition = Effect.fn("WhitelistedAddresses.transition")(function*(
+export const transition = operation("WhitelistedAddresses.transition")(function*(
   id: string,
   event: WhitelistedAddress.WhitelistEvent
 ) {

@@ -45,8 +45,9 @@ export interface HandlerOptions<E = never> {
   readonly logger?: Logger.Logger<unknown, unknown>
   readonly logLevel?: LogLevel.LogLevel
   /**
-   * Register Effect spans (the core's operations are `Effect.fn` spans). Off by default: without an exporter
-   * installed they cost allocations on every request and tell no one anything. Turn on with a tracer layer.
+   * Register Effect spans (each core operation is a span, see core's Operation.ts). Off by default: without an
+   * exporter installed they cost a stack capture and allocations on every call and tell no one anything. Turn on
+   * with a tracer layer.
    */
   readonly tracing?: boolean
   /** Mounts the test control protocol at /__control, guarded by this token. Never set it in production. */

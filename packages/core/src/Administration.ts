@@ -71,12 +71,13 @@ const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestam
   })
 
 /** Revokes a credential: from the next request on it is refused with 401. Revoking twice changes nothing. */
-export const revokeApiUser = operation("Administration.revokeApiUser")((id: string) =>
-  updateApiUser(id, (user, now) => (user.revokedAt === null ? { ...user, revokedAt: now, updatedAt: now } : user))
-)
+export const revokeApiUser = operation("Administration.revokeApiUser")(function*(id: string) {
+  return yield* updateApiUser(id, (user, now) => (user.revokedAt === null ? { ...user, revokedAt: now, updatedAt: now } : user))
+})
 
 /** Replaces an API user's permissions; the next request already sees them (AUTH-PERM-2). */
 export const setPermissions = operation("Administration.setPermissions")(
-  (id: string, permissions: ReadonlyArray<Permission>) =>
-    updateApiUser(id, (user, now) => ({ ...user, permissions: [...new Set(permissions)], updatedAt: now }))
+  function*(id: string, permissions: ReadonlyArray<Permission>) {
+    return yield* updateApiUser(id, (user, now) => ({ ...user, permissions: [...new Set(permissions)], updatedAt: now }))
+  }
 )

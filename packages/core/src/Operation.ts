@@ -10,13 +10,24 @@ import { Effect, References } from "effect"
 type Made = (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown, unknown>
 type Maker = (body: unknown, ...pipeables: ReadonlyArray<unknown>) => Made
 
+type Pipeable = (effect: Effect.Effect<unknown, unknown, unknown>, ...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown, unknown>
+
+const isGeneratorFunction = (body: unknown): boolean =>
+  typeof body === "function" && body.constructor.name === "GeneratorFunction"
+
+// `Effect.fn` also takes a body that returns an Effect; `Effect.fnUntraced` takes only a generator.
+const returningEffect = (body: unknown, pipeables: ReadonlyArray<unknown>): Made => {
+  const run = body as Made
+  return (...args) => (pipeables as ReadonlyArray<Pipeable>).reduce((effect, pipeable) => pipeable(effect, ...args), Effect.suspend(() => run(...args)))
+}
+
 /** `Effect.fn(name)`, with the span and stack capture only while a tracer is enabled. */
 export const operation = (name: string): Effect.fn.Traced => {
   const traced = Effect.fn(name) as unknown as Maker
   const untraced = Effect.fnUntraced as unknown as Maker
   const make: Maker = (body, ...pipeables) => {
     const withSpan = traced(body, ...pipeables)
-    const withoutSpan = untraced(body, ...pipeables)
+    const withoutSpan = isGeneratorFunction(body) ? untraced(body, ...pipeables) : returningEffect(body, pipeables)
     return (...args) => Effect.withFiber((fiber) => (fiber.getRef(References.TracerEnabled) ? withSpan(...args) : withoutSpan(...args)))
   }
   return make as unknown as Effect.fn.Traced

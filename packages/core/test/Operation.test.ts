@@ -44,6 +44,17 @@ describe("Operation", () => {
       assert.deepStrictEqual(failedOff.exit, Exit.succeed("negative"))
     }))
 
+  it.effect("an operation whose body returns an Effect (not a generator) runs the same, traced or not", () =>
+    Effect.gen(function*() {
+      const triple = operation("Test.triple")((n: number) => Effect.succeed(n * 3))
+      const on = yield* spansOf(triple(5), true)
+      const off = yield* spansOf(triple(5), false)
+      assert.deepStrictEqual(on.names, ["Test.triple"])
+      assert.deepStrictEqual(off.names, [])
+      assert.deepStrictEqual(on.exit, Exit.succeed(15))
+      assert.deepStrictEqual(off.exit, Exit.succeed(15))
+    }))
+
   it.effect("the domain's operations are such spans: Accounts.get", () =>
     Effect.gen(function*() {
       const principal = yield* principalOf(yield* newClient)

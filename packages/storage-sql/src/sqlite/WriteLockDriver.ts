@@ -24,9 +24,11 @@ type AbortableOptions = Parameters<Driver["init"]>[0]
 export class WriteLockDriver implements Driver {
   readonly #inner: Driver
   readonly #gate: ConnectionGate
-  constructor(inner: Driver, gate: ConnectionGate) {
+  readonly #beforeDestroy: () => Promise<void>
+  constructor(inner: Driver, gate: ConnectionGate, beforeDestroy: () => Promise<void> = () => Promise.resolve()) {
     this.#inner = inner
     this.#gate = gate
+    this.#beforeDestroy = beforeDestroy
   }
   init(options?: AbortableOptions): Promise<void> {
     return this.#inner.init(options)
@@ -65,19 +67,25 @@ export class WriteLockDriver implements Driver {
       this.#gate.give()
     }
   }
-  destroy(options?: AbortableOptions): Promise<void> {
-    return this.#inner.destroy(options)
+  async destroy(options?: AbortableOptions): Promise<void> {
+    await this.#beforeDestroy()
+    await this.#inner.destroy(options)
   }
 }
 
-/** `SqliteDialect` whose driver is wrapped in {@link WriteLockDriver}. */
+/**
+ * `SqliteDialect` whose driver is wrapped in {@link WriteLockDriver}; `beforeDestroy` runs before the connection
+ * closes (the checkpoint worker stops first, see Checkpointer).
+ */
 export class WriteLockSqliteDialect extends SqliteDialect {
   readonly #gate: ConnectionGate
-  constructor(config: SqliteDialectConfig, gate: ConnectionGate) {
+  readonly #beforeDestroy: (() => Promise<void>) | undefined
+  constructor(config: SqliteDialectConfig, gate: ConnectionGate, beforeDestroy?: () => Promise<void>) {
     super(config)
     this.#gate = gate
+    this.#beforeDestroy = beforeDestroy
   }
   override createDriver(): Driver {
-    return new WriteLockDriver(super.createDriver(), this.#gate)
+    return new WriteLockDriver(super.createDriver(), this.#gate, this.#beforeDestroy)
   }
 }

@@ -6,6 +6,7 @@
  *   drop the last commits, never corrupt the file.
  * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
  * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
+ * - WAL checkpoints run on a worker thread, off the request path (see Checkpointer); a file database only.
  * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache); units of
  * work run straight on the connection, synchronously (see SqliteSession). better-sqlite3 is loaded when the layer
  * is built, so a PostgreSQL-only application need not install it.
@@ -16,6 +17,7 @@ import type { Layer } from "effect"
 import type { Database } from "../schema/Database.js"
 import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
+import * as Checkpointer from "./Checkpointer.js"
 import { ConnectionGate } from "./ConnectionGate.js"
 import { SqliteEngine } from "./SqliteEngine.js"
 import * as SqliteSession from "./SqliteSession.js"
@@ -27,6 +29,11 @@ export interface SqliteOptions extends SqlStorageOptions {
   readonly filename: string
   /** How long a write waits for another connection's write lock, in milliseconds; default 5000. */
   readonly busyTimeoutMillis?: number
+  /**
+   * How often the worker thread checkpoints the WAL, in milliseconds; default 100. 0 leaves checkpoints to SQLite
+   * (inside the commit that passes 1000 pages of log), as a plain better-sqlite3 connection does.
+   */
+  readonly checkpointIntervalMillis?: number
 }
 
 export const DEFAULT_BUSY_TIMEOUT_MILLIS = 5_000
@@ -34,22 +41,30 @@ export const DEFAULT_BUSY_TIMEOUT_MILLIS = 5_000
 /** Opens and configures the file; exported for tools and tests that need the kysely instance itself. */
 export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Database>> => {
   const { default: BetterSqlite3 } = await import("better-sqlite3")
-  const database = new BetterSqlite3(options.filename, { timeout: options.busyTimeoutMillis ?? DEFAULT_BUSY_TIMEOUT_MILLIS })
+  const busyTimeoutMillis = options.busyTimeoutMillis ?? DEFAULT_BUSY_TIMEOUT_MILLIS
+  const database = new BetterSqlite3(options.filename, { timeout: busyTimeoutMillis })
+  const intervalMillis = options.checkpointIntervalMillis ?? Checkpointer.DEFAULT_CHECKPOINT_INTERVAL_MILLIS
+  const inFile = options.filename !== ":memory:" && options.filename !== "" && intervalMillis > 0
   try {
     database.pragma("journal_mode = WAL")
     database.pragma("synchronous = NORMAL")
     database.pragma("foreign_keys = ON")
+    if (inFile) database.pragma(`wal_autocheckpoint = ${Checkpointer.FALLBACK_AUTOCHECKPOINT_PAGES}`)
   } catch (error) {
     database.close()
     throw error
   }
+  const checkpointer = inFile ? Checkpointer.startCheckpointer({ filename: options.filename, intervalMillis, busyTimeoutMillis }) : undefined
   const handle: SqliteSession.SqliteHandle = {
     database: withStatementCache(database),
     inTransaction: () => database.inTransaction,
     gate: new ConnectionGate()
   }
-  const db = new Kysely<Database>({ dialect: new WriteLockSqliteDialect({ database: handle.database }, handle.gate) })
+  const db = new Kysely<Database>({
+    dialect: new WriteLockSqliteDialect({ database: handle.database }, handle.gate, checkpointer?.stop)
+  })
   SqliteSession.register(db, handle)
+  if (checkpointer !== undefined) Checkpointer.register(db, checkpointer)
   return db
 }
 

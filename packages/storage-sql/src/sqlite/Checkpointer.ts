@@ -1,0 +1,107 @@
+/**
+ * WAL checkpoints off the request path. In WAL mode every commit appends its pages to the -wal file, and SQLite
+ * copies them back into the database file (a checkpoint, with an fsync) once the log passes 1000 pages, inside
+ * whichever commit crossed the line: that commit, and the request waiting on it, pays a few milliseconds, about
+ * 30 µs per write unit on average (measured, docs/benchmarks.md). Here a worker thread with its own connection
+ * runs a PASSIVE checkpoint (it never blocks readers or the writer) every interval instead, on another core.
+ *
+ * The store's connection keeps an automatic checkpoint at a higher mark (FALLBACK_AUTOCHECKPOINT_PAGES), so
+ * should the worker stall or die the log still stays bounded. Durability does not change: a commit is in the
+ * log before it returns, and a checkpoint only moves committed pages.
+ */
+import { createRequire } from "node:module"
+import { Worker } from "node:worker_threads"
+import type { Kysely } from "kysely"
+
+export const DEFAULT_CHECKPOINT_INTERVAL_MILLIS = 100
+
+/** The store's own automatic checkpoint while the worker runs: ten times SQLite's default of 1000 pages. */
+export const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000
+
+/** What one PASSIVE checkpoint did: frames in the log and frames now copied into the database file. */
+export interface CheckpointResult {
+  readonly log: number
+  readonly checkpointed: number
+}
+
+export interface Checkpointer {
+  /** Checkpoints the worker has run that copied at least one frame. */
+  readonly copied: () => number
+  readonly last: () => CheckpointResult | undefined
+  /** Runs a last checkpoint, closes the worker's connection and ends the thread. */
+  readonly stop: () => Promise<void>
+}
+
+// Plain CommonJS, evaluated in the worker: the driver's path comes from the parent, so bundling never moves it.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads")
+const Database = require(workerData.driver)
+const db = new Database(workerData.filename, { fileMustExist: true, timeout: workerData.busyTimeoutMillis })
+const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)")
+const run = () => {
+  try {
+    const [result] = checkpoint.all()
+    if (result.checkpointed > 0) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed })
+  } catch {
+    // Busy or locked: the next interval tries again; the store's fallback bounds the log meanwhile.
+  }
+}
+const timer = setInterval(run, workerData.intervalMillis)
+parentPort.on("message", (message) => {
+  if (message !== "stop") return
+  clearInterval(timer)
+  run()
+  db.close()
+  parentPort.postMessage("stopped")
+})
+`
+
+export const startCheckpointer = (options: {
+  readonly filename: string
+  readonly intervalMillis: number
+  readonly busyTimeoutMillis: number
+}): Checkpointer => {
+  const driver = createRequire(import.meta.url).resolve("better-sqlite3")
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { driver, filename: options.filename, intervalMillis: options.intervalMillis, busyTimeoutMillis: options.busyTimeoutMillis }
+  })
+  // The thread must not keep a process alive that is otherwise done.
+  worker.unref()
+  let copied = 0
+  let last: CheckpointResult | undefined
+  let stopped: Promise<void> | undefined
+  const finished = new Promise<void>((resolve) => {
+    worker.once("exit", () => resolve())
+    worker.once("error", () => resolve())
+  })
+  worker.on("message", (message: CheckpointResult | "stopped") => {
+    if (message === "stopped") {
+      void worker.terminate()
+      return
+    }
+    copied++
+    last = message
+  })
+  return {
+    copied: () => copied,
+    last: () => last,
+    stop: () => {
+      stopped ??= (() => {
+        worker.postMessage("stop")
+        return finished
+      })()
+      return stopped
+    }
+  }
+}
+
+// Which kysely instance a worker serves, for tools and tests that want its counts (openSqlite fills it).
+const running = new WeakMap<Kysely<never>, Checkpointer>()
+
+export const register = <D>(db: Kysely<D>, checkpointer: Checkpointer): void => {
+  running.set(db as unknown as Kysely<never>, checkpointer)
+}
+
+/** The checkpoint worker serving `db`, if it has one (a SQLite file opened by openSqlite). */
+export const checkpointerOf = <D>(db: Kysely<D>): Checkpointer | undefined => running.get(db as unknown as Kysely<never>)

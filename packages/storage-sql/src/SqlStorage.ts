@@ -557,7 +557,8 @@ export const make = (
     if (unit === undefined) {
       const read = new RowsRead()
       unit = made[mode] = { unit: makeUnit(db, session, mode, engine, statements, read), read }
-    } else {
+    } else if (mode === "write") {
+      // Only a write unit keeps what it read.
       unit.read.clear()
     }
     return unit.unit

@@ -17,7 +17,7 @@ import {
   RelayError,
   Storage
 } from "@custody-relay/core"
-import { Cause, type Context, Effect, Exit, Layer, Logger, type LogLevel, ManagedRuntime, References, Result } from "effect"
+import { Cause, type Context, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
 import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
@@ -99,6 +99,8 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const outputLevel = options.logLevel ?? "Info"
   // With the control protocol mounted, every line at Info and above is also kept for its GET /logs.
   const logs = options.controlToken === undefined ? undefined : LogCapture.make(outputLogger, outputLevel)
+  // The request line is logged at Info: with the output above Info and nothing capturing, it is never built.
+  const logsRequests = logs !== undefined || !LogLevel.isGreaterThan(outputLevel, "Info")
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
@@ -202,13 +204,15 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
           )
         )
       )
-      yield* Effect.logInfo("request").pipe(
-        Effect.annotateLogs({
-          status: reply.status,
-          durationMs: Math.round(performance.now() - startedAt),
-          ...(state.keyId === undefined ? {} : { keyId: state.keyId })
-        })
-      )
+      if (logsRequests) {
+        yield* Effect.logInfo("request").pipe(
+          Effect.annotateLogs({
+            status: reply.status,
+            durationMs: Math.round(performance.now() - startedAt),
+            ...(state.keyId === undefined ? {} : { keyId: state.keyId })
+          })
+        )
+      }
       return Reply.finish(reply, requestId, state.rateHeaders)
     }).pipe(Effect.annotateLogs({ requestId, method: request.method, path: request.pathname }))
 

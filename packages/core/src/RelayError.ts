@@ -7,10 +7,11 @@
 import { Effect, Option, Schema } from "effect"
 import type { AmountRejection } from "./Money.js"
 import type { Permission } from "./Permission.js"
+import { TaggedRefusal } from "./Refusal.js"
 
 /** Missing, malformed, unknown, revoked or wrong credentials (AUTH-401-1). The reason is for logs only: callers
  * get one message whatever went wrong, so the answer does not tell a guesser which half was right. */
-export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", {
+export class Unauthenticated extends TaggedRefusal<Unauthenticated>()("Unauthenticated", {
   reason: Schema.Literals(["missing", "malformed", "unknown_key", "wrong_secret", "revoked"])
 }) {
   override get message() {
@@ -19,7 +20,7 @@ export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unau
 }
 
 /** The credential lacks the permission the operation needs (AUTH-PERM-1). */
-export class PermissionDenied extends Schema.TaggedError<PermissionDenied>()("PermissionDenied", {
+export class PermissionDenied extends TaggedRefusal<PermissionDenied>()("PermissionDenied", {
   permission: Schema.String
 }) {
   override get message() {
@@ -31,7 +32,7 @@ export class PermissionDenied extends Schema.TaggedError<PermissionDenied>()("Pe
 }
 
 /** The credential belongs to no client, so it can see no client data (AUTH-SCOPE-1). */
-export class CredentialNotClientScoped extends Schema.TaggedError<CredentialNotClientScoped>()(
+export class CredentialNotClientScoped extends TaggedRefusal<CredentialNotClientScoped>()(
   "CredentialNotClientScoped",
   {}
 ) {
@@ -46,7 +47,7 @@ export interface FieldIssue {
 }
 
 /** The request's shape is wrong: a missing field, a wrong type, a value out of range. */
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+export class InvalidRequest extends TaggedRefusal<InvalidRequest>()("InvalidRequest", {
   message: Schema.String,
   issues: Schema.Array(Schema.Struct({ path: Schema.Array(Schema.Union([Schema.String, Schema.Number])), message: Schema.String }))
 }) {
@@ -56,7 +57,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   }
 }
 
-export class UnsupportedAsset extends Schema.TaggedError<UnsupportedAsset>()("UnsupportedAsset", {
+export class UnsupportedAsset extends TaggedRefusal<UnsupportedAsset>()("UnsupportedAsset", {
   assetId: Schema.String
 }) {
   override get message() {
@@ -65,7 +66,7 @@ export class UnsupportedAsset extends Schema.TaggedError<UnsupportedAsset>()("Un
 }
 
 /** An amount that is not a plain positive decimal within the asset's precision (TXN-PREC-1, TXN-PREC-2). */
-export class InvalidAmount extends Schema.TaggedError<InvalidAmount>()("InvalidAmount", {
+export class InvalidAmount extends TaggedRefusal<InvalidAmount>()("InvalidAmount", {
   reason: Schema.String,
   message: Schema.String
 }) {
@@ -74,7 +75,7 @@ export class InvalidAmount extends Schema.TaggedError<InvalidAmount>()("InvalidA
   }
 }
 
-export class InvalidAddress extends Schema.TaggedError<InvalidAddress>()("InvalidAddress", {
+export class InvalidAddress extends TaggedRefusal<InvalidAddress>()("InvalidAddress", {
   assetType: Schema.String
 }) {
   override get message() {
@@ -83,7 +84,7 @@ export class InvalidAddress extends Schema.TaggedError<InvalidAddress>()("Invali
 }
 
 /** The request's asset is not the asset the source account holds (TXN-VAL-2). */
-export class AssetMismatch extends Schema.TaggedError<AssetMismatch>()("AssetMismatch", {
+export class AssetMismatch extends TaggedRefusal<AssetMismatch>()("AssetMismatch", {
   accountAssetId: Schema.String,
   requestedAssetType: Schema.String
 }) {
@@ -92,7 +93,7 @@ export class AssetMismatch extends Schema.TaggedError<AssetMismatch>()("AssetMis
   }
 }
 
-export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()("InsufficientFunds", {
+export class InsufficientFunds extends TaggedRefusal<InsufficientFunds>()("InsufficientFunds", {
   available: Schema.String,
   required: Schema.String,
   assetId: Schema.String
@@ -103,7 +104,7 @@ export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()("
 }
 
 /** The source account is the client's but not active, so it cannot send (TXN-VAL-3). */
-export class SourceAccountNotActive extends Schema.TaggedError<SourceAccountNotActive>()("SourceAccountNotActive", {
+export class SourceAccountNotActive extends TaggedRefusal<SourceAccountNotActive>()("SourceAccountNotActive", {
   accountId: Schema.String,
   status: Schema.String
 }) {
@@ -113,7 +114,7 @@ export class SourceAccountNotActive extends Schema.TaggedError<SourceAccountNotA
 }
 
 /** The source account does not exist or belongs to another client; the two are not told apart (TXN-VAL-3). */
-export class SourceAccountInaccessible extends Schema.TaggedError<SourceAccountInaccessible>()(
+export class SourceAccountInaccessible extends TaggedRefusal<SourceAccountInaccessible>()(
   "SourceAccountInaccessible",
   { accountId: Schema.String }
 ) {
@@ -123,7 +124,7 @@ export class SourceAccountInaccessible extends Schema.TaggedError<SourceAccountI
 }
 
 /** The destination is unknown, another client's, or not eligible (not approved, not active) (TXN-DEST-1/2). */
-export class DestinationNotFound extends Schema.TaggedError<DestinationNotFound>()("DestinationNotFound", {
+export class DestinationNotFound extends TaggedRefusal<DestinationNotFound>()("DestinationNotFound", {
   destinationId: Schema.String,
   destinationType: Schema.String
 }) {
@@ -134,7 +135,7 @@ export class DestinationNotFound extends Schema.TaggedError<DestinationNotFound>
   }
 }
 
-export class SameSourceAndDestination extends Schema.TaggedError<SameSourceAndDestination>()(
+export class SameSourceAndDestination extends TaggedRefusal<SameSourceAndDestination>()(
   "SameSourceAndDestination",
   { accountId: Schema.String }
 ) {
@@ -144,7 +145,7 @@ export class SameSourceAndDestination extends Schema.TaggedError<SameSourceAndDe
 }
 
 /** The custody provider cannot estimate fees for this asset or network (TXN-FEE-3: a 400 case). */
-export class FeeEstimationUnsupported extends Schema.TaggedError<FeeEstimationUnsupported>()(
+export class FeeEstimationUnsupported extends TaggedRefusal<FeeEstimationUnsupported>()(
   "FeeEstimationUnsupported",
   { assetId: Schema.String }
 ) {
@@ -154,7 +155,7 @@ export class FeeEstimationUnsupported extends Schema.TaggedError<FeeEstimationUn
 }
 
 /** The custody provider failed or is unreachable (TXN-FEE-3: a 500 case). */
-export class CustodyProviderFailed extends Schema.TaggedError<CustodyProviderFailed>()("CustodyProviderFailed", {
+export class CustodyProviderFailed extends TaggedRefusal<CustodyProviderFailed>()("CustodyProviderFailed", {
   operation: Schema.String,
   detail: Schema.String
 }) {
@@ -164,7 +165,7 @@ export class CustodyProviderFailed extends Schema.TaggedError<CustodyProviderFai
 }
 
 /** No record with this id within the caller's client: absent and foreign look the same (SCOPE-1). */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+export class NotFound extends TaggedRefusal<NotFound>()("NotFound", {
   resource: Schema.Literals(["account", "transaction", "whitelisted_address", "client", "api_user"]),
   id: Schema.String
 }) {
@@ -179,7 +180,7 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
 }
 
 /** An account with the same name, workspace, asset and role already exists for the client (ACC-CREATE-3). */
-export class DuplicateAccount extends Schema.TaggedError<DuplicateAccount>()("DuplicateAccount", {
+export class DuplicateAccount extends TaggedRefusal<DuplicateAccount>()("DuplicateAccount", {
   existingAccountId: Schema.String
 }) {
   override get message() {
@@ -187,7 +188,7 @@ export class DuplicateAccount extends Schema.TaggedError<DuplicateAccount>()("Du
   }
 }
 
-export class DuplicateWhitelistedAddress extends Schema.TaggedError<DuplicateWhitelistedAddress>()(
+export class DuplicateWhitelistedAddress extends TaggedRefusal<DuplicateWhitelistedAddress>()(
   "DuplicateWhitelistedAddress",
   { existingId: Schema.String }
 ) {
@@ -197,7 +198,7 @@ export class DuplicateWhitelistedAddress extends Schema.TaggedError<DuplicateWhi
 }
 
 /** The record's state table has no row for this action from its current state (ACC-APPR-2 and kin). */
-export class TransitionNotAllowed extends Schema.TaggedError<TransitionNotAllowed>()("TransitionNotAllowed", {
+export class TransitionNotAllowed extends TaggedRefusal<TransitionNotAllowed>()("TransitionNotAllowed", {
   entity: Schema.String,
   id: Schema.String,
   status: Schema.String,
@@ -209,7 +210,7 @@ export class TransitionNotAllowed extends Schema.TaggedError<TransitionNotAllowe
 }
 
 /** The initiator of a transaction never counts toward its own quorum. */
-export class InitiatorCannotApprove extends Schema.TaggedError<InitiatorCannotApprove>()("InitiatorCannotApprove", {
+export class InitiatorCannotApprove extends TaggedRefusal<InitiatorCannotApprove>()("InitiatorCannotApprove", {
   transactionId: Schema.String
 }) {
   override get message() {
@@ -217,7 +218,7 @@ export class InitiatorCannotApprove extends Schema.TaggedError<InitiatorCannotAp
   }
 }
 
-export class AlreadyDecided extends Schema.TaggedError<AlreadyDecided>()("AlreadyDecided", {
+export class AlreadyDecided extends TaggedRefusal<AlreadyDecided>()("AlreadyDecided", {
   transactionId: Schema.String
 }) {
   override get message() {

@@ -3,13 +3,14 @@
  * size the adapter does not take, a route or method that does not exist, a spent rate-limit budget, and the
  * Idempotency-Key conflicts. Like the core's errors they carry no status code; the error table maps them.
  */
+import { Refusal } from "@custody-relay/core"
 import { Schema } from "effect"
 
-export class MalformedJson extends Schema.TaggedError<MalformedJson>()("MalformedJson", {
+export class MalformedJson extends Refusal.TaggedRefusal<MalformedJson>()("MalformedJson", {
   message: Schema.String
 }) {}
 
-export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
+export class UnsupportedMediaType extends Refusal.TaggedRefusal<UnsupportedMediaType>()("UnsupportedMediaType", {
   contentType: Schema.String
 }) {
   override get message() {
@@ -17,7 +18,7 @@ export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaTyp
   }
 }
 
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+export class PayloadTooLarge extends Refusal.TaggedRefusal<PayloadTooLarge>()("PayloadTooLarge", {
   limitBytes: Schema.Number
 }) {
   override get message() {
@@ -25,13 +26,13 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   }
 }
 
-export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNotFound", {}) {
+export class RouteNotFound extends Refusal.TaggedRefusal<RouteNotFound>()("RouteNotFound", {}) {
   override get message() {
     return "no such endpoint"
   }
 }
 
-export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+export class MethodNotAllowed extends Refusal.TaggedRefusal<MethodNotAllowed>()("MethodNotAllowed", {
   method: Schema.String,
   allow: Schema.Array(Schema.String)
 }) {
@@ -40,7 +41,7 @@ export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("Me
   }
 }
 
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+export class RateLimited extends Refusal.TaggedRefusal<RateLimited>()("RateLimited", {
   retryAfterSeconds: Schema.Number
 }) {
   override get message() {
@@ -49,14 +50,14 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 }
 
 /** The same Idempotency-Key was used before with a different request (method, path or body). */
-export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {}) {
+export class IdempotencyKeyReused extends Refusal.TaggedRefusal<IdempotencyKeyReused>()("IdempotencyKeyReused", {}) {
   override get message() {
     return "this Idempotency-Key was already used with a different request"
   }
 }
 
 /** The first request made with this Idempotency-Key has not finished yet. */
-export class IdempotencyRequestInProgress extends Schema.TaggedError<IdempotencyRequestInProgress>()(
+export class IdempotencyRequestInProgress extends Refusal.TaggedRefusal<IdempotencyRequestInProgress>()(
   "IdempotencyRequestInProgress",
   {}
 ) {
@@ -66,14 +67,14 @@ export class IdempotencyRequestInProgress extends Schema.TaggedError<Idempotency
 }
 
 /** The control protocol's token is missing or wrong. */
-export class ControlUnauthorized extends Schema.TaggedError<ControlUnauthorized>()("ControlUnauthorized", {}) {
+export class ControlUnauthorized extends Refusal.TaggedRefusal<ControlUnauthorized>()("ControlUnauthorized", {}) {
   override get message() {
     return "missing or wrong x-control-token"
   }
 }
 
 /** A control call this implementation does not offer. */
-export class ControlCallUnsupported extends Schema.TaggedError<ControlCallUnsupported>()("ControlCallUnsupported", {}) {
+export class ControlCallUnsupported extends Refusal.TaggedRefusal<ControlCallUnsupported>()("ControlCallUnsupported", {}) {
   override get message() {
     return "this control call is not supported"
   }

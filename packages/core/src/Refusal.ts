@@ -26,6 +26,10 @@ const untyped: ClassFactory = (identifier) => (tag, schema, annotations) => {
       Error.stackTraceLimit = 0
       try {
         super(...args)
+      } catch (cause) {
+        // Fields the class refuses are a bug at the call site: that error keeps a stack pointing at it.
+        Error.stackTraceLimit = limit
+        throw new TypeError(`${tag}: fields refused by its schema`, { cause })
       } finally {
         Error.stackTraceLimit = limit
       }

@@ -24,8 +24,16 @@ describe("Refusal", () => {
 
   it("the stack limit is restored even when the fields are refused", () => {
     const limit = Error.stackTraceLimit
-    assert.throws(() => new RelayError.NotFound({ resource: "nothing" as "account", id: "x" }))
+    let refused: unknown
+    try {
+      new RelayError.NotFound({ resource: "nothing" as "account", id: "x" })
+    } catch (error) {
+      refused = error
+    }
     assert.strictEqual(Error.stackTraceLimit, limit)
+    // A bug at the call site: that error has a stack to find it by.
+    assert.instanceOf(refused, TypeError)
+    assert.isAbove(frames(refused as Error), 0)
     assert.isAbove(frames(new Error("a bug")), 0)
   })
 

@@ -9,8 +9,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { sql } from "kysely"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
-import { checkpointerOf, FALLBACK_AUTOCHECKPOINT_PAGES } from "../src/sqlite/Checkpointer.js"
+import { FALLBACK_AUTOCHECKPOINT_PAGES } from "../src/sqlite/Checkpointer.js"
 import { openSqlite } from "../src/sqlite/layerSqlite.js"
+import { handleOf } from "../src/sqlite/SqliteSession.js"
 import { isWanted, temporaryDirectory } from "./Dialects.js"
 
 const waitFor = (condition: () => boolean, timeoutMillis = 5_000) =>
@@ -25,7 +26,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite WAL checkpoints on a worker th
     Effect.gen(function*() {
       const filename = join(yield* temporaryDirectory, "checkpoints.db")
       const db = yield* Effect.promise(() => openSqlite({ filename, checkpointIntervalMillis: 20 }))
-      const checkpointer = checkpointerOf(db)
+      const checkpointer = handleOf(db)?.checkpointer
       assert.isDefined(checkpointer)
       yield* Effect.promise(() => migrateToLatest(db))
       const [{ wal_autocheckpoint: mark } = { wal_autocheckpoint: 0 }] = (yield* Effect.promise(() =>
@@ -48,14 +49,14 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite WAL checkpoints on a worker th
       const again = yield* Effect.promise(() => openSqlite({ filename, checkpointIntervalMillis: 0 }))
       const rows = yield* Effect.promise(() => again.selectFrom("rate_limit_windows").select("key").execute())
       assert.strictEqual(rows.length, 300)
-      assert.isUndefined(checkpointerOf(again))
+      assert.isUndefined(handleOf(again)?.checkpointer)
       yield* Effect.promise(() => again.destroy())
     }))
 
   it.live("an in-memory store has no worker", () =>
     Effect.gen(function*() {
       const db = yield* Effect.promise(() => openSqlite({ filename: ":memory:" }))
-      assert.isUndefined(checkpointerOf(db))
+      assert.isUndefined(handleOf(db)?.checkpointer)
       yield* Effect.promise(() => db.destroy())
     }))
 })

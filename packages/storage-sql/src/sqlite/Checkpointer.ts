@@ -11,7 +11,6 @@
  */
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
-import type { Kysely } from "kysely"
 
 export const DEFAULT_CHECKPOINT_INTERVAL_MILLIS = 100
 
@@ -95,13 +94,3 @@ export const startCheckpointer = (options: {
     }
   }
 }
-
-// Which kysely instance a worker serves, for tools and tests that want its counts (openSqlite fills it).
-const running = new WeakMap<Kysely<never>, Checkpointer>()
-
-export const register = <D>(db: Kysely<D>, checkpointer: Checkpointer): void => {
-  running.set(db as unknown as Kysely<never>, checkpointer)
-}
-
-/** The checkpoint worker serving `db`, if it has one (a SQLite file opened by openSqlite). */
-export const checkpointerOf = <D>(db: Kysely<D>): Checkpointer | undefined => running.get(db as unknown as Kysely<never>)

@@ -11,6 +11,7 @@ import { CompiledQuery, type Kysely, type QueryResult, type SqliteDatabase } fro
 import type { Database } from "../schema/Database.js"
 import type { SessionOpener, SqlSession } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
+import type { Checkpointer } from "./Checkpointer.js"
 import type { ConnectionGate } from "./ConnectionGate.js"
 
 /** What a direct session needs of an open file: its (statement-caching) handle and its gate. */
@@ -19,6 +20,8 @@ export interface SqliteHandle {
   /** Whether a transaction is open on the connection (better-sqlite3's `inTransaction`). */
   readonly inTransaction: () => boolean
   readonly gate: ConnectionGate
+  /** The WAL checkpoint worker of a file database (see Checkpointer); none in memory or when turned off. */
+  readonly checkpointer?: Checkpointer
 }
 
 // Which kysely instances have a handle; filled by openSqlite. A kysely made any other way uses kysely's sessions.

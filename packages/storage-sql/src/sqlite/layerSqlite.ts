@@ -44,27 +44,27 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
   const busyTimeoutMillis = options.busyTimeoutMillis ?? DEFAULT_BUSY_TIMEOUT_MILLIS
   const database = new BetterSqlite3(options.filename, { timeout: busyTimeoutMillis })
   const intervalMillis = options.checkpointIntervalMillis ?? Checkpointer.DEFAULT_CHECKPOINT_INTERVAL_MILLIS
-  const inFile = options.filename !== ":memory:" && options.filename !== "" && intervalMillis > 0
+  const checkpointsOnWorker = options.filename !== ":memory:" && options.filename !== "" && intervalMillis > 0
   try {
     database.pragma("journal_mode = WAL")
     database.pragma("synchronous = NORMAL")
     database.pragma("foreign_keys = ON")
-    if (inFile) database.pragma(`wal_autocheckpoint = ${Checkpointer.FALLBACK_AUTOCHECKPOINT_PAGES}`)
+    if (checkpointsOnWorker) database.pragma(`wal_autocheckpoint = ${Checkpointer.FALLBACK_AUTOCHECKPOINT_PAGES}`)
   } catch (error) {
     database.close()
     throw error
   }
-  const checkpointer = inFile ? Checkpointer.startCheckpointer({ filename: options.filename, intervalMillis, busyTimeoutMillis }) : undefined
+  const checkpointer = checkpointsOnWorker ? Checkpointer.startCheckpointer({ filename: options.filename, intervalMillis, busyTimeoutMillis }) : undefined
   const handle: SqliteSession.SqliteHandle = {
     database: withStatementCache(database),
     inTransaction: () => database.inTransaction,
-    gate: new ConnectionGate()
+    gate: new ConnectionGate(),
+    ...(checkpointer === undefined ? {} : { checkpointer })
   }
   const db = new Kysely<Database>({
     dialect: new WriteLockSqliteDialect({ database: handle.database }, handle.gate, checkpointer?.stop)
   })
   SqliteSession.register(db, handle)
-  if (checkpointer !== undefined) Checkpointer.register(db, checkpointer)
   return db
 }
 

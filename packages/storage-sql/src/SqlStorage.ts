@@ -178,7 +178,10 @@ const lookupsOf = (db: Kysely<Database>) => {
 
 type Changes<Row extends { readonly id: unknown }> = Partial<Omit<Row, "id">> & Pick<Row, "id">
 
-/** A transaction's counter row (see migration 4) and the step it moves by. */
+/**
+ * A transaction's counter row (see migration 4) and the step it moves by: `count` for a new row, `increment` for
+ * an existing one. They are the same value, given twice because a template binds each value once.
+ */
 interface CountStep extends Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group"> {
   readonly count: 1 | -1
   readonly increment: 1 | -1
@@ -288,10 +291,12 @@ export const makeUnit = (
       count: delta,
       increment: delta
     }))
-  // Only a write unit updates, so only a write unit keeps what it read.
-  const remember = <Row extends { readonly id: string }>(rowsOf: Map<string, Row>) => (row: Row | undefined): Row | undefined => {
-    if (row !== undefined && mode === "write") rowsOf.set(row.id, row)
-    return row
+  // A row read by id, decoded; only a write unit updates, so only a write unit keeps it (see RowsRead).
+  const byId = <Row extends { readonly id: string }, A>(rowsOf: Map<string, Row>, decode: (row: Row) => A) =>
+  (row: Row | undefined): Option.Option<A> => {
+    if (row === undefined) return Option.none()
+    if (mode === "write") rowsOf.set(row.id, row)
+    return Option.some(decode(row))
   }
   // After an update the kept row is what the unit wrote, so a second update compares with the first.
   const update = <Next extends { readonly id: string }>(
@@ -306,10 +311,10 @@ export const makeUnit = (
       return expectOneRow(table, next.id)(updated)
     })
   }
-  const rememberApiUser = remember(read.api_users)
-  const rememberAccount = remember(read.accounts)
-  const rememberWhitelistedAddress = remember(read.whitelisted_addresses)
-  const rememberTransaction = remember(read.transactions)
+  const apiUserById = byId(read.api_users, ApiUserRow.decode)
+  const accountById = byId(read.accounts, AccountRow.decode)
+  const whitelistedAddressById = byId(read.whitelisted_addresses, WhitelistedAddressRow.decode)
+  const transactionById = byId(read.transactions, TransactionRow.decode)
 
   return {
     insertClient(client) {
@@ -323,10 +328,7 @@ export const makeUnit = (
       return Effect.asVoid(write(db.insertInto("api_users").values(ApiUserRow.encode(user))))
     },
     getApiUser(id) {
-      return Effect.map(
-        Effect.map(first(lookups.apiUser[locking](id)), rememberApiUser),
-        optional(ApiUserRow.decode)
-      )
+      return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)
     },
     findApiUserByKeyId(keyId) {
       return Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode))
@@ -340,10 +342,7 @@ export const makeUnit = (
       return Effect.asVoid(write(db.insertInto("accounts").values(AccountRow.encode(account))))
     },
     getAccount(id) {
-      return Effect.map(
-        Effect.map(first(lookups.account[locking](id)), rememberAccount),
-        optional(AccountRow.decode)
-      )
+      return Effect.map(first(lookups.account[locking](id)), accountById)
     },
     findAccountByIdentity(clientId, identity) {
       return Effect.map(
@@ -386,10 +385,7 @@ export const makeUnit = (
       return Effect.asVoid(write(db.insertInto("whitelisted_addresses").values(WhitelistedAddressRow.encode(entry))))
     },
     getWhitelistedAddress(id) {
-      return Effect.map(
-        Effect.map(first(lookups.whitelistedAddress[locking](id)), rememberWhitelistedAddress),
-        optional(WhitelistedAddressRow.decode)
-      )
+      return Effect.map(first(lookups.whitelistedAddress[locking](id)), whitelistedAddressById)
     },
     findWhitelistedAddress(clientId, assetType, address) {
       return Effect.map(
@@ -430,10 +426,7 @@ export const makeUnit = (
       return Effect.andThen(write(writes.insertTransaction(row)), Effect.asVoid(countTransactions(row, 1)))
     },
     getTransaction(id) {
-      return Effect.map(
-        Effect.map(first(lookups.transaction[locking](id)), rememberTransaction),
-        optional(TransactionRow.decode)
-      )
+      return Effect.map(first(lookups.transaction[locking](id)), transactionById)
     },
     updateTransaction(tx) {
       // Client, source, asset and creation never change; the counters are keyed by the first three.

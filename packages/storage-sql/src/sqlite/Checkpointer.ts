@@ -86,10 +86,10 @@ export const startCheckpointer = (options: {
     copied: () => copied,
     last: () => last,
     stop: () => {
-      stopped ??= (() => {
+      if (stopped === undefined) {
         worker.postMessage("stop")
-        return finished
-      })()
+        stopped = finished
+      }
       return stopped
     }
   }

@@ -89,7 +89,8 @@ const contains = (
 
 const accountWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: Account.AccountFilter) =>
 (eb: ExpressionBuilder<Database, "accounts">): Expression<SqlBool> => {
-  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", clientId)]
+  const { text } = engine.opaque
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(clientId))]
   if (filter.search !== undefined) {
     const needle = AccountRow.fold(filter.search)
     terms.push(
@@ -100,28 +101,29 @@ const accountWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: Account
       ])
     )
   }
-  if (filter.assetId !== undefined) terms.push(eb("asset_id", "=", filter.assetId))
-  if (filter.workspace !== undefined) terms.push(eb("workspace", "=", filter.workspace))
+  if (filter.assetId !== undefined) terms.push(eb("asset_id", "=", text(filter.assetId)))
+  if (filter.workspace !== undefined) terms.push(eb("workspace", "=", text(filter.workspace)))
   if (filter.roles !== undefined && filter.roles.length > 0) terms.push(eb("role", "in", [...filter.roles]))
-  if (filter.status !== undefined) terms.push(eb("status", "=", filter.status))
+  if (filter.status !== undefined) terms.push(eb("status", "=", text(filter.status)))
   return eb.and(terms)
 }
 
-const whitelistWhere = (clientId: Ids.ClientId, filter: WhitelistedAddress.WhitelistFilter) =>
+const whitelistWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: WhitelistedAddress.WhitelistFilter) =>
 (eb: ExpressionBuilder<Database, "whitelisted_addresses">): Expression<SqlBool> => {
-  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", clientId)]
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", engine.opaque.text(clientId))]
   if (filter.assetTypes !== undefined && filter.assetTypes.length > 0) terms.push(eb("asset_type", "in", [...filter.assetTypes]))
   if (filter.statuses !== undefined && filter.statuses.length > 0) terms.push(eb("status", "in", [...filter.statuses]))
   return eb.and(terms)
 }
 
-const transactionWhere = (clientId: Ids.ClientId, filter: Transaction.TransactionFilter) =>
+const transactionWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: Transaction.TransactionFilter) =>
 (eb: ExpressionBuilder<Database, "transactions">): Expression<SqlBool> => {
-  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", clientId)]
+  const { text } = engine.opaque
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(clientId))]
   // The filter's account id is any string the caller sent, not an AccountId: compare it as text.
-  if (filter.accountId !== undefined) terms.push(sql<SqlBool>`${sql.ref("source_account_id")} = ${filter.accountId}`)
-  if (filter.assetType !== undefined) terms.push(eb("asset_type", "=", filter.assetType))
-  if (filter.group !== undefined) terms.push(eb("status_group", "=", filter.group))
+  if (filter.accountId !== undefined) terms.push(sql<SqlBool>`${sql.ref("source_account_id")} = ${text(filter.accountId)}`)
+  if (filter.assetType !== undefined) terms.push(eb("asset_type", "=", text(filter.assetType)))
+  if (filter.group !== undefined) terms.push(eb("status_group", "=", text(filter.group)))
   return eb.and(terms)
 }
 
@@ -282,6 +284,7 @@ export const makeUnit = (
   // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
   const lock = mode === "write" && engine.locksRowsForWrite
   const locking = lock ? 1 : 0
+  const { integer } = engine.opaque
   const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
     write(writes.countTransactions({
       client_id: key.client_id,
@@ -369,7 +372,7 @@ export const makeUnit = (
         (limit, offset) =>
           rows(
             db.selectFrom("accounts").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset)
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(limit)).offset(integer(offset))
           ),
         () =>
           Effect.map(
@@ -404,12 +407,12 @@ export const makeUnit = (
       return update(read.whitelisted_addresses, next, writes.updateWhitelistedAddress, "whitelisted_addresses")
     },
     listWhitelistedAddresses(clientId, filter, request) {
-      const where = whitelistWhere(clientId, filter)
+      const where = whitelistWhere(engine, clientId, filter)
       return pageOf(
         (limit, offset) =>
           rows(
             db.selectFrom("whitelisted_addresses").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset)
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(limit)).offset(integer(offset))
           ),
         () =>
           Effect.map(
@@ -446,12 +449,12 @@ export const makeUnit = (
       })
     },
     listTransactions(clientId, filter, request) {
-      const where = transactionWhere(clientId, filter)
+      const where = transactionWhere(engine, clientId, filter)
       return pageOf(
         (limit, offset) =>
           rows(
             db.selectFrom("transactions").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset)
+              .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(limit)).offset(integer(offset))
           ),
         // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
         () => {
@@ -476,7 +479,7 @@ export const makeUnit = (
       return Effect.map(
         rows(
           db.selectFrom("transactions").selectAll()
-            .where("source_account_id", "=", accountId)
+            .where("source_account_id", "=", engine.opaque.text(accountId))
             // The literal lets SQLite use the partial index of open transactions.
             .where("status_group", "=", sql.lit("pending"))
             .orderBy("created_at").orderBy("id")
@@ -490,7 +493,10 @@ export const makeUnit = (
     },
     listLedgerEntries(accountId) {
       return Effect.map(
-        rows(db.selectFrom("ledger_entries").selectAll().where("account_id", "=", accountId).orderBy("created_at").orderBy("id")),
+        rows(
+          db.selectFrom("ledger_entries").selectAll().where("account_id", "=", engine.opaque.text(accountId))
+            .orderBy("created_at").orderBy("id")
+        ),
         (found) => found.map(LedgerEntryRow.decode)
       )
     },

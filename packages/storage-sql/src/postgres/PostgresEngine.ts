@@ -5,7 +5,7 @@
  * different orders are reported by the server (40P01) and the unit is re-run. Read units see one REPEATABLE READ
  * snapshot, so a page and its total agree; a read-only snapshot never fails to serialize.
  */
-import type { SqlEngine } from "../SqlEngine.js"
+import { plainParameters, type SqlEngine } from "../SqlEngine.js"
 import { kyselySessions } from "../SqlSession.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
 
@@ -16,6 +16,8 @@ export const PostgresEngine: SqlEngine = {
       ? db.startTransaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute()
       : db.startTransaction().setIsolationLevel("read committed").execute(),
   sessions: (db) => kyselySessions(db, PostgresEngine),
+  // PostgreSQL plans an unnamed statement with its values each time anyway; nothing to hide from its planner.
+  opaque: plainParameters,
   substringPosition: "strpos",
   locksRowsForWrite: true,
   classify: classifyPostgresError

@@ -2,7 +2,7 @@
  * The SQLite engine: write units take the write lock up front; the lock covers rows, so none are locked singly.
  * Units run straight on better-sqlite3 when the database was opened by openSqlite (see SqliteSession).
  */
-import type { SqlEngine } from "../SqlEngine.js"
+import { castParameters, type SqlEngine } from "../SqlEngine.js"
 import { kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import * as SqliteSession from "./SqliteSession.js"
@@ -15,6 +15,7 @@ export const SqliteEngine: SqlEngine = {
     const handle = SqliteSession.handleOf(db)
     return handle === undefined ? kyselySessions(db, SqliteEngine) : SqliteSession.sessions(handle)
   },
+  opaque: castParameters,
   substringPosition: "instr",
   locksRowsForWrite: false,
   classify: classifySqliteError

@@ -19,8 +19,10 @@ const findUser = db.prepare<[string], { id: string; client_id: string; secret_ha
   "SELECT id, client_id, secret_hash, name FROM api_users WHERE key_id = ?"
 )
 const findAccount = db.prepare<[string], Record<string, unknown>>("SELECT * FROM accounts WHERE id = ?")
+// The parameters behind a CAST, as the relay binds them: SQLite re-plans a statement whose LIMIT, OFFSET or
+// `client_id = ?` value its planner read whenever better-sqlite3 rebinds it, which is every run (SqlEngine.ts).
 const listAccounts = db.prepare<[string, number, number], Record<string, unknown>>(
-  "SELECT * FROM accounts WHERE client_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+  "SELECT * FROM accounts WHERE client_id = CAST(? AS TEXT) ORDER BY created_at DESC, id DESC LIMIT CAST(? AS INTEGER) OFFSET CAST(? AS INTEGER)"
 )
 const countAccounts = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM accounts WHERE client_id = ?")
 const updateBalance = db.prepare<[string, string, string]>("UPDATE accounts SET available_balance = ?, updated_at = ? WHERE id = ?")

@@ -249,8 +249,10 @@ const benchInitiateAndList = async (store: Store) => {
     const trx = await store.engine.begin(store.db, "read")
     try {
       const clientId = Ids.ClientId.make(world.clientId)
-      await trx.selectFrom("transactions").selectAll().where("client_id", "=", clientId)
-        .orderBy("created_at", "desc").orderBy("id", "desc").limit(20).offset(0).execute()
+      // Bound as the store binds them (SqlEngine's `opaque`), so SQLite does not re-plan the page on every run.
+      const { text, integer } = store.engine.opaque
+      await trx.selectFrom("transactions").selectAll().where("client_id", "=", text(clientId))
+        .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(20)).offset(integer(0)).execute()
       await trx.selectFrom("transaction_counts").select((eb) => eb.fn.sum("count").as("total")).where("client_id", "=", clientId).executeTakeFirstOrThrow()
       await trx.commit().execute()
     } catch (error) {
@@ -259,7 +261,7 @@ const benchInitiateAndList = async (store: Store) => {
     }
   })
   const rawList = store.raw === undefined ? undefined : await (async () => {
-    const items = store.raw?.prepare("select * from transactions where client_id = ? order by created_at desc, id desc limit 20 offset 0")
+    const items = store.raw?.prepare("select * from transactions where client_id = cast(? as text) order by created_at desc, id desc limit 20 offset 0")
     const count = store.raw?.prepare("select sum(count) as total from transaction_counts where client_id = ?")
     const read = store.raw?.transaction(() => {
       items?.all(world.clientId)
@@ -329,8 +331,8 @@ const benchLatency = async (store: Store) => {
   const list = (filter: Transaction.TransactionFilter, page: number) => () =>
     Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, filter, { page, limit: 20 })))
   const rowsOnly = () =>
-    store.db.selectFrom("transactions").selectAll().where("client_id", "=", clientId)
-      .orderBy("created_at", "desc").orderBy("id", "desc").limit(20).execute()
+    store.db.selectFrom("transactions").selectAll().where("client_id", "=", store.engine.opaque.text(clientId))
+      .orderBy("created_at", "desc").orderBy("id", "desc").limit(store.engine.opaque.integer(20)).execute()
   const countOnly = () =>
     store.db.selectFrom("transactions").select((eb) => eb.fn.countAll().as("total")).where("client_id", "=", clientId).execute()
   let seeded = 0

@@ -87,12 +87,71 @@ const contains = (
     ? sql<SqlBool>`1 = 0`
     : sql<SqlBool>`${sql.raw(engine.substringPosition)}(${sql.ref(column)}, ${needle}) > 0`
 
-const accountWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: Account.AccountFilter) =>
+/**
+ * A list query's filter as the values it binds, one name per value (a list of roles as `role0`, `role1`, ...), so
+ * the query can be compiled once per shape (StatementTemplate.byColumns) and each call only binds its values.
+ */
+interface AccountListValues {
+  readonly client_id: Ids.ClientId
+  readonly search?: string | undefined
+  readonly asset_id?: string | undefined
+  readonly workspace?: Account.Workspace | undefined
+  readonly status?: Account.AccountStatus | undefined
+  readonly [role: `role${number}`]: Account.AccountRole
+}
+
+interface WhitelistListValues {
+  readonly client_id: Ids.ClientId
+  readonly [assetTypeOrStatus: `asset_type${number}` | `status${number}`]: string
+}
+
+interface TransactionListValues {
+  readonly client_id: Ids.ClientId
+  readonly source_account_id?: string | undefined
+  readonly asset_type?: string | undefined
+  readonly status_group?: Transaction.StatusGroup | undefined
+}
+
+interface PageValues {
+  readonly limit: number
+  readonly offset: number
+}
+
+/** `values` named `prefix0`, `prefix1`, ... in order: a list the template binds one value at a time. */
+const numbered = <A>(prefix: string, values: ReadonlyArray<A> | undefined): Record<string, A> =>
+  Object.fromEntries((values ?? []).map((value, index) => [`${prefix}${index}`, value]))
+
+const listed = <A>(values: object, prefix: string): Array<A> =>
+  Object.entries(values).flatMap(([name, value]) => (name.startsWith(prefix) && /^\d+$/.test(name.slice(prefix.length)) ? [value as A] : []))
+
+const accountListValues = (clientId: Ids.ClientId, filter: Account.AccountFilter): AccountListValues => ({
+  client_id: clientId,
+  search: filter.search === undefined ? undefined : AccountRow.fold(filter.search),
+  asset_id: filter.assetId,
+  workspace: filter.workspace,
+  status: filter.status,
+  ...numbered("role", filter.roles)
+})
+
+const whitelistListValues = (clientId: Ids.ClientId, filter: WhitelistedAddress.WhitelistFilter): WhitelistListValues => ({
+  client_id: clientId,
+  ...numbered("asset_type", filter.assetTypes),
+  ...numbered("status", filter.statuses)
+})
+
+const transactionListValues = (clientId: Ids.ClientId, filter: Transaction.TransactionFilter): TransactionListValues => ({
+  client_id: clientId,
+  source_account_id: filter.accountId,
+  asset_type: filter.assetType,
+  status_group: filter.group
+})
+
+const accountWhere = (engine: SqlEngine, values: AccountListValues) =>
 (eb: ExpressionBuilder<Database, "accounts">): Expression<SqlBool> => {
   const { text } = engine.opaque
-  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(clientId))]
-  if (filter.search !== undefined) {
-    const needle = AccountRow.fold(filter.search)
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(values.client_id))]
+  if (values.search !== undefined) {
+    const needle = values.search
     terms.push(
       eb.or([
         contains(engine, "name_folded", needle),
@@ -101,29 +160,32 @@ const accountWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: Account
       ])
     )
   }
-  if (filter.assetId !== undefined) terms.push(eb("asset_id", "=", text(filter.assetId)))
-  if (filter.workspace !== undefined) terms.push(eb("workspace", "=", text(filter.workspace)))
-  if (filter.roles !== undefined && filter.roles.length > 0) terms.push(eb("role", "in", [...filter.roles]))
-  if (filter.status !== undefined) terms.push(eb("status", "=", text(filter.status)))
+  if (values.asset_id !== undefined) terms.push(eb("asset_id", "=", text(values.asset_id)))
+  if (values.workspace !== undefined) terms.push(eb("workspace", "=", text(values.workspace)))
+  const roles = listed<Account.AccountRole>(values, "role")
+  if (roles.length > 0) terms.push(eb("role", "in", roles))
+  if (values.status !== undefined) terms.push(eb("status", "=", text(values.status)))
   return eb.and(terms)
 }
 
-const whitelistWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: WhitelistedAddress.WhitelistFilter) =>
+const whitelistWhere = (engine: SqlEngine, values: WhitelistListValues) =>
 (eb: ExpressionBuilder<Database, "whitelisted_addresses">): Expression<SqlBool> => {
-  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", engine.opaque.text(clientId))]
-  if (filter.assetTypes !== undefined && filter.assetTypes.length > 0) terms.push(eb("asset_type", "in", [...filter.assetTypes]))
-  if (filter.statuses !== undefined && filter.statuses.length > 0) terms.push(eb("status", "in", [...filter.statuses]))
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", engine.opaque.text(values.client_id))]
+  const assetTypes = listed<string>(values, "asset_type")
+  const statuses = listed<WhitelistedAddress.WhitelistStatus>(values, "status")
+  if (assetTypes.length > 0) terms.push(eb("asset_type", "in", assetTypes))
+  if (statuses.length > 0) terms.push(eb("status", "in", statuses))
   return eb.and(terms)
 }
 
-const transactionWhere = (engine: SqlEngine, clientId: Ids.ClientId, filter: Transaction.TransactionFilter) =>
+const transactionWhere = (engine: SqlEngine, values: TransactionListValues) =>
 (eb: ExpressionBuilder<Database, "transactions">): Expression<SqlBool> => {
   const { text } = engine.opaque
-  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(clientId))]
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(values.client_id))]
   // The filter's account id is any string the caller sent, not an AccountId: compare it as text.
-  if (filter.accountId !== undefined) terms.push(sql<SqlBool>`${sql.ref("source_account_id")} = ${text(filter.accountId)}`)
-  if (filter.assetType !== undefined) terms.push(eb("asset_type", "=", text(filter.assetType)))
-  if (filter.group !== undefined) terms.push(eb("status_group", "=", text(filter.group)))
+  if (values.source_account_id !== undefined) terms.push(sql<SqlBool>`${sql.ref("source_account_id")} = ${text(values.source_account_id)}`)
+  if (values.asset_type !== undefined) terms.push(eb("asset_type", "=", text(values.asset_type)))
+  if (values.status_group !== undefined) terms.push(eb("status_group", "=", text(values.status_group)))
   return eb.and(terms)
 }
 
@@ -217,13 +279,60 @@ const writesOf = (db: Kysely<Database>) => ({
   )
 })
 
+/**
+ * The store's pages and their totals, each compiled once per filter shape (which filters are set, how many values
+ * a list filter holds): building and compiling a list query through kysely cost more than SQLite running it. A
+ * free-text search binds its needle three times, so it is compiled per call (StatementTemplate's rule).
+ */
+const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
+  const { integer } = engine.opaque
+  const newestFirst = <Q extends { orderBy: (column: "created_at" | "id", direction: "desc") => Q }>(query: Q): Q =>
+    query.orderBy("created_at", "desc").orderBy("id", "desc")
+  return {
+    accountsPage: byColumns((values: AccountListValues & PageValues) =>
+      newestFirst(db.selectFrom("accounts").selectAll().where(accountWhere(engine, values)))
+        .limit(integer(values.limit)).offset(integer(values.offset))
+    ),
+    accountsTotal: byColumns((values: AccountListValues) =>
+      db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(accountWhere(engine, values))
+    ),
+    whitelistPage: byColumns((values: WhitelistListValues & PageValues) =>
+      newestFirst(db.selectFrom("whitelisted_addresses").selectAll().where(whitelistWhere(engine, values)))
+        .limit(integer(values.limit)).offset(integer(values.offset))
+    ),
+    whitelistTotal: byColumns((values: WhitelistListValues) =>
+      db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total"))
+        .where(whitelistWhere(engine, values))
+    ),
+    transactionsPage: byColumns((values: TransactionListValues & PageValues) =>
+      newestFirst(db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values)))
+        .limit(integer(values.limit)).offset(integer(values.offset))
+    ),
+    // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
+    transactionsTotal: byColumns((values: TransactionListValues) =>
+      db.selectFrom("transaction_counts")
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
+        .where("client_id", "=", values.client_id)
+        .$if(values.source_account_id !== undefined, (qb) =>
+          qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${values.source_account_id}`))
+        .$if(values.asset_type !== undefined, (qb) => qb.where("asset_type", "=", values.asset_type ?? ""))
+        .$if(values.status_group !== undefined, (qb) => qb.where("status_group", "=", values.status_group ?? "pending"))
+    )
+  }
+}
+
 /** The statements a store compiles once and every unit shares. */
 export interface StoreStatements {
   readonly lookups: ReturnType<typeof lookupsOf>
   readonly writes: ReturnType<typeof writesOf>
+  readonly lists: ReturnType<typeof listsOf>
 }
 
-export const storeStatementsOf = (db: Kysely<Database>): StoreStatements => ({ lookups: lookupsOf(db), writes: writesOf(db) })
+export const storeStatementsOf = (db: Kysely<Database>, engine: SqlEngine): StoreStatements => ({
+  lookups: lookupsOf(db),
+  writes: writesOf(db),
+  lists: listsOf(db, engine)
+})
 
 /**
  * The rows a write unit read by id, as it read them. The unit holds them locked (SQLite: the write lock;
@@ -275,7 +384,7 @@ export const makeUnit = (
   session: SqlSession,
   mode: Storage.UnitMode,
   engine: SqlEngine,
-  { lookups, writes }: StoreStatements,
+  { lookups, writes, lists }: StoreStatements,
   /** Where a write unit keeps the rows it read (see RowsRead); the caller empties it when a unit of work begins. */
   read: RowsRead = new RowsRead()
 ): Storage.StorageUnit => {
@@ -284,7 +393,6 @@ export const makeUnit = (
   // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
   const lock = mode === "write" && engine.locksRowsForWrite
   const locking = lock ? 1 : 0
-  const { integer } = engine.opaque
   const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
     write(writes.countTransactions({
       client_id: key.client_id,
@@ -367,18 +475,10 @@ export const makeUnit = (
       return update(read.accounts, next, writes.updateAccount, "accounts")
     },
     listAccounts(clientId, filter, request) {
-      const where = accountWhere(engine, clientId, filter)
+      const values = accountListValues(clientId, filter)
       return pageOf(
-        (limit, offset) =>
-          rows(
-            db.selectFrom("accounts").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(limit)).offset(integer(offset))
-          ),
-        () =>
-          Effect.map(
-            first(db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)),
-            countOf
-          ),
+        (limit, offset) => rows(lists.accountsPage({ ...values, limit, offset })),
+        () => Effect.map(first(lists.accountsTotal(values)), countOf),
         AccountRow.decode,
         request
       )
@@ -407,18 +507,10 @@ export const makeUnit = (
       return update(read.whitelisted_addresses, next, writes.updateWhitelistedAddress, "whitelisted_addresses")
     },
     listWhitelistedAddresses(clientId, filter, request) {
-      const where = whitelistWhere(engine, clientId, filter)
+      const values = whitelistListValues(clientId, filter)
       return pageOf(
-        (limit, offset) =>
-          rows(
-            db.selectFrom("whitelisted_addresses").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(limit)).offset(integer(offset))
-          ),
-        () =>
-          Effect.map(
-            first(db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)),
-            countOf
-          ),
+        (limit, offset) => rows(lists.whitelistPage({ ...values, limit, offset })),
+        () => Effect.map(first(lists.whitelistTotal(values)), countOf),
         WhitelistedAddressRow.decode,
         request
       )
@@ -449,28 +541,10 @@ export const makeUnit = (
       })
     },
     listTransactions(clientId, filter, request) {
-      const where = transactionWhere(engine, clientId, filter)
+      const values = transactionListValues(clientId, filter)
       return pageOf(
-        (limit, offset) =>
-          rows(
-            db.selectFrom("transactions").selectAll().where(where)
-              .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(limit)).offset(integer(offset))
-          ),
-        // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
-        () => {
-          const { accountId, assetType, group } = filter
-          return Effect.map(
-            first(
-              db.selectFrom("transaction_counts")
-                .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
-                .where("client_id", "=", clientId)
-                .$if(accountId !== undefined, (qb) => qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${accountId}`))
-                .$if(assetType !== undefined, (qb) => qb.where("asset_type", "=", assetType ?? ""))
-                .$if(group !== undefined, (qb) => qb.where("status_group", "=", group ?? "pending"))
-            ),
-            countOf
-          )
-        },
+        (limit, offset) => rows(lists.transactionsPage({ ...values, limit, offset })),
+        () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         TransactionRow.decode,
         request
       )
@@ -544,7 +618,7 @@ export const make = (
 ): Storage.Storage["Service"] => {
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
-  const statements = storeStatementsOf(db)
+  const statements = storeStatementsOf(db, engine)
   // A SQLite handle reuses one session object, so its two units (read, write) are made once, not per unit of work;
   // what a unit read is forgotten when the next unit of work on it begins.
   type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead }

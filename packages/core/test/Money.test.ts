@@ -211,6 +211,17 @@ describe("Money.canonical", () => {
     expect(Money.canonical("-12.3400")).toBe("-12.34")
   })
 
+  it("any plain decimal, canonical or not, signed, with leading or trailing zeros, comes back as its one spelling", () => {
+    fc.assert(
+      fc.property(fc.boolean(), digits(45), digits(40), (negative, int, frac) => {
+        const written = `${negative ? "-" : ""}${int === "" ? "0" : int}${frac === "" ? "" : `.${frac}`}`
+        const scaled = BigInt(`${negative ? "-" : ""}${int === "" ? "0" : int}${frac}`)
+        expect(Money.canonical(written)).toBe(fromScaled(scaled, frac.length))
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
   it("throws on values that are not finite decimals", () => {
     expect(() => Money.canonical("NaN")).toThrow()
     expect(() => Money.canonical("Infinity")).toThrow()

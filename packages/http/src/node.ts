@@ -15,6 +15,14 @@ import type { Reply } from "./Reply.js"
 
 export type FetchHandler = (request: Request) => Promise<Response>
 
+/**
+ * For adapters of other servers (and the hot-path benchmark): a relay handler's pipeline on a request in its own
+ * terms, skipping the Web `Request` and `Response` (see Handler.ts). `fromIncomingMessage` below makes one from node.
+ */
+export { serveIncoming } from "./Handler.js"
+export type { Incoming } from "./Incoming.js"
+export type { Reply } from "./Reply.js"
+
 const MALFORMED = JSON.stringify({ message: "malformed HTTP request", code: "MALFORMED_REQUEST" })
 const UNEXPECTED = JSON.stringify({ message: "unexpected error", code: "INTERNAL_ERROR" })
 

@@ -6,7 +6,7 @@ import { request as httpRequest } from "node:http"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ORIGIN, searchParams, splitTarget } from "../src/Incoming.js"
-import { type Listening, serve } from "../src/node.js"
+import { type Incoming, type Listening, serve, serveIncoming } from "../src/node.js"
 import { type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
 
 let fixture: Fixture
@@ -37,6 +37,17 @@ describe("node adapter", () => {
       body: JSON.stringify({ name: "Via node", workspace: "custody", assetId: "BTC" })
     })
     expect(created.status).toBe(201)
+  })
+
+  it("serveIncoming, exported for other servers' adapters, answers as the Web face does", async () => {
+    const path = `/relay/v1/accounts/${tenant.source}`
+    const headers: Readonly<Record<string, string>> = auth()
+    const incoming: Incoming = { method: "GET", pathname: path, query: "", header: (name) => headers[name] ?? null, body: () => null }
+    const reply = await fixture.handler[serveIncoming](incoming)
+    const response = await fixture.handler(new Request(`${ORIGIN}${path}`, { headers: auth() }))
+    expect(reply.status).toBe(200)
+    expect(JSON.parse(reply.body)).toEqual(await response.json())
+    expect(reply.headers["x-ratelimit-limit"]).toBe(response.headers.get("x-ratelimit-limit"))
   })
 
   it("LIM-SIZE-1: a streamed body over the limit is 413 without a Content-Length", async () => {

@@ -55,8 +55,8 @@ export interface OpaqueParameters {
  * While it plans a statement, SQLite reads the value bound to some parameters (a LIMIT, an OFFSET, the value of a
  * `column = ?` that an index it weighs does not cover) and marks them, so that binding another value re-plans the
  * statement. better-sqlite3 clears a statement's bindings after every run, which SQLite counts as a change: every
- * list query was parsed and planned again on each run: 20 to 30 µs more per statement, more than the page's reads
- * themselves (docs/benchmarks.md). The CAST changes neither the value nor the plan (the same index is used), only
+ * list query was parsed and planned again on each run: 17 to 48 µs more per statement where measured, several times
+ * what the page's reads cost (docs/benchmarks.md, fourth round). The CAST changes neither the value nor the plan (the same index is used), only
  * whether the planner peeks. `IN (...)` lists and `instr` needles are not read, so they need none.
  */
 export const castParameters: OpaqueParameters = {

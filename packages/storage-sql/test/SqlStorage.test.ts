@@ -6,7 +6,7 @@
  */
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Ids, Money, Storage } from "@custody-relay/core"
+import { type Account, Ids, Money, Storage } from "@custody-relay/core"
 import { Effect, Layer, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
@@ -79,6 +79,13 @@ const engines: ReadonlyArray<Engine> = [
 
 const tablesOf = async (db: Kysely<Database>): Promise<ReadonlyArray<string>> =>
   (await db.introspection.getTables()).map((t) => t.name).sort()
+
+/** A new client and one account of it, stored through `storage`; the account as stored. */
+const storedAccount = (storage: Storage.Storage["Service"], overrides: Partial<Account.Account> = {}) => {
+  const client = Records.client()
+  const account = Records.account(client.id, overrides)
+  return Effect.as(storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account)))), account)
+}
 
 const storageOn = (db: Kysely<Database>, engine: SqlEngine) => Layer.succeed(Storage.Storage, SqlStorage.make(db, engine))
 
@@ -220,9 +227,7 @@ for (const { engine, fresh, name } of engines) {
         const { db } = yield* fresh
         yield* Effect.promise(() => migrateToLatest(db))
         const storage = SqlStorage.make(db, engine)
-        const client = Records.client()
-        const account = Records.account(client.id, { status: "active", availableBalance: Money.canonical("10") })
-        yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+        const account = yield* storedAccount(storage, { status: "active", availableBalance: Money.canonical("10") })
         // Back to approved, then active again in the same unit: the second update must not be compared with the row as
         // first read (active), or it would leave the account approved.
         yield* storage.transaction("write", (unit) =>
@@ -241,9 +246,7 @@ for (const { engine, fresh, name } of engines) {
         const { db } = yield* fresh
         yield* Effect.promise(() => migrateToLatest(db))
         const storage = SqlStorage.make(db, engine)
-        const client = Records.client()
-        const account = Records.account(client.id, { status: "active" })
-        yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+        const account = yield* storedAccount(storage, { status: "active" })
         yield* storage.transaction("write", (unit) => unit.getAccount(account.id))
         // Changed behind the store's back after that unit ended.
         yield* Effect.promise(() => db.updateTable("accounts").set({ status: "approved" }).where("id", "=", account.id).execute())
@@ -413,9 +416,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: an update names only the
         }
       })
       const storage = SqlStorage.make(db, SqliteEngine)
-      const client = Records.client()
-      const account = Records.account(client.id, { availableBalance: Money.canonical("10") })
-      yield* storage.transaction("write", (unit) => unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(account))))
+      const account = yield* storedAccount(storage, { availableBalance: Money.canonical("10") })
       const named = () => Effect.promise(() => db.selectFrom("named_columns" as "accounts").select("name").execute())
       yield* storage.transaction("write", (unit) =>
         Effect.flatMap(unit.getAccount(account.id), (read) =>

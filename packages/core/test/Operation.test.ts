@@ -23,6 +23,17 @@ const spansOf = <A, E, R>(program: Effect.Effect<A, E, R>, enabled: boolean) =>
     return { exit, names }
   })
 
+/** `program` opens one span, named `name`, with tracing on and none with it off, and ends in `expected` either way. */
+const spanOnlyWhenTracing = <A, E, R>(program: Effect.Effect<A, E, R>, name: string, expected: Exit.Exit<A, E>) =>
+  Effect.gen(function*() {
+    const on = yield* spansOf(program, true)
+    const off = yield* spansOf(program, false)
+    assert.deepStrictEqual(on.names, [name])
+    assert.deepStrictEqual(off.names, [])
+    assert.deepStrictEqual(on.exit, expected)
+    assert.deepStrictEqual(off.exit, expected)
+  })
+
 const double = operation("Test.double")(function*(n: number) {
   if (n < 0) return yield* Effect.fail("negative" as const)
   return n * 2
@@ -31,12 +42,7 @@ const double = operation("Test.double")(function*(n: number) {
 describe("Operation", () => {
   it.effect("with tracing on an operation is a span named as it is; with tracing off it opens none", () =>
     Effect.gen(function*() {
-      const on = yield* spansOf(double(21), true)
-      const off = yield* spansOf(double(21), false)
-      assert.deepStrictEqual(on.names, ["Test.double"])
-      assert.deepStrictEqual(off.names, [])
-      assert.deepStrictEqual(on.exit, Exit.succeed(42))
-      assert.deepStrictEqual(off.exit, Exit.succeed(42))
+      yield* spanOnlyWhenTracing(double(21), "Test.double", Exit.succeed(42))
       // The same failure either way (traced, its cause also carries the span).
       const failedOn = yield* spansOf(Effect.flip(double(-1)), true)
       const failedOff = yield* spansOf(Effect.flip(double(-1)), false)
@@ -47,12 +53,7 @@ describe("Operation", () => {
   it.effect("an operation whose body returns an Effect (not a generator) runs the same, traced or not", () =>
     Effect.gen(function*() {
       const triple = operation("Test.triple")((n: number) => Effect.succeed(n * 3))
-      const on = yield* spansOf(triple(5), true)
-      const off = yield* spansOf(triple(5), false)
-      assert.deepStrictEqual(on.names, ["Test.triple"])
-      assert.deepStrictEqual(off.names, [])
-      assert.deepStrictEqual(on.exit, Exit.succeed(15))
-      assert.deepStrictEqual(off.exit, Exit.succeed(15))
+      yield* spanOnlyWhenTracing(triple(5), "Test.triple", Exit.succeed(15))
     }))
 
   it.effect("the domain's operations are such spans: Accounts.get", () =>

@@ -78,6 +78,9 @@ export const make = <R extends Routable>(table: ReadonlyArray<R>) => {
 }
 
 const safeDecode = (segment: string): string => {
+  // Nearly every id arrives unescaped, and decodeURIComponent leaves such a segment as it is but costs a call into
+  // the engine's runtime on every request.
+  if (!segment.includes("%")) return segment
   try {
     return decodeURIComponent(segment)
   } catch {

@@ -373,6 +373,14 @@ describe("routing", () => {
     expect((await fixture.send("GET", "/relay/v1/accounts/")).status).toBe(404)
   })
 
+  it("a path parameter is percent-decoded: an id written with escapes reads the same account", async () => {
+    const as = fixture.as(tenant.admin)
+    const escaped = tenant.source.replaceAll("-", "%2D").replace(/^./, (first) => `%${first.charCodeAt(0).toString(16)}`)
+    const got = await as.get(`/relay/v1/accounts/${escaped}`)
+    expect(got.status).toBe(200)
+    expect(record(got.body)["id"]).toBe(tenant.source)
+  })
+
   it("GEN-JSON-1: answers are JSON and carry x-request-id, echoing a well-formed one", async () => {
     const answer = await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-request-id": "trace-123" } })
     expect(answer.headers.get("content-type")).toContain("application/json")

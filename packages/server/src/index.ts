@@ -3,6 +3,6 @@
  * PostgreSQL; `src/main.ts` serves it with node:http (`pnpm start`).
  */
 export { createRelay, type RelayOptions, type RunningRelay } from "./createRelay.js"
-export { seedDemo, type DemoCredentials } from "./seedDemo.js"
+export { demoText, seedDemo, type DemoCredentials } from "./seedDemo.js"
 export { defaultRateLimitStore, engineOf, fromDatabase, type Engine, type RateLimitStore } from "./StorageLayer.js"
 export { configFromEnv, type ServerConfig } from "./ServerConfig.js"

@@ -9,26 +9,7 @@ import { serve } from "@custody-relay/http/node"
 import { configFromEnv } from "./ServerConfig.js"
 import { createRelay } from "./createRelay.js"
 import { engineOf } from "./StorageLayer.js"
-import { seedDemo, type DemoCredentials } from "./seedDemo.js"
-
-const printDemo = (demo: DemoCredentials, url: string): void => {
-  const lines = [
-    "",
-    "Demo data created. Each secret is shown only now; store the ones you need.",
-    "",
-    ...demo.users.map((u) => `  ${u.role.padEnd(11)} x-api-key: ${u.keyId}   x-api-secret: ${u.secret}`),
-    "",
-    ...demo.accounts.map((a) => `  account ${a.id}  ${a.name} (${a.balance} ${a.assetId})`),
-    `  whitelisted address ${demo.whitelistedAddressId} (BTC, approved)`,
-    ""
-  ]
-  const viewer = demo.users[0]
-  if (viewer !== undefined) {
-    lines.push("Try:", `  curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${viewer.keyId}' -H 'x-api-secret: ${viewer.secret}'`, "")
-  }
-  lines.push(`OpenAPI document: ${url}/relay/v1/openapi.json`, "")
-  process.stdout.write(lines.join("\n") + "\n")
-}
+import { demoText, seedDemo } from "./seedDemo.js"
 
 const main = async (): Promise<void> => {
   const settings = configFromEnv()
@@ -56,7 +37,7 @@ const main = async (): Promise<void> => {
   if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")
 
   if (config.demo === "always" || (config.demo === "auto" && fresh)) {
-    printDemo(await relay.handler.runtime.runPromise(seedDemo), listening.url)
+    process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), listening.url))
   }
 
   process.stdout.write("custody-relay ready\n")

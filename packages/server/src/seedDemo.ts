@@ -77,3 +77,23 @@ export const seedDemo: Effect.Effect<DemoCredentials, unknown, Relay.RelayServic
   yield* WhitelistedAddresses.approve(entry.id)
   return { clientId: client.id, users, accounts, whitelistedAddressId: entry.id }
 })
+
+/** What a first start prints: every demo credential (once), the demo's ids, and a curl line to try. */
+export const demoText = (demo: DemoCredentials, url: string): string => {
+  const lines = [
+    "",
+    "Demo data created. Each secret is shown only now; store the ones you need.",
+    "",
+    ...demo.users.map((u) => `  ${u.role.padEnd(11)} x-api-key: ${u.keyId}   x-api-secret: ${u.secret}`),
+    "",
+    ...demo.accounts.map((a) => `  account ${a.id}  ${a.name} (${a.balance} ${a.assetId})`),
+    `  whitelisted address ${demo.whitelistedAddressId} (BTC, approved)`,
+    ""
+  ]
+  const viewer = demo.users[0]
+  if (viewer !== undefined) {
+    lines.push("Try:", `  curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${viewer.keyId}' -H 'x-api-secret: ${viewer.secret}'`, "")
+  }
+  lines.push(`OpenAPI document: ${url}/relay/v1/openapi.json`, "")
+  return lines.join("\n") + "\n"
+}

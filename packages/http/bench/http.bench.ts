@@ -8,6 +8,9 @@
  * before each, default 20: the relay's Effect code needs tens of thousands of calls before the JIT settles),
  * BENCH_CONNECTIONS (default 10),
  * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Warn: one log line per request costs throughput too).
+ *
+ * For the reads it also runs a bound (server/bench/memoryRelay.ts): the same server on the in-memory storage, no
+ * SQL at all. Its ratio to the baseline is the most the relay could reach on that read if storage cost nothing.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -44,6 +47,7 @@ const serverMain = fileURLToPath(new URL("../../server/src/main.ts", import.meta
 const builtRelay = process.env["BENCH_RELAY"] === "built"
 const builtServerMain = fileURLToPath(new URL("../../server/dist/main.js", import.meta.url))
 const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
+const memoryRelayMain = fileURLToPath(new URL("../../server/bench/memoryRelay.ts", import.meta.url))
 
 const start = (
   args: ReadonlyArray<string>,
@@ -81,6 +85,9 @@ const main = async () => {
     RELAY_RATE_LIMIT: "1000000000"
   }, /custody-relay ready/, builtRelay ? [process.execPath] : undefined)
   const baseline = await start([baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
+  // Run from source, or on the built packages with the built relay (without the source condition, its imports
+  // resolve to dist/).
+  const memoryRelay = await start([memoryRelayMain], { PORT: "0" }, /custody-relay ready/, builtRelay ? [tsx] : undefined)
   try {
     const relayUrl = grab(relay.output, /listening on (http:\/\/\S+)/)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
@@ -88,6 +95,12 @@ const main = async () => {
       "x-api-key": grab(relay.output, /admin\s+x-api-key: (\S+)/),
       "x-api-secret": grab(relay.output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
     }
+    const memoryUrl = grab(memoryRelay.output, /listening on (http:\/\/\S+)/)
+    const memoryHeaders = {
+      "x-api-key": grab(memoryRelay.output, /admin\s+x-api-key: (\S+)/),
+      "x-api-secret": grab(memoryRelay.output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
+    }
+    const memoryAccount = grab(memoryRelay.output, /account (\S+)\s+Treasury BTC/)
     const account = grab(relay.output, /account (\S+)\s+Treasury BTC/)
     const whitelisted = grab(relay.output, /whitelisted address (\S+)/)
     const initiate = JSON.stringify({
@@ -97,43 +110,59 @@ const main = async () => {
       amount: "0.00001",
       assetType: "BTC"
     })
+    // `bound`: the same read on the relay with in-memory storage (see memoryRelay.ts); none for the write, whose
+    // cost on SQLite is mostly SQLite's own work, shared with the baseline.
     const scenarios = [
-      { name: "GET account", path: `/relay/v1/accounts/${account}`, method: "GET" },
-      { name: "GET list", path: "/relay/v1/accounts", method: "GET" },
+      { name: "GET account", path: `/relay/v1/accounts/${account}`, method: "GET", bound: `/relay/v1/accounts/${memoryAccount}` },
+      { name: "GET list", path: "/relay/v1/accounts", method: "GET", bound: "/relay/v1/accounts" },
       { name: "POST initiate", path: "/relay/v1/transactions/initiate", method: "POST", body: initiate }
     ]
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run after ${warmup} s of warm-up; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
     const rows: Array<string> = []
     for (const scenario of scenarios) {
-      const run = (base: string, seconds = duration) =>
+      const run = (url: string, credentials: Record<string, string>, seconds = duration) =>
         autocannon({
-          url: base + scenario.path,
+          url,
           connections,
           duration: seconds,
           method: scenario.method,
-          headers: { ...headers, ...(scenario.body === undefined ? {} : { "content-type": "application/json" }) },
+          headers: { ...credentials, ...(scenario.body === undefined ? {} : { "content-type": "application/json" }) },
           ...(scenario.body === undefined ? {} : { body: scenario.body })
         })
       // Unmeasured load first, so JIT compilation is not what is measured.
-      await run(relayUrl, warmup)
-      const ours = await run(relayUrl)
-      await run(baselineUrl, warmup)
-      const theirs = await run(baselineUrl)
+      const measured = async (url: string, credentials: Record<string, string>) => {
+        await run(url, credentials, warmup)
+        return run(url, credentials)
+      }
+      const ours = await measured(relayUrl + scenario.path, headers)
+      const theirs = await measured(baselineUrl + scenario.path, headers)
+      const bound = scenario.bound === undefined ? undefined : await measured(memoryUrl + scenario.bound, memoryHeaders)
       const ratio = ours.requests.average / theirs.requests.average
-      const row = `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} | ${ours.non2xx + ours.errors} / ${theirs.non2xx + theirs.errors} |`
-      rows.push(row)
-      process.stdout.write(`${scenario.name}: relay ${ours.requests.average.toFixed(0)} req/s, baseline ${theirs.requests.average.toFixed(0)} req/s, ratio ${ratio.toFixed(2)}\n`)
+      const boundRatio = bound === undefined ? undefined : bound.requests.average / theirs.requests.average
+      const boundCells = bound === undefined || boundRatio === undefined
+        ? "| - | - |"
+        : `| ${bound.requests.average.toFixed(0)} | ${boundRatio.toFixed(2)} |`
+      const failed = ours.non2xx + ours.errors + (bound === undefined ? 0 : bound.non2xx + bound.errors)
+      rows.push(
+        `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells} ${failed} / ${theirs.non2xx + theirs.errors} |`
+      )
+      process.stdout.write(
+        `${scenario.name}: relay ${ours.requests.average.toFixed(0)} req/s, baseline ${theirs.requests.average.toFixed(0)} req/s, ratio ${ratio.toFixed(2)}` +
+          (bound === undefined || boundRatio === undefined ? "" : `; bound (in-memory storage) ${bound.requests.average.toFixed(0)} req/s, ratio ${boundRatio.toFixed(2)}`) +
+          "\n"
+      )
     }
     process.stdout.write([
       "",
-      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | non-2xx or errors (relay / baseline) |",
-      "|---|---|---|---|---|---|---|",
+      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline | non-2xx or errors (relay and bound / baseline) |",
+      "|---|---|---|---|---|---|---|---|---|",
       ...rows,
       ""
     ].join("\n") + "\n")
   } finally {
     relay.child.kill("SIGTERM")
     baseline.child.kill("SIGTERM")
+    memoryRelay.child.kill("SIGTERM")
     await new Promise((resolve) => setTimeout(resolve, 500))
     rmSync(directory, { recursive: true, force: true })
   }

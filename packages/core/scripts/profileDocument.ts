@@ -94,6 +94,13 @@ Addresses are checked with their chain's real checksum: Base58Check and Bech32/B
 Litecoin, EIP-55 mixed-case checksums for Ethereum tokens (all-lower or all-upper hex is accepted unchecked, as
 EIP-55 specifies), and 32-byte Base58 keys for Solana. Asset ids are case-sensitive.
 
+## Ids
+
+Every id is a UUID in its textual form (8-4-4-4-12 hexadecimal digits), of any version. The hex digits are
+case-insensitive on input, as RFC 9562 says: an id written in upper case names the same record, in a path, a
+body or a filter. Ids are minted as UUIDv7 and always answered in lower case. Anything else where an id belongs
+is 400, never 404.
+
 ## Text fields (LIM-SIZE-1)
 
 Lengths count Unicode code points. Text must be well-formed (no lone surrogates) and hold no control

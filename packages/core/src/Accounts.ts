@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
 import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
-import { AccountId, Ids, isUuid, LedgerEntryId } from "./Ids.js"
+import { AccountId, canonicalUuid, Ids, isUuid, LedgerEntryId } from "./Ids.js"
 import * as Money from "./Money.js"
 import { operation } from "./Operation.js"
 import * as Page from "./Page.js"
@@ -21,9 +21,12 @@ import * as Timestamp from "./Timestamp.js"
 const toView = (account: Account.Account) =>
   Effect.map(Rates.valueInCad(account.assetId, account.availableBalance), (cad) => Account.toView(account, cad))
 
-/** A well-formed id, or a 400 naming the field (GEN: malformed ids are invalid requests, not absent records). */
+/**
+ * The id a request names, in its canonical form (see Ids), or a 400 naming the field (GEN: malformed ids are
+ * invalid requests, not absent records).
+ */
 export const requireUuid = (field: string, value: string) =>
-  isUuid(value) ? Effect.succeed(value) : Effect.fail(InvalidRequest.field(field, "must be a UUID"))
+  isUuid(value) ? Effect.succeed(canonicalUuid(value)) : Effect.fail(InvalidRequest.field(field, "must be a UUID"))
 
 /** The caller's account with this id, or NotFound whether it is absent or another client's (SCOPE-1). */
 export const findOwned = (unit: Storage.StorageUnit, principal: ClientPrincipal, id: string) =>
@@ -51,7 +54,7 @@ export const list = operation("Accounts.list")(function*(
 
 export const get = operation("Accounts.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "accounts.get")
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   const account = yield* Storage.run("read", (unit) => findOwned(unit, caller, id))
   return yield* toView(account)
 })
@@ -103,11 +106,11 @@ const activateIn = Effect.fnUntraced(function*(unit: Storage.StorageUnit, accoun
 const decide = (action: "accounts.approve" | "accounts.reject", event: "approve" | "reject") =>
   operation(`Accounts.${event}`)(function*(principal: Principal, input: Account.AccountDecisionInput) {
     const caller = yield* authorize(principal, action)
-    yield* requireUuid("accountId", input.accountId)
+    const accountId = yield* requireUuid("accountId", input.accountId)
     const config = yield* RelayConfig
     return yield* Storage.run("write", (unit) =>
       Effect.gen(function*() {
-        const account = yield* findOwned(unit, caller, input.accountId)
+        const account = yield* findOwned(unit, caller, accountId)
         const status = yield* step(account, event)
         const decided: Account.Account = { ...account, status, updatedAt: yield* Timestamp.now }
         yield* unit.updateAccount(decided)
@@ -122,7 +125,7 @@ export const reject = decide("accounts.reject", "reject")
 
 /** Provider step: activates an approved account. An account that is already active is answered as it is. */
 export const activate = operation("Accounts.activate")(function*(accountId: string) {
-  yield* requireUuid("accountId", accountId)
+  accountId = yield* requireUuid("accountId", accountId)
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
       const account = yield* findAny(unit, accountId)
@@ -132,7 +135,7 @@ export const activate = operation("Accounts.activate")(function*(accountId: stri
 
 /** Provider step: a deposit arrived at an active account's address. Credits the balance and records it. */
 export const deposit = operation("Accounts.deposit")(function*(accountId: string, amount: string) {
-  yield* requireUuid("accountId", accountId)
+  accountId = yield* requireUuid("accountId", accountId)
   const entryId = LedgerEntryId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
@@ -171,7 +174,7 @@ export const setApprovalPolicy = operation("Accounts.setApprovalPolicy")(functio
   accountId: string,
   requiredApprovals: number
 ) {
-  yield* requireUuid("accountId", accountId)
+  accountId = yield* requireUuid("accountId", accountId)
   if (!Number.isInteger(requiredApprovals) || requiredApprovals < 0 || requiredApprovals > 10) {
     return yield* InvalidRequest.field("requiredApprovals", "must be an integer from 0 to 10")
   }
@@ -186,6 +189,6 @@ export const setApprovalPolicy = operation("Accounts.setApprovalPolicy")(functio
 
 /** The account as stored, for administration and tests: no client scope. */
 export const inspect = operation("Accounts.inspect")(function*(accountId: string) {
-  yield* requireUuid("accountId", accountId)
+  accountId = yield* requireUuid("accountId", accountId)
   return yield* Storage.run("read", (unit) => findAny(unit, accountId))
 })

@@ -31,11 +31,10 @@ export interface NewApiUser {
 
 /** Creates an API user and returns its credential: the only time the secret exists outside the caller's hands. */
 export const createApiUser = operation("Administration.createApiUser")(function*(input: NewApiUser) {
-  if (input.clientId !== null) yield* requireUuid("clientId", input.clientId)
+  const clientId = input.clientId === null ? null : ClientId.make(yield* requireUuid("clientId", input.clientId))
   const id = ApiUserId.make(yield* (yield* Ids).next)
   const credential = yield* ApiUser.generateCredential
   const now = yield* Timestamp.now
-  const clientId = input.clientId === null ? null : ClientId.make(input.clientId)
   yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
       if (clientId !== null && Option.isNone(yield* unit.getClient(clientId))) {
@@ -58,7 +57,7 @@ export const createApiUser = operation("Administration.createApiUser")(function*
 
 const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser) =>
   Effect.gen(function*() {
-    yield* requireUuid("apiUserId", id)
+    id = yield* requireUuid("apiUserId", id)
     const now = yield* Timestamp.now
     return yield* Storage.run("write", (unit) =>
       Effect.gen(function*() {

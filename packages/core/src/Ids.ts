@@ -3,10 +3,19 @@
  * a request or minted by the `Ids` port) and trusted inside. New ids are UUIDv7: time-ordered, so records sort by
  * creation and B-tree indexes stay append-mostly.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, SchemaTransformation } from "effect"
 import { v7 as uuidv7 } from "uuid"
 
-const uuid = Schema.String.check(Schema.isUUID())
+// Any version: the relay reads ids minted elsewhere too. RFC 9562 makes the hex digits case-insensitive on input,
+// so an id in upper case is the same id; ids are minted and stored in lower case, the canonical form.
+const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
+
+const isUuidText = Schema.isPattern(UUID_PATTERN, {
+  expected: "a UUID",
+  toJsonSchema: () => ({ format: "uuid", pattern: UUID_PATTERN.source })
+})
+
+const uuid = Schema.String.check(isUuidText)
 
 export const ClientId = uuid.pipe(Schema.brand("ClientId"))
 export type ClientId = typeof ClientId.Type
@@ -21,10 +30,14 @@ export type WhitelistedAddressId = typeof WhitelistedAddressId.Type
 export const LedgerEntryId = uuid.pipe(Schema.brand("LedgerEntryId"))
 export type LedgerEntryId = typeof LedgerEntryId.Type
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-/** True when `value` is a UUID in its canonical textual form (any version): the check behind every id parameter. */
+/** True when `value` is a UUID in its textual form, in either case (any version): the check behind every id. */
 export const isUuid = (value: string): boolean => UUID_PATTERN.test(value)
+
+/** The id a well-formed UUID names, as it is stored: in lower case. */
+export const canonicalUuid = (value: string): string => value.toLowerCase()
+
+/** An id in a request body: a UUID (`isUuid`), decoded to its canonical form. */
+export const UuidInput = uuid.pipe(Schema.decode(SchemaTransformation.toLowerCase()))
 
 /** Mints new ids. The default is UUIDv7; `layerSequential` gives repeatable ids for tests and demos. */
 export class Ids extends Context.Service<Ids, {

@@ -22,7 +22,7 @@ export interface AccountReconciliation {
 }
 
 export const reconcileAccount = operation("Reconciliation.reconcileAccount")(function*(accountId: string) {
-  yield* requireUuid("accountId", accountId)
+  accountId = yield* requireUuid("accountId", accountId)
   return yield* Storage.run("read", (unit) =>
     Effect.gen(function*() {
       const found = yield* unit.getAccount(AccountId.make(accountId))

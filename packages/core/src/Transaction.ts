@@ -8,7 +8,7 @@
  * group (TXN-LIST-2), and the reservation of funds is open exactly while the status is in the pending group.
  */
 import { Schema, Struct } from "effect"
-import { AccountId, ApiUserId, ClientId, TransactionId } from "./Ids.js"
+import { AccountId, ApiUserId, ClientId, TransactionId, UuidInput } from "./Ids.js"
 import { DecimalString } from "./Money.js"
 import * as StateMachine from "./StateMachine.js"
 import { Timestamp } from "./Timestamp.js"
@@ -129,8 +129,8 @@ export type Transaction = typeof Transaction.Type
 
 /** Body of calculate-fee and initiate (TXN-VAL-1); the amount stays a string until the asset's precision is known. */
 export const TransferInput = Schema.Struct({
-  sourceAccountId: Schema.String.check(Schema.isUUID()),
-  destinationId: Schema.String.check(Schema.isUUID()),
+  sourceAccountId: UuidInput,
+  destinationId: UuidInput,
   destinationType: DestinationType,
   amount: Schema.String.check(Schema.isMaxLength(128)),
   assetType: Schema.String.check(Schema.isMaxLength(64))

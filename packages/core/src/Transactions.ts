@@ -52,6 +52,8 @@ interface ValidatedTransfer {
   readonly asset: Asset
   readonly amount: Money.DecimalString
   readonly source: Account.Account
+  /** The destination's id in canonical form (see Ids). */
+  readonly destinationId: string
   readonly destinationAddress: string
 }
 
@@ -64,12 +66,15 @@ const validateTransfer = Effect.fnUntraced(function*(
   caller: ClientPrincipal,
   input: Transaction.TransferInput
 ) {
+  // Decoding already checked and lowered both ids; a caller of the Effect API may not have decoded.
+  const sourceAccountId = yield* requireUuid("sourceAccountId", input.sourceAccountId)
+  const destinationId = yield* requireUuid("destinationId", input.destinationId)
   const asset = yield* requireAsset(input.assetType)
   const amount = yield* Effect.fromResult(Money.parseAmount(input.amount, asset.precision, asset.assetId)).pipe(
     Effect.mapError(InvalidAmount.of)
   )
-  const source = yield* findOwnedAccount(unit, caller, input.sourceAccountId).pipe(
-    Effect.mapError(() => new SourceAccountInaccessible({ accountId: input.sourceAccountId }))
+  const source = yield* findOwnedAccount(unit, caller, sourceAccountId).pipe(
+    Effect.mapError(() => new SourceAccountInaccessible({ accountId: sourceAccountId }))
   )
   if (source.assetId !== asset.assetId) {
     return yield* new AssetMismatch({ accountAssetId: source.assetId, requestedAssetType: input.assetType })
@@ -77,12 +82,12 @@ const validateTransfer = Effect.fnUntraced(function*(
   if (!Account.isActive(source)) return yield* new SourceAccountNotActive({ accountId: source.id, status: source.status })
   let destinationAddress: string | null
   if (input.destinationType === "internal") {
-    if (input.destinationId === source.id) return yield* new SameSourceAndDestination({ accountId: source.id })
-    const found = yield* unit.getAccount(AccountId.make(input.destinationId))
+    if (destinationId === source.id) return yield* new SameSourceAndDestination({ accountId: source.id })
+    const found = yield* unit.getAccount(AccountId.make(destinationId))
     const eligible = Option.filter(found, (d) => owns(caller, d) && Account.isActive(d) && d.assetId === source.assetId)
     destinationAddress = Option.isSome(eligible) ? eligible.value.address : null
   } else {
-    const found = yield* unit.getWhitelistedAddress(WhitelistedAddressId.make(input.destinationId))
+    const found = yield* unit.getWhitelistedAddress(WhitelistedAddressId.make(destinationId))
     const eligible = Option.filter(
       found,
       (e) => owns(caller, e) && WhitelistedAddress.isUsableDestination(e) && e.assetType === source.assetId
@@ -90,9 +95,9 @@ const validateTransfer = Effect.fnUntraced(function*(
     destinationAddress = Option.isSome(eligible) ? eligible.value.address : null
   }
   if (destinationAddress === null) {
-    return yield* new DestinationNotFound({ destinationId: input.destinationId, destinationType: input.destinationType })
+    return yield* new DestinationNotFound({ destinationId, destinationType: input.destinationType })
   }
-  return { asset, amount, source, destinationAddress } satisfies ValidatedTransfer
+  return { asset, amount, source, destinationId, destinationAddress } satisfies ValidatedTransfer
 })
 
 const step = (tx: Transaction.Transaction, event: Transaction.TransactionEvent, action: string = event) =>
@@ -184,13 +189,13 @@ export const list = operation("Transactions.list")(function*(
 
 export const get = operation("Transactions.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "transactions.get")
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   return Transaction.toDetail(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
 })
 
 export const status = operation("Transactions.status")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "transactions.status")
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   return Transaction.toStatusView(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
 })
 
@@ -239,7 +244,7 @@ export const initiate = operation("Transactions.initiate")(function*(
         id,
         clientId: caller.clientId,
         sourceAccountId: transfer.source.id,
-        destinationId: input.destinationId,
+        destinationId: transfer.destinationId,
         destinationType: input.destinationType,
         destinationAddress: transfer.destinationAddress,
         amount: transfer.amount,
@@ -271,7 +276,7 @@ export const initiate = operation("Transactions.initiate")(function*(
 const decide = (decision: "approve" | "reject") =>
   operation(`Transactions.${decision}`)(function*(principal: Principal, id: string) {
     const caller = yield* authorize(principal, decision === "approve" ? "transactions.approve" : "transactions.reject")
-    yield* requireUuid("id", id)
+    id = yield* requireUuid("id", id)
     const now = yield* Timestamp.now
     return yield* Storage.run("write", (unit) =>
       Effect.gen(function*() {
@@ -308,7 +313,7 @@ export const applyProviderEvent = operation("Transactions.applyProviderEvent")(f
   event: ProviderEvent,
   subStatus?: string
 ) {
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   if (subStatus !== undefined && event === "fail" && !(Transaction.failureSubStatuses as ReadonlyArray<string>).includes(subStatus)) {
     return yield* InvalidRequest.field("subStatus", `must be one of ${Transaction.failureSubStatuses.join(", ")}`)
   }
@@ -323,7 +328,7 @@ export const applyProviderEvent = operation("Transactions.applyProviderEvent")(f
 
 /** Withdraws a transaction before broadcast (administration); its reservation is released. */
 export const cancel = operation("Transactions.cancel")(function*(id: string) {
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
@@ -347,7 +352,7 @@ const towardCompletion: Partial<Record<Transaction.TransactionStatus, Transactio
  * A transaction that is no longer pending is refused (TransitionNotAllowed).
  */
 export const advanceTo = operation("Transactions.advanceTo")(function*(id: string, target: "completed" | "failed") {
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
@@ -369,6 +374,6 @@ export const advanceTo = operation("Transactions.advanceTo")(function*(id: strin
 
 /** The transaction as stored, for administration and tests: no client scope. */
 export const inspect = operation("Transactions.inspect")(function*(id: string) {
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   return yield* Storage.run("read", (unit) => findAny(unit, id))
 })

@@ -64,7 +64,7 @@ export const list = operation("WhitelistedAddresses.list")(function*(
 
 export const get = operation("WhitelistedAddresses.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "whitelistedAddresses.get")
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   const entry = yield* Storage.run("read", (unit) =>
     Effect.flatMap(
       unit.getWhitelistedAddress(WhitelistedAddressId.make(id)),
@@ -78,7 +78,7 @@ export const transition = operation("WhitelistedAddresses.transition")(function*
   id: string,
   event: WhitelistedAddress.WhitelistEvent
 ) {
-  yield* requireUuid("id", id)
+  id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {

@@ -18,8 +18,9 @@ import {
 
 export const allPermissions = Permission.permissionNames
 
-export const layer = (config: Partial<RelayConfig.RelayConfigShape> = {}) =>
-  Relay.layerMemory({ ids: Ids.Ids.layerSequential }).pipe(
+/** Ids are sequential unless given: `Ids.Ids.layer` mints real UUIDv7s, with hex letters in them. */
+export const layer = (config: Partial<RelayConfig.RelayConfigShape> = {}, ids: Layer.Layer<Ids.Ids> = Ids.Ids.layerSequential) =>
+  Relay.layerMemory({ ids }).pipe(
     Layer.provideMerge(Layer.succeed(RelayConfig.RelayConfig, { ...RelayConfig.RelayConfig.defaultValue(), ...config }))
   )
 

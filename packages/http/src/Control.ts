@@ -220,8 +220,7 @@ export const make = (options: ControlOptions) => {
       path: "/__control/clients/{id}/provider-fault",
       call: withBody(Fault, (params, input) =>
         Effect.gen(function*() {
-          const clientId = id(params)
-          yield* Accounts.requireUuid("clientId", clientId)
+          const clientId = yield* Accounts.requireUuid("clientId", id(params))
           const client = yield* Storage.run("read", (unit) => unit.getClient(Ids.ClientId.make(clientId)))
           if (Option.isNone(client)) return yield* new RelayError.NotFound({ resource: "client", id: clientId })
           if (input.calculateFee === "none") options.providerFaults.delete(clientId)

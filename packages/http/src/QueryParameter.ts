@@ -66,7 +66,7 @@ export const uuid = (description: string): QueryParameter<string | undefined> =>
   description,
   multi: false,
   schema: { type: "string", format: "uuid" },
-  decode: single((value) => (Ids.isUuid(value) ? Result.succeed(value) : Result.fail("must be a UUID")), undefined)
+  decode: single((value) => (Ids.isUuid(value) ? Result.succeed(Ids.canonicalUuid(value)) : Result.fail("must be a UUID")), undefined)
 })
 
 const normalise = (value: string, caseInsensitive: "upper" | "lower" | false): string =>

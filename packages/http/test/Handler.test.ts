@@ -188,6 +188,22 @@ describe("transactions", () => {
     expect(items(own.body).every((t) => t["sourceAccountId"] === tenant.source)).toBe(true)
   })
 
+  it("an id in upper case names the same record (RFC 9562): in a path, a body and the accountId filter", async () => {
+    const as = fixture.as(tenant.admin)
+    const upper = (id: string) => {
+      expect(id.toUpperCase()).not.toBe(id)
+      return id.toUpperCase()
+    }
+    const initiated = await as.post("/relay/v1/transactions/initiate", transfer(tenant, { sourceAccountId: upper(tenant.source), destinationId: upper(tenant.whitelisted) }))
+    expect(initiated.status).toBe(201)
+    expect(record(initiated.body)).toMatchObject({ sourceAccountId: tenant.source, destinationId: tenant.whitelisted })
+    const id = field(initiated.body, "id")
+    expect(record((await as.get(`/relay/v1/transactions/${upper(id)}`)).body)["id"]).toBe(id)
+    expect(record((await as.get(`/relay/v1/accounts/${upper(tenant.source)}`)).body)["id"]).toBe(tenant.source)
+    const filtered = items((await as.get(`/relay/v1/transactions?limit=100&accountId=${upper(tenant.source)}`)).body)
+    expect(filtered.map((t) => t["id"])).toContain(id)
+  })
+
   it("TXN-FEE-1 TXN-FEE-2: calculate-fee answers a JSON number estimate and creates nothing", async () => {
     const as = fixture.as(tenant.admin)
     const before = record((await as.get("/relay/v1/transactions")).body)["total"]

@@ -437,7 +437,8 @@ export const run = <A, E, R>(
       : mode === "write" && open.mode === "read"
       ? writeInsideRead()
       : work(open.unit)
-    return body.pipe(
-      Effect.catchIf((error): error is StorageError => error instanceof StorageError, (error) => Effect.die(error))
-    )
+    // Data-first: `pipe` with a combinator of optional arguments builds and spreads a closure on every call.
+    return Effect.catchIf(body, isStorageError, Effect.die)
   }) as Effect.Effect<A, Exclude<E, StorageError>, R | Storage>
+
+const isStorageError = (error: unknown): error is StorageError => error instanceof StorageError

@@ -185,7 +185,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     })
 
   const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) =>
-    Effect.gen(function*() {
+    Effect.annotateLogs(Effect.gen(function*() {
       const state: RequestState = { rateHeaders: {}, keyId: undefined }
       const { pathname } = request
       const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
@@ -214,7 +214,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         )
       }
       return Reply.finish(reply, requestId, state.rateHeaders)
-    }).pipe(Effect.annotateLogs({ requestId, method: request.method, path: request.pathname }))
+    }), { requestId, method: request.method, path: request.pathname })
 
   // Once the layers are built, requests run on their context directly: a request that never waits (a read on
   // SQLite) completes inside `runForkWith`, with no promise between it and its reply.

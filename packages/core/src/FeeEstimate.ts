@@ -1,6 +1,8 @@
 /**
  * The answer of calculate-fee (TXN-FEE-2). `estimatedFee` is the one amount on the wire that is a JSON number
- * (GEN-DEC-1): it is converted from the exact decimal only here, at the edge.
+ * (GEN-DEC-1). The core keeps the fee exact, as a decimal string (`FeeQuote`); `FeeEstimate` is the interface's
+ * record for JavaScript callers, whose number is the nearest double, lossy beyond about 15 significant digits. The
+ * HTTP adapter writes the quote's exact digits as the JSON number instead, so no precision is lost on the wire.
  */
 import { Schema } from "effect"
 import * as Money from "./Money.js"
@@ -14,9 +16,25 @@ export const FeeEstimate = Schema.Struct({
 })
 export type FeeEstimate = typeof FeeEstimate.Type
 
-export const make = (assetType: string, amount: Money.DecimalString, fee: Money.DecimalString, feeAssetType: string): FeeEstimate => ({
+/** A fee estimate with the fee exact. */
+export interface FeeQuote {
+  readonly assetType: string
+  readonly amount: Money.DecimalString
+  readonly fee: Money.DecimalString
+  readonly feeAssetType: string
+}
+
+export const quote = (assetType: string, amount: Money.DecimalString, fee: Money.DecimalString, feeAssetType: string): FeeQuote => ({
   assetType,
   amount,
-  estimatedFee: Money.toJsonNumber(fee),
+  fee,
   feeAssetType
+})
+
+/** The interface's record for a JavaScript caller: the fee as the nearest JS number. */
+export const fromQuote = (q: FeeQuote): FeeEstimate => ({
+  assetType: q.assetType,
+  amount: q.amount,
+  estimatedFee: Money.toJsonNumber(q.fee),
+  feeAssetType: q.feeAssetType
 })

@@ -199,16 +199,22 @@ export const status = operation("Transactions.status")(function*(principal: Prin
   return Transaction.toStatusView(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
 })
 
-/** Estimates the network fee after exactly initiate's validation; stores nothing (TXN-FEE-1, TXN-FEE-2). */
-export const calculateFee = operation("Transactions.calculateFee")(function*(
+/**
+ * Estimates the network fee after exactly initiate's validation; stores nothing (TXN-FEE-1, TXN-FEE-2). The fee
+ * is exact (see FeeEstimate); `calculateFee` gives the interface's record with the fee as a JS number.
+ */
+export const quoteFee = operation("Transactions.quoteFee")(function*(
   principal: Principal,
   input: Transaction.TransferInput
 ) {
   const caller = yield* authorize(principal, "transactions.calculateFee")
   const transfer = yield* Storage.run("read", (unit) => validateTransfer(unit, caller, input))
   const quote = yield* (yield* CustodyProvider).estimateFee(transfer.asset, transfer.amount)
-  return FeeEstimate.make(transfer.asset.assetId, transfer.amount, quote.fee, quote.feeAssetId)
+  return FeeEstimate.quote(transfer.asset.assetId, transfer.amount, quote.fee, quote.feeAssetId)
 })
+
+export const calculateFee = (principal: Principal, input: Transaction.TransferInput) =>
+  Effect.map(quoteFee(principal, input), FeeEstimate.fromQuote)
 
 /**
  * Initiates a transaction: validates, prices the fee, reserves amount (plus fee when paid in the same asset) from

@@ -73,6 +73,9 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       status: (principal: Principal, id: string) => run(Transactions.status(principal, id)),
       calculateFee: (principal: Principal, input: unknown) =>
         run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.calculateFee(principal, i))),
+      /** The same estimate with the fee exact, a decimal string (see Transactions.quoteFee). */
+      quoteFee: (principal: Principal, input: unknown) =>
+        run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.quoteFee(principal, i))),
       initiate: (principal: Principal, input: unknown) =>
         run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.initiate(principal, i))),
       approve: (principal: Principal, id: string) => run(Transactions.approve(principal, id)),

@@ -74,6 +74,17 @@ describe("Transactions", () => {
       const destination = yield* approvedWhitelistEntry(p, "USDC")
       const estimate = yield* Transactions.calculateFee(p, transfer(source, destination, "12.5", "USDC", "external"))
       assert.deepStrictEqual(estimate, { assetType: "USDC", amount: "12.5", estimatedFee: 0.00042, feeAssetType: "ETH" })
+      // The quote keeps the fee exact, past what a JS number holds: 0.00002 + 0.01% of the amount, rounded down
+      // to BTC's 8 places, is 24 significant digits.
+      const btc = yield* activeAccount(p, "BTC")
+      const huge = transfer(btc, yield* approvedWhitelistEntry(p, "BTC"), "12345678901234567890.12345678", "BTC", "external")
+      assert.deepStrictEqual(yield* Transactions.quoteFee(p, huge), {
+        assetType: "BTC",
+        amount: "12345678901234567890.12345678",
+        fee: "1234567890123456.78903234",
+        feeAssetType: "BTC"
+      })
+      assert.strictEqual((yield* Transactions.calculateFee(p, huge)).estimatedFee, 1234567890123456.8)
       assert.strictEqual((yield* Transactions.list(p, {}, { page: 1, limit: 20 })).total, 0)
       assert.strictEqual((yield* Accounts.get(p, source)).availableBalance, "100")
       const bad = transfer(source, destination, "1.0000001", "USDC", "external")

@@ -24,6 +24,10 @@ describe("Promise facade", () => {
         sourceAccountId: source.id, destinationId: destination.id, destinationType: "internal", amount: "1", assetType: "ETH"
       })
       assert.strictEqual(typeof fee.estimatedFee, "number")
+      const quote = await relay.transactions.quoteFee(me, {
+        sourceAccountId: source.id, destinationId: destination.id, destinationType: "internal", amount: "1", assetType: "ETH"
+      })
+      assert.strictEqual(quote.fee, String(fee.estimatedFee))
       const tx = await relay.transactions.initiate(me, {
         sourceAccountId: source.id, destinationId: destination.id, destinationType: "internal", amount: "1", assetType: "ETH"
       })

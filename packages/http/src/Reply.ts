@@ -6,6 +6,7 @@
  * other error body is `{message, code, requestId}` with `details` on validation errors, and never a stack trace,
  * a SQL fragment or a secret (ERR-BODY-1, AUTH-SEC-1).
  */
+import type { Money } from "@custody-relay/core"
 import { defectMapping, defectMessage, errorTable, type AnyError } from "./ErrorTable.js"
 
 export interface Reply {
@@ -13,6 +14,15 @@ export interface Reply {
   readonly body: string
   readonly headers: Readonly<Record<string, string>>
 }
+
+// ES2025's JSON.rawJSON (Node 21 and later); TypeScript's ES2024 library does not declare it yet.
+const rawJSON = (JSON as unknown as { readonly rawJSON: (text: string) => unknown }).rawJSON
+
+/**
+ * A decimal written into the JSON text as a number with exactly its digits: JSON numbers have no precision limit,
+ * and a JS number would round past about 15 significant digits. For `estimatedFee` (TXN-FEE-2, GEN-DEC-1).
+ */
+export const exactJsonNumber = (decimal: Money.DecimalString): unknown => rawJSON(decimal)
 
 export const json = (status: number, value: unknown, headers: Readonly<Record<string, string>> = {}): Reply => ({
   status,

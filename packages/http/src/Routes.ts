@@ -21,6 +21,7 @@ import {
 } from "@custody-relay/core"
 import { Effect, Result, Schema } from "effect"
 import * as QueryParameter from "./QueryParameter.js"
+import * as Reply from "./Reply.js"
 import { decodeWith } from "./RequestBody.js"
 
 export type Method = "GET" | "POST"
@@ -100,6 +101,14 @@ const define = <const Q extends QueryParameter.QueryParameters = {}, B = undefin
 }
 
 const param = (params: Readonly<Record<string, string>>, name: string): string => params[name] ?? ""
+
+/** The interface's fee estimate record, its fee a JSON number written with the quote's exact digits. */
+const wireFeeEstimate = (quote: FeeEstimate.FeeQuote) => ({
+  assetType: quote.assetType,
+  amount: quote.amount,
+  estimatedFee: Reply.exactJsonNumber(quote.fee),
+  feeAssetType: quote.feeAssetType
+})
 
 const accountsQuery = {
   page: QueryParameter.page,
@@ -237,7 +246,7 @@ export const routes: ReadonlyArray<Route> = [
     summary: "Estimate the network fee of a transaction",
     body: Transaction.TransferInput,
     response: FeeEstimate.FeeEstimate,
-    run: (principal, { body }) => Transactions.calculateFee(principal, body)
+    run: (principal, { body }) => Effect.map(Transactions.quoteFee(principal, body), wireFeeEstimate)
   }),
   define({
     method: "POST",

@@ -214,6 +214,14 @@ describe("transactions", () => {
     expect(record((await as.get("/relay/v1/transactions")).body)["total"]).toBe(before)
   })
 
+  it("TXN-FEE-2 GEN-DEC-1: estimatedFee is a JSON number written with the fee's exact digits, however many", async () => {
+    const fee = await fixture.as(tenant.admin).post("/relay/v1/transactions/calculate-fee", transfer(tenant, { amount: "12345678901234567890.12345678" }))
+    expect(fee.status).toBe(200)
+    // 0.00002 + 0.01% of the amount, rounded down to BTC's 8 places: 24 significant digits, more than a double holds.
+    expect(fee.text).toContain('"estimatedFee":1234567890123456.78903234,')
+    expect(typeof record(fee.body)["estimatedFee"]).toBe("number")
+  })
+
   it("TXN-VAL-1 TXN-PREC-1 TXN-PREC-2 TXN-VAL-2 TXN-DEST-1: bad transfers are refused with the right status", async () => {
     const as = fixture.as(tenant.admin)
     const status = async (overrides: Record<string, unknown>) => (await as.post("/relay/v1/transactions/initiate", transfer(tenant, overrides))).status

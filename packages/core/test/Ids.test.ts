@@ -55,6 +55,8 @@ describe("Ids", () => {
       assert.strictEqual(initiated.destinationId, whitelisted)
       assert.strictEqual((yield* Transactions.get(p, shouted(initiated.id))).id, initiated.id)
       assert.strictEqual((yield* Transactions.status(p, shouted(initiated.id))).id, initiated.id)
+      const listed = yield* Transactions.list(p, { accountId: shouted(source) }, { page: 1, limit: 20 })
+      assert.deepStrictEqual(listed.items.map((t) => t.id), [initiated.id])
 
       const pending = yield* Accounts.create(p, { name: "Pending", workspace: "custody", assetId: "ETH" })
       assert.deepStrictEqual(yield* Accounts.approve(p, { accountId: shouted(pending.id) }), { accountId: pending.id, status: "approved" })

@@ -94,6 +94,11 @@ Addresses are checked with their chain's real checksum: Base58Check and Bech32/B
 Litecoin, EIP-55 mixed-case checksums for Ethereum tokens (all-lower or all-upper hex is accepted unchecked, as
 EIP-55 specifies), and 32-byte Base58 keys for Solana. Asset ids are case-sensitive.
 
+One address is one whitelist entry however it is written: a segwit address in upper or lower case, an Ethereum
+address in lower, upper or EIP-55 case. Whitelisting it again in another spelling is 409, like the same spelling;
+each entry keeps the spelling it was created with. Base58 addresses are case-sensitive: another case is another
+address or an invalid one.
+
 ## Ids
 
 Every id is a UUID in its textual form (8-4-4-4-12 hexadecimal digits), of any version. The hex digits are

@@ -21,6 +21,12 @@ import type { Bech32, Bech32Decoded } from "@scure/base"
 export interface Chain {
   readonly chainType: string
   isValidAddress(address: string): boolean
+  /**
+   * Every valid way to write this (valid) address, itself included: bech32 is valid in all lower or all upper
+   * case, and an Ethereum address in lower case, upper case or its EIP-55 mixed case; base58 is case-sensitive, so
+   * it has one. Whitelisting compares addresses through it, so one address is never two entries.
+   */
+  spellingsOf(address: string): ReadonlyArray<string>
   addressFromSeed(seed: Uint8Array): string
 }
 
@@ -82,15 +88,22 @@ const base58checkOrSegwit = (versions: ReadonlyArray<number>, hrp: string) => (a
   return version !== undefined ? versions.includes(version) : isValidSegwitAddress(hrp, address)
 }
 
+const base58checkOrSegwitSpellings = (address: string): ReadonlyArray<string> =>
+  base58checkVersion(address) === undefined ? distinct([address.toLowerCase(), address.toUpperCase()]) : [address]
+
+const distinct = (spellings: ReadonlyArray<string>): ReadonlyArray<string> => [...new Set(spellings)]
+
 export const Bitcoin: Chain = {
   chainType: "BITCOIN",
   isValidAddress: base58checkOrSegwit([0x00, 0x05], "bc"),
+  spellingsOf: base58checkOrSegwitSpellings,
   addressFromSeed: (seed) => segwitV0AddressFromSeed("bc", seed)
 }
 
 export const Litecoin: Chain = {
   chainType: "LITECOIN",
   isValidAddress: base58checkOrSegwit([0x30, 0x32, 0x05], "ltc"),
+  spellingsOf: base58checkOrSegwitSpellings,
   addressFromSeed: (seed) => segwitV0AddressFromSeed("ltc", seed)
 }
 
@@ -117,6 +130,10 @@ export const Ethereum: Chain = {
     if (hex === lower || hex === hex.toUpperCase()) return true
     return eip55(lower) === address
   },
+  spellingsOf: (address) => {
+    const lower = address.slice(2).toLowerCase()
+    return distinct([`0x${lower}`, `0x${lower.toUpperCase()}`, eip55(lower)])
+  },
   addressFromSeed: (seed) => eip55(bytesToHex(keccak_256(seed).subarray(12)))
 }
 
@@ -130,5 +147,6 @@ export const Solana: Chain = {
       return false
     }
   },
+  spellingsOf: (address) => [address],
   addressFromSeed: (seed) => base58.encode(sha256(seed))
 }

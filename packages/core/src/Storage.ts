@@ -77,11 +77,11 @@ export interface StorageUnit {
 
   readonly insertWhitelistedAddress: (entry: WhitelistedAddress) => Op<void>
   readonly getWhitelistedAddress: (id: WhitelistedAddressId) => Op<Option.Option<WhitelistedAddress>>
-  /** The client's entry for this asset and address that is not archived, if any. */
+  /** The client's entry for this asset that is not archived and whose address is one of `addresses`, if any. */
   readonly findWhitelistedAddress: (
     clientId: ClientId,
     assetType: string,
-    address: string
+    addresses: ReadonlyArray<string>
   ) => Op<Option.Option<WhitelistedAddress>>
   readonly updateWhitelistedAddress: (entry: WhitelistedAddress) => Op<void>
   readonly listWhitelistedAddresses: (
@@ -304,10 +304,10 @@ const makeMemory = Effect.fnUntraced(function*() {
       getWhitelistedAddress(id) {
         return read(() => Option.fromNullishOr(staged.whitelist.get(id)))
       },
-      findWhitelistedAddress(clientId, assetType, address) {
+      findWhitelistedAddress(clientId, assetType, addresses) {
         return read(() => {
           for (const e of staged.whitelist.values()) {
-            if (e.clientId === clientId && e.assetType === assetType && e.address === address && e.status !== "ARCHIVED") {
+            if (e.clientId === clientId && e.assetType === assetType && addresses.includes(e.address) && e.status !== "ARCHIVED") {
               return Option.some(e)
             }
           }

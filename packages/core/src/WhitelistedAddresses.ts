@@ -32,7 +32,8 @@ export const create = operation("WhitelistedAddresses.create")(function*(
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
-      const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, input.address)
+      // One address is one entry however it is written (see Chain.spellingsOf); it is kept as the caller wrote it.
+      const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, asset.chain.spellingsOf(input.address))
       if (Option.isSome(existing)) return yield* new DuplicateWhitelistedAddress({ existingId: existing.value.id })
       const { providerId } = yield* provider.registerWhitelistedAddress(id, asset, input.address)
       const entry: WhitelistedAddress.WhitelistedAddress = {

@@ -228,3 +228,49 @@ describe("Chain.addressFromSeed", () => {
     )
   })
 })
+
+describe("Chain.spellingsOf (one address, however it is written)", () => {
+  // addressFromSeed gives segwit addresses on Bitcoin and Litecoin: like Ethereum's, their case is not significant.
+  // Base58 is: another case is another address (or none), so Solana's address has one spelling.
+  const chains: ReadonlyArray<readonly [string, Chain, boolean]> = [
+    ["BITCOIN", Bitcoin, true],
+    ["LITECOIN", Litecoin, true],
+    ["ETHEREUM", Ethereum, true],
+    ["SOLANA", Solana, false]
+  ]
+
+  it.each(chains)("%s: every spelling is valid, includes the address, and names the same set", (_, chain, caseFree) => {
+    fc.assert(
+      fc.property(seed, (bytes) => {
+        const address = chain.addressFromSeed(bytes)
+        const spellings = chain.spellingsOf(address)
+        expect(spellings).toContain(address)
+        for (const spelling of spellings) {
+          expect(chain.isValidAddress(spelling)).toBe(true)
+          expect([...chain.spellingsOf(spelling)].sort()).toEqual([...spellings].sort())
+        }
+        if (!caseFree) {
+          expect(spellings).toEqual([address])
+          return
+        }
+        const prefix = address.startsWith("0x") ? "0x" : ""
+        const body = address.slice(prefix.length)
+        expect(spellings).toContain(prefix + body.toLowerCase())
+        expect(spellings).toContain(prefix + body.toUpperCase())
+      })
+    )
+  })
+
+  it("bech32 in both cases, base58 as written, Ethereum in lower, upper and EIP-55 case", () => {
+    expect([...Bitcoin.spellingsOf("BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4")].sort()).toEqual(
+      ["BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"]
+    )
+    expect(Bitcoin.spellingsOf("1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2")).toEqual(["1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2"])
+    expect([...Ethereum.spellingsOf("0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed")].sort()).toEqual([
+      "0x5AAEB6053F3E94C9B9A09F33669435E7EF1BEAED",
+      "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+      "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"
+    ])
+    expect(Solana.spellingsOf("4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T")).toEqual(["4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"])
+  })
+})

@@ -37,6 +37,22 @@ describe("WhitelistedAddresses", () => {
       yield* WhitelistedAddresses.create(p, { name: "three", address, assetType: "SOL" })
     }).pipe(Effect.provide(layer())))
 
+  it.effect("the same address in another spelling is the same address: a conflict; each entry keeps its spelling", () =>
+    Effect.gen(function*() {
+      const p = yield* principalOf(yield* newClient)
+      const checksummed = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
+      const first = yield* WhitelistedAddresses.create(p, { name: "lower", address: checksummed.toLowerCase(), assetType: "ETH" })
+      assert.strictEqual(first.address, checksummed.toLowerCase())
+      for (const spelling of [checksummed, `0x${checksummed.slice(2).toUpperCase()}`]) {
+        const again = yield* Effect.exit(WhitelistedAddresses.create(p, { name: "again", address: spelling, assetType: "ETH" }))
+        assert.strictEqual(failureTag(again), "DuplicateWhitelistedAddress")
+      }
+      const segwit = "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"
+      yield* WhitelistedAddresses.create(p, { name: "upper", address: segwit.toUpperCase(), assetType: "BTC" })
+      const lower = yield* Effect.exit(WhitelistedAddresses.create(p, { name: "lower", address: segwit, assetType: "BTC" }))
+      assert.strictEqual(failureTag(lower), "DuplicateWhitelistedAddress")
+    }).pipe(Effect.provide(layer())))
+
   it.effect("WL-STATE-1 WL-FLOW-1: transitions follow the table; anything else is refused and changes nothing", () =>
     Effect.gen(function*() {
       const p = yield* principalOf(yield* newClient)

@@ -490,13 +490,15 @@ export const makeUnit = (
     getWhitelistedAddress(id) {
       return Effect.map(first(lookups.whitelistedAddress[locking](id)), whitelistedAddressById)
     },
-    findWhitelistedAddress(clientId, assetType, address) {
+    findWhitelistedAddress(clientId, assetType, addresses) {
+      // No address matches an empty list (`in ()` is not SQL).
+      if (addresses.length === 0) return Effect.succeed(Option.none())
       return Effect.map(
         first(
           db.selectFrom("whitelisted_addresses").selectAll()
             .where("client_id", "=", clientId)
             .where("asset_type", "=", assetType)
-            .where("address", "=", address)
+            .where("address", "in", addresses)
             .where("status", "<>", sql.lit("ARCHIVED"))
         ),
         optional(WhitelistedAddressRow.decode)

@@ -219,7 +219,10 @@ const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements =
 /** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
 const lookupsOf = (db: Kysely<Database>) => {
   return {
-    client: byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
+    client: [
+      byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
+      byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
     apiUserByKeyId: byKey((keyId: string) => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)),
     apiUser: [
       byKey((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id)),
@@ -432,7 +435,7 @@ export const makeUnit = (
       return Effect.asVoid(write(db.insertInto("clients").values(ClientRow.encode(client))))
     },
     getClient(id) {
-      return Effect.map(first(lookups.client(id)), optional(ClientRow.decode))
+      return Effect.map(first(lookups.client[locking](id)), optional(ClientRow.decode))
     },
 
     insertApiUser(user) {

@@ -5,11 +5,13 @@
  *   accepted reservations never exceed the balance, none is negative, every accepted transaction is stored once,
  *   every refused one left no trace;
  * - many parallel approve and reject calls on one pending transaction and one pending account: exactly one wins,
- *   every other gets the conflict error (TransitionNotAllowed).
+ *   every other gets the conflict error (TransitionNotAllowed);
+ * - one address whitelisted at once in each of its spellings (in one process, on the store's connection pool):
+ *   one entry, every other attempt DuplicateWhitelistedAddress.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Accounts, Ids, Money, Storage, Transactions } from "@custody-relay/core"
-import { Effect, Schema } from "effect"
+import { Accounts, Chain, Ids, Money, RelayError, Storage, Transactions, WhitelistedAddresses } from "@custody-relay/core"
+import { Cause, Effect, Exit, Schema } from "effect"
 import { sql } from "kysely"
 import { MIGRATION_TABLE, names as migrationNames } from "../src/migrations/Migrations.js"
 import { openPostgres } from "../src/postgres/layerPostgres.js"
@@ -157,6 +159,32 @@ for (const { name, skip, target: makeTarget } of proofEngines) {
         assert.strictEqual(stored.tx.status, txWinner === "approve" ? "PENDING_PROVIDER_APPROVAL" : "REJECTED")
         assert.strictEqual(stored.account.status, accountWinner === "approve" ? "approved" : "rejected")
         assert.deepStrictEqual(stored.problems, [])
+      }), 60_000)
+
+    it.live("one address whitelisted at once in each of its spellings becomes one entry", () =>
+      Effect.gen(function*() {
+        const target = yield* makeTarget
+        const ADDRESSES = 12
+        const outcomes = yield* provideRelay(target)(Effect.gen(function*() {
+          const principal = yield* principalOf(yield* newCredential(yield* newClient, "Whitelister"))
+          return yield* Effect.forEach(
+            Array.from({ length: ADDRESSES }, (_, i) => Chain.Ethereum.spellingsOf(Chain.Ethereum.addressFromSeed(new Uint8Array([i, 7])))),
+            (spellings) =>
+              Effect.forEach(
+                spellings,
+                (address) => Effect.exit(WhitelistedAddresses.create(principal, { name: "Exchange", address, assetType: "ETH" })),
+                { concurrency: "unbounded" }
+              ),
+            { concurrency: "unbounded" }
+          )
+        }))
+        for (const attempts of outcomes) {
+          assert.strictEqual(attempts.length, 3)
+          assert.strictEqual(attempts.filter(Exit.isSuccess).length, 1, JSON.stringify(attempts))
+          for (const refused of attempts.filter(Exit.isFailure)) {
+            assert.strictEqual(Cause.squash(refused.cause) instanceof RelayError.DuplicateWhitelistedAddress, true, String(refused.cause))
+          }
+        }
       }), 60_000)
   })
 }

@@ -7,7 +7,8 @@ import { checkSeed, selectChecks } from "../src/Runner.js"
 import { allChecks } from "../src/checks/index.js"
 import { isDecimalString, isIsoUtc } from "../src/Shape.js"
 import { formatJunit } from "../src/reporters/junit.js"
-import { formatExchange } from "../src/Transport.js"
+import { formatExchange, type HttpResult, parseJson } from "../src/Transport.js"
+import { estimatedFeeText } from "../src/checks/records.js"
 import type { Report } from "../src/Report.js"
 
 export const sampleProfile = {
@@ -117,6 +118,14 @@ describe("shapes", () => {
     expect(isDecimalString("0.00000001")).toBe(true)
     expect(isDecimalString("1e-8")).toBe(false)
     expect(isDecimalString(1)).toBe(false)
+  })
+
+  it("read estimatedFee with the digits the server wrote, not as a double", () => {
+    const answer = (text: string): HttpResult => ({ status: 200, headers: new Headers(), text, json: parseJson(text), exchange: undefined as never })
+    expect(estimatedFeeText(answer('{"assetType":"BTC","estimatedFee":1234567890123456.78903234,"feeAssetType":"BTC"}'))).toBe("1234567890123456.78903234")
+    expect(estimatedFeeText(answer('{"estimatedFee":0.00042}'))).toBe("0.00042")
+    expect(estimatedFeeText(answer('{"estimatedFee":"0.00042"}'))).toBe("0.00042")
+    expect(estimatedFeeText(answer("not json"))).toBe("undefined")
   })
 })
 

@@ -10,7 +10,7 @@ import type { Tenant } from "../Fixtures.js"
 import { groupOf } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { envelopeOf, fundedPair, transfer } from "./records.js"
+import { envelopeOf, estimatedFeeText, fundedPair, transfer } from "./records.js"
 
 const rounds = (context: CheckContext): number => Math.max(2, Math.min(8, Math.round(context.settings.numRuns / 3)))
 
@@ -47,7 +47,7 @@ export const parallelInitiations = defineCheck({
       context.expectStatus(fee, 200, "TXN-FEE-1", "calculate-fee")
       const body = fee.json as Record<string, unknown>
       const sameAsset = body["feeAssetType"] === source.assetId
-      const cost = new Decimal(amount).plus(sameAsset ? new Decimal(String(body["estimatedFee"])) : 0)
+      const cost = new Decimal(amount).plus(sameAsset ? new Decimal(estimatedFeeText(fee)) : 0)
       const balance = cost.times(3).plus(cost.div(2)).toDecimalPlaces(context.fixtures.asset(source.assetId).precision, Decimal.ROUND_DOWN)
       await context.control.creditAccount(source.id, balance.toFixed())
       const batch = 8

@@ -15,7 +15,7 @@ import type { Tenant } from "../Fixtures.js"
 import { groupOf, type AssetProfile, type TransactionGroup } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { envelopeOf } from "./records.js"
+import { envelopeOf, estimatedFeeText } from "./records.js"
 
 export type AccountState = "pending_approval" | "approved" | "rejected" | "active"
 export type WhitelistState = "PENDING" | "APPROVED" | "REJECTED" | "ARCHIVED"
@@ -302,7 +302,7 @@ class Initiate implements Cmd {
     statusIs(real, fee, [200, 400, 409, 422], ["TXN-FEE-1"], "calculate-fee of a well-formed transfer")
     const feeAsset = field(fee, "feeAssetType")
     const estimate = field(fee, "estimatedFee")
-    const estimatedCost = this.amount.plus(feeAsset === source.assetId && typeof estimate === "number" ? new Decimal(String(estimate)) : 0)
+    const estimatedCost = this.amount.plus(feeAsset === source.assetId && typeof estimate === "number" ? new Decimal(estimatedFeeText(fee)) : 0)
     const result = await real.tenant.client.initiate(body)
     if (fee.status !== 200 || estimatedCost.gt(source.balance)) {
       if (result.status === 201) fail(real, ["TXN-FLOW-1"], `initiate of ${estimatedCost.toString()} (amount with fee) succeeded with ${source.balance.toString()} available`, fee, result)

@@ -128,6 +128,24 @@ export const initiateShape: Validator = object({
 /** TXN-FEE-2 */
 export const feeShape: Validator = object({ assetType: string, amount: decimalString, estimatedFee: jsonNumber, feeAssetType: string })
 
+/**
+ * A fee estimate's `estimatedFee` as the server wrote it, for decimal arithmetic: `JSON.parse` rounds a JSON number
+ * to a double, and a fee of more than about 15 significant digits would lose its last ones (the reviver's
+ * `context.source` keeps them). Anything that is not a number is given as `String` makes of it.
+ */
+export const estimatedFeeText = (result: HttpResult): string => {
+  let source: string | undefined
+  try {
+    JSON.parse(result.text, (key, value: unknown, context?: { readonly source?: string }) => {
+      if (key === "estimatedFee" && typeof value === "number") source = context?.source
+      return value
+    })
+  } catch {
+    // Not JSON: result.json is undefined, and so is the fee.
+  }
+  return source ?? String(isRecord(result.json) ? result.json["estimatedFee"] : undefined)
+}
+
 /** WL-CREATE-2: no providerId on create. */
 export const whitelistCreateShape: Validator = object(
   { id: uuid, name: string, address: string, description: nullableString, status: literal("PENDING"), assetType: string },

@@ -74,6 +74,16 @@ const grab = (output: string, pattern: RegExp): string => {
   return found
 }
 
+/** What a relay server printed on its first start (demoText): where it listens, the admin's credential, an account. */
+const demoOf = (output: string) => ({
+  url: grab(output, /listening on (http:\/\/\S+)/),
+  headers: {
+    "x-api-key": grab(output, /admin\s+x-api-key: (\S+)/),
+    "x-api-secret": grab(output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
+  },
+  account: grab(output, /account (\S+)\s+Treasury BTC/)
+})
+
 const main = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
   const database = join(directory, "relay.db")
@@ -89,19 +99,9 @@ const main = async () => {
   // resolve to dist/).
   const memoryRelay = await start([memoryRelayMain], { PORT: "0" }, /custody-relay ready/, builtRelay ? [tsx] : undefined)
   try {
-    const relayUrl = grab(relay.output, /listening on (http:\/\/\S+)/)
+    const { url: relayUrl, headers, account } = demoOf(relay.output)
+    const { url: memoryUrl, headers: memoryHeaders, account: memoryAccount } = demoOf(memoryRelay.output)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
-    const headers = {
-      "x-api-key": grab(relay.output, /admin\s+x-api-key: (\S+)/),
-      "x-api-secret": grab(relay.output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
-    }
-    const memoryUrl = grab(memoryRelay.output, /listening on (http:\/\/\S+)/)
-    const memoryHeaders = {
-      "x-api-key": grab(memoryRelay.output, /admin\s+x-api-key: (\S+)/),
-      "x-api-secret": grab(memoryRelay.output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
-    }
-    const memoryAccount = grab(memoryRelay.output, /account (\S+)\s+Treasury BTC/)
-    const account = grab(relay.output, /account (\S+)\s+Treasury BTC/)
     const whitelisted = grab(relay.output, /whitelisted address (\S+)/)
     const initiate = JSON.stringify({
       sourceAccountId: account,

@@ -6,6 +6,8 @@ import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
 import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
+import * as DomainEvent from "./DomainEvent.js"
+import * as Idempotency from "./Idempotency.js"
 import { AccountId, canonicalUuid, Ids, isUuid, LedgerEntryId } from "./Ids.js"
 import * as Money from "./Money.js"
 import { operation } from "./Operation.js"
@@ -71,7 +73,7 @@ export const create = operation("Accounts.create")(function*(principal: Principa
     assetId: asset.assetId,
     role: input.role ?? "custody"
   }
-  return yield* Storage.run("write", (unit) =>
+  return yield* Idempotency.write(Account.AccountCreated, (unit) =>
     Effect.gen(function*() {
       const existing = yield* unit.findAccountByIdentity(caller.clientId, identity)
       if (Option.isSome(existing)) return yield* new DuplicateAccount({ existingAccountId: existing.value.id })
@@ -89,17 +91,46 @@ export const create = operation("Accounts.create")(function*(principal: Principa
         updatedAt: now
       }
       yield* unit.insertAccount(account)
+      yield* DomainEvent.append(unit, {
+        type: "account.created",
+        clientId: caller.clientId,
+        entityId: id,
+        statusAfter: account.status,
+        actor: DomainEvent.apiUser(caller),
+        data: { name: identity.name, workspace: identity.workspace, assetId: identity.assetId, role: identity.role }
+      })
       return Account.toCreated(account)
     }))
 })
 
+/**
+ * The provider's deposit address for an account that may be activated: asked before the unit of work that
+ * activates it, so no lock is held while the provider answers (the provider gives one account one address,
+ * however often it is asked).
+ */
+const depositAddressFor = (account: Account.Account) =>
+  Effect.flatMap(requireAsset(account.assetId), (asset) =>
+    CustodyProvider.use((provider) => provider.createDepositAddress(account.id, asset)))
+
 /** Gives an approved account its deposit address and makes it active (the provider's step, ACC-ACTIVE-1). */
-const activateIn = Effect.fnUntraced(function*(unit: Storage.StorageUnit, account: Account.Account) {
+const activateIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  account: Account.Account,
+  address: string,
+  actor: DomainEvent.Actor
+) {
   const status = yield* step(account, "activate")
-  const asset = yield* requireAsset(account.assetId)
-  const address = yield* (yield* CustodyProvider).createDepositAddress(account.id, asset)
   const activated: Account.Account = { ...account, status, address, updatedAt: yield* Timestamp.now }
   yield* unit.updateAccount(activated)
+  yield* DomainEvent.append(unit, {
+    type: "account.activated",
+    clientId: account.clientId,
+    entityId: account.id,
+    statusBefore: account.status,
+    statusAfter: status,
+    actor,
+    data: { address }
+  })
   return activated
 })
 
@@ -107,14 +138,35 @@ const decide = (action: "accounts.approve" | "accounts.reject", event: "approve"
   operation(`Accounts.${event}`)(function*(principal: Principal, input: Account.AccountDecisionInput) {
     const caller = yield* authorize(principal, action)
     const accountId = yield* requireUuid("accountId", input.accountId)
+    const replay = yield* Idempotency.earlyReplay(Account.AccountDecision)
+    if (Option.isSome(replay)) return replay.value
     const config = yield* RelayConfig
-    return yield* Storage.run("write", (unit) =>
+    const actor = DomainEvent.apiUser(caller)
+    // With activation on approval the address is asked for first, outside the unit, and only for an account
+    // that this approval may activate; a provider failure then refuses the approval and changes nothing.
+    let address: string | undefined
+    if (event === "approve" && config.activateOnApproval) {
+      const account = yield* Storage.run("read", (unit) => findOwned(unit, caller, accountId))
+      if (Account.machine.transitions.some((t) => t.from === account.status && t.event === "approve")) {
+        address = yield* depositAddressFor(account)
+      }
+    }
+    return yield* Idempotency.write(Account.AccountDecision, (unit) =>
       Effect.gen(function*() {
         const account = yield* findOwned(unit, caller, accountId)
         const status = yield* step(account, event)
         const decided: Account.Account = { ...account, status, updatedAt: yield* Timestamp.now }
         yield* unit.updateAccount(decided)
-        if (event === "approve" && config.activateOnApproval) yield* activateIn(unit, decided)
+        yield* DomainEvent.append(unit, {
+          type: event === "approve" ? "account.approved" : "account.rejected",
+          clientId: account.clientId,
+          entityId: account.id,
+          statusBefore: account.status,
+          statusAfter: status,
+          actor,
+          data: {}
+        })
+        if (address !== undefined) yield* activateIn(unit, decided, address, DomainEvent.provider)
         // The answer names the decision itself (ACC-APPR-1), even when activation followed at once.
         return { accountId: account.id, status } satisfies Account.AccountDecision
       }))
@@ -126,10 +178,14 @@ export const reject = decide("accounts.reject", "reject")
 /** Provider step: activates an approved account. An account that is already active is answered as it is. */
 export const activate = operation("Accounts.activate")(function*(accountId: string) {
   accountId = yield* requireUuid("accountId", accountId)
+  const account = yield* Storage.run("read", (unit) => findAny(unit, accountId))
+  if (account.status === "active") return account
+  yield* step(account, "activate")
+  const address = yield* depositAddressFor(account)
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
-      const account = yield* findAny(unit, accountId)
-      return account.status === "active" ? account : yield* activateIn(unit, account)
+      const current = yield* findAny(unit, accountId)
+      return current.status === "active" ? current : yield* activateIn(unit, current, address, DomainEvent.provider)
     }))
 })
 
@@ -155,6 +211,13 @@ export const deposit = operation("Accounts.deposit")(function*(accountId: string
         updatedAt: now
       }
       yield* unit.updateAccount(updated)
+      yield* DomainEvent.append(unit, {
+        type: "funds.credited",
+        clientId: account.clientId,
+        entityId: account.id,
+        actor: DomainEvent.provider,
+        data: { accountId: account.id, amount: credited, transactionId: null }
+      })
       yield* unit.insertLedgerEntry({
         id: entryId,
         clientId: account.clientId,
@@ -183,6 +246,13 @@ export const setApprovalPolicy = operation("Accounts.setApprovalPolicy")(functio
       const account = yield* findAny(unit, accountId)
       const updated: Account.Account = { ...account, requiredApprovals, updatedAt: yield* Timestamp.now }
       yield* unit.updateAccount(updated)
+      yield* DomainEvent.append(unit, {
+        type: "account.approval_policy_changed",
+        clientId: account.clientId,
+        entityId: account.id,
+        actor: DomainEvent.operator,
+        data: { requiredApprovals }
+      })
       return updated
     }))
 })

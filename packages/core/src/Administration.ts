@@ -7,6 +7,7 @@ import { Effect, Option, Redacted } from "effect"
 import { requireUuid } from "./Accounts.js"
 import * as ApiUser from "./ApiUser.js"
 import type { Client } from "./Client.js"
+import * as DomainEvent from "./DomainEvent.js"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
 import type { Permission } from "./Permission.js"
@@ -17,7 +18,17 @@ import * as Timestamp from "./Timestamp.js"
 export const createClient = operation("Administration.createClient")(function*(name?: string) {
   const id = ClientId.make(yield* (yield* Ids).next)
   const client: Client = { id, name: name ?? `client-${id.slice(-12)}`, createdAt: yield* Timestamp.now }
-  yield* Storage.run("write", (unit) => unit.insertClient(client))
+  yield* Storage.run("write", (unit) =>
+    Effect.andThen(
+      unit.insertClient(client),
+      DomainEvent.append(unit, {
+        type: "client.created",
+        clientId: id,
+        entityId: id,
+        actor: DomainEvent.operator,
+        data: { name: client.name }
+      })
+    ))
   return client
 })
 
@@ -40,13 +51,22 @@ export const createApiUser = operation("Administration.createApiUser")(function*
       if (clientId !== null && Option.isNone(yield* unit.getClient(clientId))) {
         return yield* new NotFound({ resource: "client", id: clientId })
       }
+      const name = input.name ?? `api-user-${id.slice(-12)}`
+      const permissions = [...new Set(input.permissions)]
+      yield* DomainEvent.append(unit, {
+        type: "api_user.created",
+        clientId,
+        entityId: id,
+        actor: DomainEvent.operator,
+        data: { keyId: credential.keyId, name, permissions }
+      })
       yield* unit.insertApiUser({
         id,
         clientId,
-        name: input.name ?? `api-user-${id.slice(-12)}`,
+        name,
         keyId: credential.keyId,
         secretHash: ApiUser.hashSecret(Redacted.value(credential.secret)),
-        permissions: [...new Set(input.permissions)],
+        permissions,
         revokedAt: null,
         createdAt: now,
         updatedAt: now
@@ -64,7 +84,15 @@ const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestam
         const found = yield* unit.getApiUser(ApiUserId.make(id))
         if (Option.isNone(found)) return yield* new NotFound({ resource: "api_user", id })
         const updated = change(found.value, now)
+        if (updated === found.value) return updated
         yield* unit.updateApiUser(updated)
+        yield* DomainEvent.append(unit, {
+          type: updated.revokedAt !== found.value.revokedAt ? "api_user.revoked" : "api_user.permissions_changed",
+          clientId: updated.clientId,
+          entityId: updated.id,
+          actor: DomainEvent.operator,
+          data: updated.revokedAt !== found.value.revokedAt ? {} : { before: found.value.permissions, after: updated.permissions }
+        })
         return updated
       }))
   })

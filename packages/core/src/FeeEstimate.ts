@@ -17,12 +17,13 @@ export const FeeEstimate = Schema.Struct({
 export type FeeEstimate = typeof FeeEstimate.Type
 
 /** A fee estimate with the fee exact. */
-export interface FeeQuote {
-  readonly assetType: string
-  readonly amount: Money.DecimalString
-  readonly fee: Money.DecimalString
-  readonly feeAssetType: string
-}
+export const FeeQuote = Schema.Struct({
+  assetType: Schema.String,
+  amount: Money.DecimalString,
+  fee: Money.DecimalString,
+  feeAssetType: Schema.String
+})
+export type FeeQuote = typeof FeeQuote.Type
 
 export const quote = (assetType: string, amount: Money.DecimalString, fee: Money.DecimalString, feeAssetType: string): FeeQuote => ({
   assetType,

@@ -1,7 +1,8 @@
 /**
  * Deployment choices the interface leaves open (our profile), with defaults an embedder can override by
  * providing the reference: how many approvals a new account's transactions need, and whether an approved account
- * is activated (given its deposit address) at once or by a later provider step (ACC-ACTIVE-1).
+ * is activated (given its deposit address) at once or by a later provider step (ACC-ACTIVE-1), and how long an
+ * idempotency key keeps its result.
  */
 import { Context } from "effect"
 
@@ -10,8 +11,17 @@ export interface RelayConfigShape {
   readonly defaultRequiredApprovals: number
   /** Activate an account in the same unit of work that approves it. */
   readonly activateOnApproval: boolean
+  /** How long a command's idempotency key keeps its result for replay (24 h by default). */
+  readonly idempotencyKeyTtlSeconds: number
+  /** How long a request waits for the provider's one synchronous answer (the fee estimate) before a 500. */
+  readonly providerCallTimeoutMillis: number
+  /** How often the outbox worker asks a polled provider where a submitted transfer or an address stands. */
+  readonly providerPollMillis: number
 }
 
 export const RelayConfig = Context.Reference<RelayConfigShape>("@custody-relay/core/RelayConfig", {
-  defaultValue: () => ({ defaultRequiredApprovals: 1, activateOnApproval: false })
+  defaultValue: () => ({ defaultRequiredApprovals: 1, activateOnApproval: false, idempotencyKeyTtlSeconds: 24 * 60 * 60,
+    providerCallTimeoutMillis: 10_000,
+    providerPollMillis: 1000
+  })
 })

@@ -226,6 +226,15 @@ export class AlreadyDecided extends TaggedRefusal<AlreadyDecided>()("AlreadyDeci
   }
 }
 
+/** The idempotency key was used before with a different request (another body, path or operation). */
+export class IdempotencyKeyReused extends TaggedRefusal<IdempotencyKeyReused>()("IdempotencyKeyReused", {
+  key: Schema.String
+}) {
+  override get message() {
+    return "this Idempotency-Key was already used with a different request"
+  }
+}
+
 /** Every expected failure; the HTTP adapter's error table must map each of these tags. */
 export type RelayError =
   | Unauthenticated
@@ -249,5 +258,6 @@ export type RelayError =
   | TransitionNotAllowed
   | InitiatorCannotApprove
   | AlreadyDecided
+  | IdempotencyKeyReused
 
 export type RelayErrorTag = RelayError["_tag"]

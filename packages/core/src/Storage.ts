@@ -13,9 +13,11 @@ import { Context, Effect, Layer, Option, Schema, Semaphore } from "effect"
 import type { Account, AccountFilter, AccountIdentity } from "./Account.js"
 import type { ApiUser } from "./ApiUser.js"
 import type { Client } from "./Client.js"
-import type { IdempotencyRecord } from "./Idempotency.js"
+import type { EventStore, LoggedEvent } from "./DomainEvent.js"
+import type { IdempotencyRecord, IdempotencyStore } from "./Idempotency.js"
 import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import type { LedgerEntry } from "./Ledger.js"
+import type { OutboxEntry, OutboxStore } from "./Outbox.js"
 import * as Page from "./Page.js"
 import * as Transaction from "./Transaction.js"
 import type { WhitelistedAddress, WhitelistFilter } from "./WhitelistedAddress.js"
@@ -59,7 +61,7 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
 type Op<A> = Effect.Effect<A, StorageError>
 
 /** What one unit of work can read and write. */
-export interface StorageUnit {
+export interface StorageUnit extends IdempotencyStore, EventStore, OutboxStore {
   readonly insertClient: (client: Client) => Op<void>
   readonly getClient: (id: ClientId) => Op<Option.Option<Client>>
 
@@ -104,13 +106,6 @@ export interface StorageUnit {
   readonly insertLedgerEntry: (entry: LedgerEntry) => Op<void>
   readonly listLedgerEntries: (accountId: AccountId) => Op<ReadonlyArray<LedgerEntry>>
 
-  readonly getIdempotencyRecord: (scope: string, key: string) => Op<Option.Option<IdempotencyRecord>>
-  /** Inserts the record unless one exists for (scope, key); true when this call inserted it. */
-  readonly claimIdempotencyRecord: (record: IdempotencyRecord) => Op<boolean>
-  readonly updateIdempotencyRecord: (record: IdempotencyRecord) => Op<void>
-  readonly deleteIdempotencyRecord: (scope: string, key: string) => Op<void>
-  /** Removes records whose `expiresAt` is before `now`; returns how many. */
-  readonly deleteExpiredIdempotencyRecords: (now: string) => Op<number>
 }
 
 export type UnitMode = "read" | "write"
@@ -229,6 +224,9 @@ const makeMemory = Effect.fnUntraced(function*() {
   const transactions = new MemoryTable<Transaction.Transaction>()
   const ledger = new MemoryTable<LedgerEntry>()
   const idempotency = new MemoryTable<IdempotencyRecord>()
+  const events = new MemoryTable<LoggedEvent>()
+  const outbox = new MemoryTable<OutboxEntry>()
+  let lastPosition = 0
   const writeLock = yield* Semaphore.make(1)
 
   const openUnit = (mode: UnitMode) => {
@@ -240,7 +238,9 @@ const makeMemory = Effect.fnUntraced(function*() {
       whitelist: new StagedTable(whitelist),
       transactions: new StagedTable(transactions),
       ledger: new StagedTable(ledger),
-      idempotency: new StagedTable(idempotency)
+      idempotency: new StagedTable(idempotency),
+      events: new StagedTable(events),
+      outbox: new StagedTable(outbox)
     }
     const write = memoryWriteIn(mode)
     const update = memoryUpdateWith(write)
@@ -348,23 +348,66 @@ const makeMemory = Effect.fnUntraced(function*() {
         return read(() => [...staged.ledger.values()].filter((e) => e.accountId === accountId))
       },
 
-      getIdempotencyRecord(scope, key) {
-        return read(() => Option.fromNullishOr(staged.idempotency.get(idempotencyKey(scope, key))))
-      },
-      claimIdempotencyRecord(record) {
+      claimIdempotencyKey(claim) {
         return write(() => {
-          const key = idempotencyKey(record.scope, record.key)
-          if (staged.idempotency.get(key) !== undefined) return false
-          staged.idempotency.set(key, record)
-          return true
+          const key = idempotencyKey(claim.scope, claim.key)
+          const found = staged.idempotency.get(key)
+          if (found !== undefined && found.expiresAt > claim.createdAt) return Option.some(found)
+          // Memory write units run one at a time, so no other unit can hold the key meanwhile.
+          staged.idempotency.set(key, { ...claim, result: "" })
+          return Option.none()
         })
       },
-      updateIdempotencyRecord(record) {
-        return update(staged.idempotency, "idempotency record", idempotencyKey(record.scope, record.key), record)
+      findIdempotencyRecord(scope, key, now) {
+        return read(() =>
+          Option.filter(
+            Option.fromNullishOr(idempotency.committed.get(idempotencyKey(scope, key))),
+            (found) => found.expiresAt > now
+          )
+        )
       },
-      deleteIdempotencyRecord(scope, key) {
-        return write(() => staged.idempotency.delete(idempotencyKey(scope, key)))
+      completeIdempotencyKey(scope, key, result) {
+        const id = idempotencyKey(scope, key)
+        return Effect.flatMap(write(() => staged.idempotency.get(id)), (claimed) =>
+          claimed === undefined ? missing("idempotency claim", id) : Effect.sync(() => staged.idempotency.set(id, { ...claimed, result })))
       },
+      appendEvent(event) {
+        // Positions are taken in the write lock, so they follow commit order as the SQL sequences do per entity.
+        return write(() => staged.events.set(event.id, { ...event, position: ++lastPosition }))
+      },
+      listEvents(filter, afterPosition, limit) {
+        return read(() =>
+          [...staged.events.values()]
+            .filter((e) =>
+              e.position > afterPosition && (filter.clientId === undefined || e.clientId === filter.clientId) &&
+              (filter.entityId === undefined || e.entityId === filter.entityId)
+            )
+            .sort((a, b) => a.position - b.position)
+            .slice(0, limit)
+        )
+      },
+
+      insertOutboxEntry(entry) {
+        return staged.outbox.get(entry.id) ? Effect.fail(unique("outbox_entries_pkey")) : write(() => staged.outbox.set(entry.id, entry))
+      },
+      getOutboxEntry(id) {
+        return read(() => Option.fromNullishOr(staged.outbox.get(id)))
+      },
+      updateOutboxEntry(entry) {
+        return update(staged.outbox, "outbox entry", entry.id, entry)
+      },
+      dueOutboxEntries(now, limit) {
+        return read(() =>
+          [...staged.outbox.values()]
+            .filter((e) => e.state === "pending" && e.nextAttemptAt <= now && (e.leasedUntil === null || e.leasedUntil <= now))
+            .sort((a, b) => (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id < b.id ? -1 : 1))
+            .slice(0, limit)
+        )
+      },
+      listOutboxEntries(subjectId) {
+        return read(() => [...staged.outbox.values()].filter((e) => e.subjectId === subjectId).sort((a, b) => (a.id < b.id ? -1 : 1)))
+      },
+
       deleteExpiredIdempotencyRecords(now) {
         return write(() => {
           let removed = 0

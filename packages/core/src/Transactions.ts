@@ -4,20 +4,24 @@
  * place where a transaction changes state and where balances follow: initiation reserves, a failed-group ending
  * releases, completion settles and credits an internal destination. No balance can go negative.
  */
-import { Effect, Option } from "effect"
+import { Duration, Effect, Option } from "effect"
 import * as Account from "./Account.js"
 import { findOwned as findOwnedAccount, requireUuid } from "./Accounts.js"
 import { type Asset, requireAsset } from "./Asset.js"
-import { CustodyProvider } from "./CustodyProvider.js"
+import { CustodyProvider, type TransferProgress } from "./CustodyProvider.js"
+import * as DomainEvent from "./DomainEvent.js"
 import * as FeeEstimate from "./FeeEstimate.js"
+import * as Idempotency from "./Idempotency.js"
 import { AccountId, Ids, LedgerEntryId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import * as Money from "./Money.js"
 import { operation } from "./Operation.js"
+import * as Outbox from "./Outbox.js"
 import * as Page from "./Page.js"
 import { authorize, type ClientPrincipal, owns, type Principal, requireOwned } from "./Principal.js"
 import {
   AlreadyDecided,
   AssetMismatch,
+  CustodyProviderFailed,
   DestinationNotFound,
   InitiatorCannotApprove,
   InsufficientFunds,
@@ -29,6 +33,7 @@ import {
   SourceAccountNotActive,
   TransitionNotAllowed
 } from "./RelayError.js"
+import { RelayConfig } from "./RelayConfig.js"
 import * as StateMachine from "./StateMachine.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
@@ -112,7 +117,8 @@ const ledgerEntry = Effect.fnUntraced(function*(
   kind: "transfer_in" | "settlement",
   amount: Money.DecimalString,
   transactionId: string,
-  now: Timestamp.Timestamp
+  now: Timestamp.Timestamp,
+  actor: DomainEvent.Actor
 ) {
   yield* unit.insertLedgerEntry({
     id: LedgerEntryId.make(yield* (yield* Ids).next),
@@ -124,7 +130,26 @@ const ledgerEntry = Effect.fnUntraced(function*(
     transactionId,
     createdAt: now
   })
+  yield* DomainEvent.append(unit, {
+    type: kind === "transfer_in" ? "funds.credited" : "funds.settled",
+    clientId: account.clientId,
+    entityId: account.id,
+    actor,
+    data: { accountId: account.id, amount, transactionId }
+  })
 })
+
+/** The event each step of the transaction table records. */
+const eventOf: Record<Transaction.TransactionEvent, DomainEvent.EventType> = {
+  quorumReached: "transaction.quorum_reached",
+  reject: "transaction.rejected",
+  cancel: "transaction.cancelled",
+  fail: "transaction.failed",
+  providerApprove: "transaction.provider_approved",
+  providerReject: "transaction.provider_rejected",
+  broadcast: "transaction.broadcast",
+  confirm: "transaction.completed"
+}
 
 /**
  * Applies one event of the transaction table and its effects on balances, and returns the new record; the
@@ -136,6 +161,7 @@ const applyEvent = Effect.fnUntraced(function*(
   tx: Transaction.Transaction,
   event: Transaction.TransactionEvent,
   now: Timestamp.Timestamp,
+  actor: DomainEvent.Actor,
   subStatus?: string
 ) {
   const status = yield* step(tx, event)
@@ -145,25 +171,35 @@ const applyEvent = Effect.fnUntraced(function*(
     subStatus: subStatus ?? Transaction.subStatusAfter[event],
     updatedAt: now
   }
+  yield* DomainEvent.append(unit, {
+    type: eventOf[event] as "transaction.rejected",
+    clientId: tx.clientId,
+    entityId: tx.id,
+    statusBefore: tx.status,
+    statusAfter: status,
+    actor,
+    data: { subStatus: next.subStatus }
+  })
+  // The provider is called after commit, by the outbox worker: never inside this unit (see Outbox).
   if (event === "quorumReached") {
-    const asset = yield* requireAsset(tx.assetType)
-    const { providerTransactionId } = yield* (yield* CustodyProvider).submitTransfer({
-      transactionId: tx.id,
-      asset,
-      amount: tx.amount,
-      sourceAccountId: tx.sourceAccountId,
-      destinationAddress: tx.destinationAddress
-    })
-    next = { ...next, approvedAt: now, providerTransactionId }
+    next = { ...next, approvedAt: now }
+    yield* Outbox.enqueue(unit, "submitTransfer", tx.clientId, tx.id)
   }
   if (event === "providerApprove") next = { ...next, providerApprovedAt: now }
   if (Transaction.groupOf[status] === "failed") {
     const source = yield* getAccountOrDie(unit, tx.sourceAccountId)
     yield* unit.updateAccount({ ...source, availableBalance: Money.add(source.availableBalance, tx.reserved), updatedAt: now })
+    yield* DomainEvent.append(unit, {
+      type: "funds.released",
+      clientId: tx.clientId,
+      entityId: source.id,
+      actor,
+      data: { accountId: source.id, amount: tx.reserved, transactionId: tx.id }
+    })
   }
   if (status === "COMPLETED") {
     const source = yield* getAccountOrDie(unit, tx.sourceAccountId)
-    yield* ledgerEntry(unit, source, "settlement", tx.reserved, tx.id, now)
+    yield* ledgerEntry(unit, source, "settlement", tx.reserved, tx.id, now, actor)
     if (tx.destinationType === "internal") {
       const destination = yield* getAccountOrDie(unit, tx.destinationId)
       yield* unit.updateAccount({
@@ -171,7 +207,7 @@ const applyEvent = Effect.fnUntraced(function*(
         availableBalance: Money.add(destination.availableBalance, tx.amount),
         updatedAt: now
       })
-      yield* ledgerEntry(unit, destination, "transfer_in", tx.amount, tx.id, now)
+      yield* ledgerEntry(unit, destination, "transfer_in", tx.amount, tx.id, now, actor)
     }
   }
   return next
@@ -201,39 +237,66 @@ export const status = operation("Transactions.status")(function*(principal: Prin
 })
 
 /**
- * Estimates the network fee after exactly initiate's validation; stores nothing (TXN-FEE-1, TXN-FEE-2). The fee
- * is exact (see FeeEstimate); `calculateFee` gives the interface's record with the fee as a JS number.
+ * The provider's fee for a validated transfer: the one provider call a request waits for. It runs outside any unit
+ * of work, so no lock is held while the provider answers, and within `RelayConfig.providerCallTimeoutMillis`: a
+ * provider that does not answer in time is a provider failure (the interface's 500), not a hung request.
+ */
+const feeFor = (asset: Asset, amount: Money.DecimalString) =>
+  Effect.gen(function*() {
+    const { providerCallTimeoutMillis } = yield* RelayConfig
+    return yield* (yield* CustodyProvider).estimateFee(asset, amount).pipe(
+      Effect.timeoutOrElse({
+        duration: Duration.millis(providerCallTimeoutMillis),
+        orElse: () =>
+          Effect.fail(new CustodyProviderFailed({ operation: "estimateFee", detail: `no answer within ${providerCallTimeoutMillis} ms` }))
+      })
+    )
+  })
+
+/**
+ * Estimates the network fee after exactly initiate's validation; stores nothing but, under an idempotency key,
+ * the quote itself, so a retry gets the same quote (TXN-FEE-1, TXN-FEE-2). The fee is exact (see FeeEstimate);
+ * `calculateFee` gives the interface's record with the fee as a JS number.
  */
 export const quoteFee = operation("Transactions.quoteFee")(function*(
   principal: Principal,
   input: Transaction.TransferInput
 ) {
   const caller = yield* authorize(principal, "transactions.calculateFee")
+  const replay = yield* Idempotency.earlyReplay(FeeEstimate.FeeQuote)
+  if (Option.isSome(replay)) return replay.value
   const transfer = yield* Storage.run("read", (unit) => validateTransfer(unit, caller, input))
-  const quote = yield* (yield* CustodyProvider).estimateFee(transfer.asset, transfer.amount)
-  return FeeEstimate.quote(transfer.asset.assetId, transfer.amount, quote.fee, quote.feeAssetId)
+  const quote = yield* feeFor(transfer.asset, transfer.amount)
+  return yield* Idempotency.remember(
+    FeeEstimate.FeeQuote,
+    FeeEstimate.quote(transfer.asset.assetId, transfer.amount, quote.fee, quote.feeAssetId)
+  )
 })
 
 export const calculateFee = (principal: Principal, input: Transaction.TransferInput) =>
   Effect.map(quoteFee(principal, input), FeeEstimate.fromQuote)
 
 /**
- * Initiates a transaction: validates, prices the fee, reserves amount (plus fee when paid in the same asset) from
- * the source and stores the transaction, all in one unit of work, so concurrent initiations can never spend one
- * balance twice. It enters the source's approval workflow (TXN-INIT-2).
+ * Initiates a transaction. The request is validated and priced first (the provider's fee, outside any unit of
+ * work); then one unit validates again against what it holds locked, reserves amount (plus fee when paid in the
+ * same asset) from the source and stores the transaction, so concurrent initiations can never spend one balance
+ * twice. It enters the source's approval workflow (TXN-INIT-2). Under an idempotency key it runs at most once.
  */
 export const initiate = operation("Transactions.initiate")(function*(
   principal: Principal,
   input: Transaction.TransferInput
 ) {
   const caller = yield* authorize(principal, "transactions.initiate")
-  const provider = yield* CustodyProvider
+  const replay = yield* Idempotency.earlyReplay(Transaction.TransactionInitiated)
+  if (Option.isSome(replay)) return replay.value
+  const priced = yield* Storage.run("read", (unit) => validateTransfer(unit, caller, input))
+  const quote = yield* feeFor(priced.asset, priced.amount)
   const id = TransactionId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
+  const actor = DomainEvent.apiUser(caller)
+  return yield* Idempotency.write(Transaction.TransactionInitiated, (unit) =>
     Effect.gen(function*() {
       const transfer = yield* validateTransfer(unit, caller, input)
-      const quote = yield* provider.estimateFee(transfer.asset, transfer.amount)
       const reserved = quote.feeAssetId === transfer.asset.assetId ? Money.add(transfer.amount, quote.fee) : transfer.amount
       if (Money.compare(transfer.source.availableBalance, reserved) < 0) {
         return yield* new InsufficientFunds({
@@ -270,7 +333,30 @@ export const initiate = operation("Transactions.initiate")(function*(
         createdAt: now,
         updatedAt: now
       }
-      const stored = created.requiredApprovals === 0 ? yield* applyEvent(unit, created, "quorumReached", now) : created
+      yield* DomainEvent.append(unit, {
+        type: "transaction.initiated",
+        clientId: caller.clientId,
+        entityId: id,
+        statusAfter: created.status,
+        actor,
+        data: {
+          sourceAccountId: created.sourceAccountId,
+          destinationId: created.destinationId,
+          destinationType: created.destinationType,
+          amount: created.amount,
+          assetType: created.assetType,
+          networkFee: created.networkFee,
+          requiredApprovals: created.requiredApprovals
+        }
+      })
+      yield* DomainEvent.append(unit, {
+        type: "funds.reserved",
+        clientId: caller.clientId,
+        entityId: transfer.source.id,
+        actor,
+        data: { accountId: transfer.source.id, amount: reserved, transactionId: id }
+      })
+      const stored = created.requiredApprovals === 0 ? yield* applyEvent(unit, created, "quorumReached", now, actor) : created
       yield* unit.insertTransaction(stored)
       return Transaction.toInitiated(stored)
     }))
@@ -285,7 +371,8 @@ const decide = (decision: "approve" | "reject") =>
     const caller = yield* authorize(principal, decision === "approve" ? "transactions.approve" : "transactions.reject")
     id = yield* requireUuid("id", id)
     const now = yield* Timestamp.now
-    return yield* Storage.run("write", (unit) =>
+    const actor = DomainEvent.apiUser(caller)
+    return yield* Idempotency.write(Transaction.TransactionDetail, (unit) =>
       Effect.gen(function*() {
         const tx = yield* findOwned(unit, caller, id)
         if (tx.status !== "AWAITING_SIGNATURE") {
@@ -299,10 +386,21 @@ const decide = (decision: "approve" | "reject") =>
           updatedAt: now
         }
         const approvals = decided.decisions.filter((d) => d.decision === "approve").length
+        if (decision === "approve") {
+          yield* DomainEvent.append(unit, {
+            type: "transaction.approved_by_approver",
+            clientId: tx.clientId,
+            entityId: tx.id,
+            statusBefore: tx.status,
+            statusAfter: tx.status,
+            actor,
+            data: { approvals, requiredApprovals: tx.requiredApprovals }
+          })
+        }
         const next = decision === "reject"
-          ? yield* applyEvent(unit, decided, "reject", now)
+          ? yield* applyEvent(unit, decided, "reject", now, actor)
           : approvals >= decided.requiredApprovals
-          ? yield* applyEvent(unit, decided, "quorumReached", now)
+          ? yield* applyEvent(unit, decided, "quorumReached", now, actor)
           : decided
         yield* unit.updateTransaction(next)
         return Transaction.toDetail(next)
@@ -314,7 +412,10 @@ export const reject = decide("reject")
 
 export type ProviderEvent = "providerApprove" | "providerReject" | "broadcast" | "confirm" | "fail"
 
-/** The custody provider reports progress on a transaction it was given (or fails one it holds). */
+/**
+ * The custody provider reports progress on a transaction it was given (or fails one it holds): the entry point of
+ * a receiver of the provider's own callbacks, and of the test control protocol.
+ */
 export const applyProviderEvent = operation("Transactions.applyProviderEvent")(function*(
   id: string,
   event: ProviderEvent,
@@ -327,7 +428,7 @@ export const applyProviderEvent = operation("Transactions.applyProviderEvent")(f
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
-      const next = yield* applyEvent(unit, yield* findAny(unit, id), event, now, subStatus)
+      const next = yield* applyEvent(unit, yield* findAny(unit, id), event, now, DomainEvent.provider, subStatus)
       yield* unit.updateTransaction(next)
       return next
     }))
@@ -339,7 +440,7 @@ export const cancel = operation("Transactions.cancel")(function*(id: string) {
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
-      const next = yield* applyEvent(unit, yield* findAny(unit, id), "cancel", now)
+      const next = yield* applyEvent(unit, yield* findAny(unit, id), "cancel", now, DomainEvent.operator)
       yield* unit.updateTransaction(next)
       return next
     }))
@@ -368,10 +469,10 @@ export const advanceTo = operation("Transactions.advanceTo")(function*(id: strin
         return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: `advance to ${target}` })
       }
       if (target === "failed") {
-        tx = yield* applyEvent(unit, tx, "fail", now)
+        tx = yield* applyEvent(unit, tx, "fail", now, DomainEvent.operator)
       } else {
         for (let event = towardCompletion[tx.status]; event !== undefined; event = towardCompletion[tx.status]) {
-          tx = yield* applyEvent(unit, tx, event, now)
+          tx = yield* applyEvent(unit, tx, event, now, DomainEvent.operator)
         }
       }
       yield* unit.updateTransaction(tx)
@@ -383,4 +484,111 @@ export const advanceTo = operation("Transactions.advanceTo")(function*(id: strin
 export const inspect = operation("Transactions.inspect")(function*(id: string) {
   id = yield* requireUuid("id", id)
   return yield* Storage.run("read", (unit) => findAny(unit, id))
+})
+
+/** The status each stage at the provider corresponds to, for a transfer that goes on toward completion. */
+const statusAtStage: Record<"pending_policy" | "signed" | "broadcast" | "completed", Transaction.TransactionStatus> = {
+  pending_policy: "PENDING_PROVIDER_APPROVAL",
+  signed: "BROADCASTING",
+  broadcast: "CONFIRMING",
+  completed: "COMPLETED"
+}
+const order = Transaction.statuses
+
+/**
+ * Brings a transaction up to what the provider reports, one step of the table at a time (each step its own
+ * event), in `unit`. A report behind the transaction, or about one no longer pending, changes nothing.
+ */
+const catchUp = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  tx: Transaction.Transaction,
+  progress: TransferProgress,
+  now: Timestamp.Timestamp
+) {
+  if (!Transaction.isOpen(tx.status) || tx.status === "AWAITING_SIGNATURE") return tx
+  if (progress.stage === "rejected" || progress.stage === "failed") {
+    const event = progress.stage === "rejected" && tx.status === "PENDING_PROVIDER_APPROVAL" ? "providerReject" : "fail"
+    return yield* applyEvent(unit, tx, event, now, DomainEvent.provider, progress.subStatus)
+  }
+  const target = statusAtStage[progress.stage]
+  let next = tx
+  while (order.indexOf(next.status) < order.indexOf(target)) {
+    const event = towardCompletion[next.status]
+    if (event === undefined) break
+    next = yield* applyEvent(unit, next, event, now, DomainEvent.provider)
+  }
+  return next
+})
+
+const followEvery = (config: { readonly providerPollMillis: number }, now: number) =>
+  Timestamp.fromMillis(now + config.providerPollMillis)
+
+/**
+ * Outbox effect: hands an approved transfer to the provider (request id: the entry's id), then, in one unit,
+ * records the provider's id and starts following it. A transaction cancelled or failed meanwhile is not sent.
+ */
+export const submitToProvider = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
+  const tx = yield* inspect(entry.subjectId).pipe(Effect.orDie)
+  if (tx.status !== "PENDING_PROVIDER_APPROVAL" || tx.providerTransactionId !== null) {
+    return yield* Storage.run("write", (unit) => Outbox.settle(unit, entry, Outbox.done))
+  }
+  const provider = yield* CustodyProvider
+  const asset = yield* requireAsset(tx.assetType).pipe(Effect.orDie)
+  const { providerTransactionId } = yield* provider.submitTransfer({
+    requestId: entry.id,
+    transactionId: tx.id,
+    asset,
+    amount: tx.amount,
+    sourceAccountId: tx.sourceAccountId,
+    destinationAddress: tx.destinationAddress
+  })
+  const now = yield* Timestamp.now
+  yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* findAny(unit, tx.id).pipe(Effect.orDie)
+      if (current.providerTransactionId === null && Transaction.isOpen(current.status)) {
+        yield* unit.updateTransaction({ ...current, providerTransactionId, updatedAt: now })
+        yield* DomainEvent.append(unit, {
+          type: "transaction.submitted",
+          clientId: current.clientId,
+          entityId: current.id,
+          statusBefore: current.status,
+          statusAfter: current.status,
+          actor: DomainEvent.system,
+          data: { providerTransactionId }
+        })
+        if (provider.progressReporting === "polled") yield* Outbox.enqueue(unit, "followTransfer", current.clientId, current.id)
+      }
+      yield* Outbox.settle(unit, entry, Outbox.done)
+    }))
+})
+
+/** Outbox effect: asks the provider where a submitted transfer stands and catches the transaction up. */
+export const followAtProvider = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
+  const tx = yield* inspect(entry.subjectId).pipe(Effect.orDie)
+  if (!Transaction.isOpen(tx.status) || tx.providerTransactionId === null) {
+    return yield* Storage.run("write", (unit) => Outbox.settle(unit, entry, Outbox.done))
+  }
+  const progress = yield* (yield* CustodyProvider).transferProgress(tx.providerTransactionId)
+  const config = yield* RelayConfig
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const now = Timestamp.fromMillis(nowMillis)
+  yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* findAny(unit, tx.id).pipe(Effect.orDie)
+      const next = yield* catchUp(unit, current, progress, now).pipe(Effect.orDie)
+      if (next !== current) yield* unit.updateTransaction(next)
+      yield* Outbox.settle(unit, entry, Transaction.isOpen(next.status) ? Outbox.again(followEvery(config, nowMillis)) : Outbox.done)
+    }))
+})
+
+/**
+ * What follows when the outbox gives up handing a transfer to the provider: the transfer fails (PROVIDER_ERROR)
+ * and its reservation is released, so funds are never held by a transfer that will not happen.
+ */
+export const failUnsubmitted = Effect.fnUntraced(function*(unit: Storage.StorageUnit, transactionId: string) {
+  const tx = yield* findAny(unit, transactionId)
+  if (!Transaction.isOpen(tx.status) || tx.providerTransactionId !== null) return
+  const now = yield* Timestamp.now
+  yield* unit.updateTransaction(yield* applyEvent(unit, tx, "fail", now, DomainEvent.system, "PROVIDER_ERROR"))
 })

@@ -7,11 +7,15 @@ import { Effect, Option } from "effect"
 import { requireUuid } from "./Accounts.js"
 import { requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
+import * as DomainEvent from "./DomainEvent.js"
+import * as Idempotency from "./Idempotency.js"
 import { Ids, WhitelistedAddressId } from "./Ids.js"
 import { operation } from "./Operation.js"
+import * as Outbox from "./Outbox.js"
 import * as Page from "./Page.js"
 import { authorize, type Principal, requireOwned } from "./Principal.js"
 import { DuplicateWhitelistedAddress, InvalidAddress, NotFound, TransitionNotAllowed } from "./RelayError.js"
+import { RelayConfig } from "./RelayConfig.js"
 import * as StateMachine from "./StateMachine.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
@@ -27,10 +31,9 @@ export const create = operation("WhitelistedAddresses.create")(function*(
   const caller = yield* authorize(principal, "whitelistedAddresses.create")
   const asset = yield* requireAsset(input.assetType)
   if (!asset.chain.isValidAddress(input.address)) return yield* new InvalidAddress({ assetType: asset.assetId })
-  const provider = yield* CustodyProvider
   const id = WhitelistedAddressId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
+  return yield* Idempotency.write(WhitelistedAddress.WhitelistedAddressCreated, (unit) =>
     Effect.gen(function*() {
       // One address is one entry however it is written (see Chain.spellingsOf); it is kept as the caller wrote it.
       // The unique index can only hold one spelling, so a client's whitelisting is serialized on its client row
@@ -38,11 +41,13 @@ export const create = operation("WhitelistedAddresses.create")(function*(
       yield* unit.getClient(caller.clientId)
       const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, asset.chain.spellingsOf(input.address))
       if (Option.isSome(existing)) return yield* new DuplicateWhitelistedAddress({ existingId: existing.value.id })
-      const { providerId } = yield* provider.registerWhitelistedAddress(id, asset, input.address)
+      // The provider is asked after commit (see Outbox); until it answers with its own id, the entry is known
+      // to it by the request id the registration carries.
+      const registration = yield* Outbox.enqueue(unit, "registerWhitelistedAddress", caller.clientId, id)
       const entry: WhitelistedAddress.WhitelistedAddress = {
         id,
         clientId: caller.clientId,
-        providerId,
+        providerId: registration.id,
         name: input.name,
         address: input.address,
         description: input.description ?? "",
@@ -52,6 +57,14 @@ export const create = operation("WhitelistedAddresses.create")(function*(
         updatedAt: now
       }
       yield* unit.insertWhitelistedAddress(entry)
+      yield* DomainEvent.append(unit, {
+        type: "whitelisted_address.created",
+        clientId: caller.clientId,
+        entityId: id,
+        statusAfter: entry.status,
+        actor: DomainEvent.apiUser(caller),
+        data: { name: entry.name, address: entry.address, assetType: entry.assetType }
+      })
       return WhitelistedAddress.toCreated(entry)
     }))
 })
@@ -77,28 +90,107 @@ export const get = operation("WhitelistedAddresses.get")(function*(principal: Pr
   return WhitelistedAddress.toView(entry)
 })
 
+const eventOf = {
+  approve: "whitelisted_address.approved",
+  reject: "whitelisted_address.rejected",
+  archive: "whitelisted_address.archived"
+} as const satisfies Record<WhitelistedAddress.WhitelistEvent, DomainEvent.EventType>
+
+const transitionIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  entry: WhitelistedAddress.WhitelistedAddress,
+  event: WhitelistedAddress.WhitelistEvent,
+  actor: DomainEvent.Actor
+) {
+  const status = yield* StateMachine.transition(WhitelistedAddress.machine, entry.status, event).pipe(
+    Effect.fromResult,
+    Effect.mapError(() =>
+      new TransitionNotAllowed({ entity: "whitelisted address", id: entry.id, status: entry.status, action: event })
+    )
+  )
+  const updated: WhitelistedAddress.WhitelistedAddress = { ...entry, status, updatedAt: yield* Timestamp.now }
+  yield* unit.updateWhitelistedAddress(updated)
+  yield* DomainEvent.append(unit, {
+    type: eventOf[event],
+    clientId: entry.clientId,
+    entityId: entry.id,
+    statusBefore: entry.status,
+    statusAfter: status,
+    actor,
+    data: {}
+  })
+  return updated
+})
+
 /** Applies one step of the address-book workflow; a step the table does not allow is refused and changes nothing. */
 export const transition = operation("WhitelistedAddresses.transition")(function*(
   id: string,
   event: WhitelistedAddress.WhitelistEvent
 ) {
   id = yield* requireUuid("id", id)
-  const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const entry = yield* findAny(unit, id)
-      const status = yield* StateMachine.transition(WhitelistedAddress.machine, entry.status, event).pipe(
-        Effect.fromResult,
-        Effect.mapError(() =>
-          new TransitionNotAllowed({ entity: "whitelisted address", id, status: entry.status, action: event })
-        )
-      )
-      const updated: WhitelistedAddress.WhitelistedAddress = { ...entry, status, updatedAt: now }
-      yield* unit.updateWhitelistedAddress(updated)
-      return updated
-    }))
+    Effect.flatMap(findAny(unit, id), (entry) => transitionIn(unit, entry, event, DomainEvent.operator)))
 })
 
 export const approve = (id: string) => transition(id, "approve")
 export const reject = (id: string) => transition(id, "reject")
 export const archive = (id: string) => transition(id, "archive")
+
+const inspect = (id: string) => Storage.run("read", (unit) => findAny(unit, id))
+
+/**
+ * Outbox effect: registers the address with the provider (request id: the entry's id), then records the
+ * provider's own id and, for a polled provider, starts following its review.
+ */
+export const registerAtProvider = Effect.fnUntraced(function*(outboxEntry: Outbox.OutboxEntry) {
+  const entry = yield* Effect.orDie(inspect(outboxEntry.subjectId))
+  const asset = yield* Effect.orDie(requireAsset(entry.assetType))
+  const provider = yield* CustodyProvider
+  const { providerId } = yield* provider.registerWhitelistedAddress({
+    requestId: outboxEntry.id,
+    entryId: entry.id,
+    asset,
+    address: entry.address
+  })
+  yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* Effect.orDie(findAny(unit, entry.id))
+      if (current.providerId !== providerId) {
+        yield* unit.updateWhitelistedAddress({ ...current, providerId, updatedAt: yield* Timestamp.now })
+        yield* DomainEvent.append(unit, {
+          type: "whitelisted_address.registered",
+          clientId: current.clientId,
+          entityId: current.id,
+          statusBefore: current.status,
+          statusAfter: current.status,
+          actor: DomainEvent.provider,
+          data: { providerId }
+        })
+      }
+      if (provider.progressReporting === "polled" && current.status === "PENDING") {
+        yield* Outbox.enqueue(unit, "followWhitelistedAddress", current.clientId, current.id)
+      }
+      yield* Outbox.settle(unit, outboxEntry, Outbox.done)
+    }))
+})
+
+/** Outbox effect: asks the provider where its review of the address stands, and applies its verdict. */
+export const followReview = Effect.fnUntraced(function*(outboxEntry: Outbox.OutboxEntry) {
+  const entry = yield* Effect.orDie(inspect(outboxEntry.subjectId))
+  if (entry.status !== "PENDING") return yield* Storage.run("write", (unit) => Outbox.settle(unit, outboxEntry, Outbox.done))
+  const review = yield* (yield* CustodyProvider).addressReview(entry.providerId)
+  const { providerPollMillis } = yield* RelayConfig
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* Effect.orDie(findAny(unit, entry.id))
+      if (current.status === "PENDING" && review !== "pending") {
+        yield* Effect.orDie(transitionIn(unit, current, review === "approved" ? "approve" : "reject", DomainEvent.provider))
+      }
+      yield* Outbox.settle(
+        unit,
+        outboxEntry,
+        current.status === "PENDING" && review === "pending" ? Outbox.again(Timestamp.fromMillis(nowMillis + providerPollMillis)) : Outbox.done
+      )
+    }))
+})

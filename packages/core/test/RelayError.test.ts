@@ -23,7 +23,8 @@ const examples: { readonly [Tag in RelayError.RelayErrorTag]: Extract<RelayError
   DuplicateWhitelistedAddress: new RelayError.DuplicateWhitelistedAddress({ existingId: "w" }),
   TransitionNotAllowed: new RelayError.TransitionNotAllowed({ entity: "account", id: "a", status: "approved", action: "approve" }),
   InitiatorCannotApprove: new RelayError.InitiatorCannotApprove({ transactionId: "t" }),
-  AlreadyDecided: new RelayError.AlreadyDecided({ transactionId: "t" })
+  AlreadyDecided: new RelayError.AlreadyDecided({ transactionId: "t" }),
+  IdempotencyKeyReused: new RelayError.IdempotencyKeyReused({ key: "k" })
 }
 
 describe("RelayError", () => {

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Accounts, CustodyProvider, Permission, Reconciliation, Transactions, WhitelistedAddresses } from "@custody-relay/core"
+import { Accounts, CustodyProvider, OutboxWorker, Permission, Reconciliation, Transactions, WhitelistedAddresses } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { activeAccount, approvedWhitelistEntry, layer, newClient, principalOf, validAddress } from "./TestWorld.js"
 
@@ -56,9 +56,12 @@ describe("Transactions", () => {
       assert.strictEqual(after.status, "PENDING_PROVIDER_APPROVAL")
       assert.strictEqual(after.approvals.signedBy, "bob")
       assert.strictEqual(after.approvals.approvedBy, "bob")
-      assert.isString(after.providerTransactionId)
+      // The provider is called after commit, by the outbox worker: the provider's id arrives with it.
+      assert.strictEqual(after.providerTransactionId, null)
+      yield* OutboxWorker.drain()
+      assert.isString((yield* Transactions.get(p, id)).providerTransactionId)
       assert.deepStrictEqual(yield* Transactions.status(p, id), {
-        id, status: "PENDING_PROVIDER_APPROVAL", subStatus: "PENDING_PROVIDER_POLICY", updatedAt: after.updatedAt
+        id, status: "PENDING_PROVIDER_APPROVAL", subStatus: "PENDING_PROVIDER_POLICY", updatedAt: (yield* Transactions.get(p, id)).updatedAt
       })
       const done = yield* Transactions.advanceTo(id, "completed")
       assert.strictEqual(done.status, "COMPLETED")

@@ -44,7 +44,6 @@ export const errorTable: { readonly [Tag in ErrorTag]: ErrorMapping } = {
   MethodNotAllowed: { status: 405, code: "METHOD_NOT_ALLOWED" },
   RateLimited: { status: 429, code: "RATE_LIMITED" },
   IdempotencyKeyReused: { status: 409, code: "IDEMPOTENCY_KEY_REUSED" },
-  IdempotencyRequestInProgress: { status: 409, code: "IDEMPOTENCY_REQUEST_IN_PROGRESS" },
   ControlUnauthorized: { status: 401, code: "CONTROL_UNAUTHORIZED" },
   ControlCallUnsupported: { status: 501, code: "CONTROL_CALL_UNSUPPORTED" }
 }

@@ -40,7 +40,8 @@ export interface HandlerOptions<E = never> {
   readonly rateLimit?: RateLimitPolicies.RateLimitOptions
   /** Largest request body accepted, in bytes (64 KiB by default); larger is 413. */
   readonly maxBodyBytes?: number
-  readonly idempotency?: Partial<Idempotency.IdempotencyOptions>
+  /** How long an Idempotency-Key keeps its answer for replay; 24 h by default. */
+  readonly idempotency?: { readonly ttlSeconds?: number }
   /** Where log lines go; one JSON line per entry on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
   readonly logLevel?: LogLevel.LogLevel
@@ -93,7 +94,8 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const relayLayer = options.layer ?? (Relay.layerMemory() as Layer.Layer<Relay.RelayServices, E>)
   const config: RelayConfig.RelayConfigShape = {
     ...RelayConfig.RelayConfig.defaultValue(),
-    ...options.config
+    ...options.config,
+    ...(options.idempotency?.ttlSeconds === undefined ? {} : { idempotencyKeyTtlSeconds: options.idempotency.ttlSeconds })
   }
   const outputLogger = options.logger ?? Logger.consoleJson
   const outputLevel = options.logLevel ?? "Info"
@@ -111,7 +113,6 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const runtime = ManagedRuntime.make(layer)
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const policies = RateLimitPolicies.make(options.rateLimit)
-  const idempotency = Idempotency.make({ ...Idempotency.defaults, ...options.idempotency })
   const providerFaults: Control.ProviderFaults = new Map()
   const control = options.controlToken === undefined
     ? undefined
@@ -181,7 +182,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
       }
       const hash = yield* Idempotency.fingerprint(request.method, request.pathname, text)
-      return yield* idempotency.run(principal.keyId, key, hash, work)
+      return yield* Idempotency.run(principal.keyId, key, hash, work)
     })
 
   const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) =>

@@ -1,7 +1,7 @@
 /**
  * Refusals that belong to HTTP itself rather than to the custody domain: a body that is not JSON, a media type or
- * size the adapter does not take, a route or method that does not exist, a spent rate-limit budget, and the
- * Idempotency-Key conflicts. Like the core's errors they carry no status code; the error table maps them.
+ * size the adapter does not take, a route or method that does not exist, a spent rate-limit budget, the test
+ * control protocol's own. Like the core's errors
  */
 import { Refusal } from "@custody-relay/core"
 import { Schema } from "effect"
@@ -49,22 +49,6 @@ export class RateLimited extends Refusal.TaggedRefusal<RateLimited>()("RateLimit
   }
 }
 
-/** The same Idempotency-Key was used before with a different request (method, path or body). */
-export class IdempotencyKeyReused extends Refusal.TaggedRefusal<IdempotencyKeyReused>()("IdempotencyKeyReused", {}) {
-  override get message() {
-    return "this Idempotency-Key was already used with a different request"
-  }
-}
-
-/** The first request made with this Idempotency-Key has not finished yet. */
-export class IdempotencyRequestInProgress extends Refusal.TaggedRefusal<IdempotencyRequestInProgress>()(
-  "IdempotencyRequestInProgress",
-  {}
-) {
-  override get message() {
-    return "a request with this Idempotency-Key is still in progress; retry later"
-  }
-}
 
 /** The control protocol's token is missing or wrong. */
 export class ControlUnauthorized extends Refusal.TaggedRefusal<ControlUnauthorized>()("ControlUnauthorized", {}) {
@@ -87,8 +71,6 @@ export type HttpError =
   | RouteNotFound
   | MethodNotAllowed
   | RateLimited
-  | IdempotencyKeyReused
-  | IdempotencyRequestInProgress
   | ControlUnauthorized
   | ControlCallUnsupported
 

@@ -1,6 +1,7 @@
 /**
- * Idempotency-Key on POST: replay, conflict, in-progress, release on failure, per-key scope and expiry. The
- * records live in the Storage port (memory here; the server's tests run the same flow on SQLite across a restart).
+ * Idempotency-Key on POST: replay, conflict, a retry during the first run, release on failure, per-key scope and
+ * expiry. Exactly-once itself is the core's (core Idempotency); this is the HTTP face of it, on memory storage (the
+ * server's and storage's tests run it on SQLite and PostgreSQL, with real processes).
  */
 import { CustodyProvider, Relay } from "@custody-relay/core"
 import { Context, Effect, Layer } from "effect"
@@ -78,7 +79,7 @@ describe("Idempotency-Key", () => {
     expect(answer.status).toBe(400)
   })
 
-  it("a retry while the first call is still running is 409 IDEMPOTENCY_REQUEST_IN_PROGRESS; the first still completes", async () => {
+  it("a retry while the first call is still running waits for it and replays its answer: one transaction", async () => {
     // A custody provider that takes its time to price the fee keeps the first call in flight.
     const slowProvider = Layer.effectContext(
       Effect.gen(function*() {
@@ -97,11 +98,12 @@ describe("Idempotency-Key", () => {
       const first = as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
       await new Promise((resolve) => setTimeout(resolve, 50))
       const retry = await as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
-      expect(retry.status).toBe(409)
-      expect(record(retry.body)["code"]).toBe("IDEMPOTENCY_REQUEST_IN_PROGRESS")
-      expect((await first).status).toBe(201)
-      const replay = await as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
-      expect(replay.headers.get("idempotent-replayed")).toBe("true")
+      const answered = await first
+      expect(answered.status).toBe(201)
+      expect(retry.status).toBe(201)
+      expect(retry.text).toBe(answered.text)
+      expect(retry.headers.get("idempotent-replayed")).toBe("true")
+      expect(record((await as.get("/relay/v1/transactions")).body)["total"]).toBe(1)
     } finally {
       await slow.dispose()
     }

@@ -14,7 +14,6 @@ import { type Compilable, type ExpressionBuilder, type Expression, type Kysely, 
 import * as AccountRow from "./rows/AccountRow.js"
 import * as ApiUserRow from "./rows/ApiUserRow.js"
 import * as ClientRow from "./rows/ClientRow.js"
-import * as IdempotencyRecordRow from "./rows/IdempotencyRecordRow.js"
 import * as LedgerEntryRow from "./rows/LedgerEntryRow.js"
 import * as TransactionRow from "./rows/TransactionRow.js"
 import * as WhitelistedAddressRow from "./rows/WhitelistedAddressRow.js"
@@ -29,6 +28,9 @@ import type {
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SqlSession } from "./SqlSession.js"
 import { byColumns, byKey } from "./StatementTemplate.js"
+import * as EventLog from "./stores/EventLog.js"
+import * as IdempotencyKeys from "./stores/IdempotencyKeys.js"
+import * as OutboxEntries from "./stores/OutboxEntries.js"
 import * as StorageFailure from "./StorageFailure.js"
 
 export interface SqlStorageOptions {
@@ -38,7 +40,7 @@ export interface SqlStorageOptions {
 
 export const DEFAULT_MAX_RETRIES = 8
 
-type Op<A> = Effect.Effect<A, Storage.StorageError>
+export type Op<A> = Effect.Effect<A, Storage.StorageError>
 
 /**
  * Backoff between re-runs: 2 ms doubling, capped at 100 ms, jittered so units that collided once do not collide
@@ -49,13 +51,13 @@ export const backoff = Schedule.min([Schedule.exponential("2 millis"), Schedule.
 export const isRetryable = (error: unknown): boolean => error instanceof Storage.StorageError && error.isRetryable
 
 /** An update that matched no row: the core updates only records it read in the same unit, so this is a bug. */
-const expectOneRow = (table: string, key: string) => (updated: number): Op<void> =>
+export const expectOneRow = (table: string, key: string) => (updated: number): Op<void> =>
   updated === 1 ? Effect.void : Effect.fail(StorageFailure.fault(new Error(`update of ${table} ${key} matched ${updated} rows`)))
 
 const countOf = (row: { readonly total: number | string | bigint } | undefined): number => Number(row?.total ?? 0)
 
 /** `row` decoded, or none when the query found no row. */
-const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
+export const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
   row === undefined ? Option.none() : Option.some(decode(row))
 
 /** The page of `request` and the total; a short page ends the list, so only a full page pays for the count. */
@@ -194,7 +196,15 @@ const transactionWhere = (engine: SqlEngine, values: TransactionListValues) =>
  * `affected` counts the rows a write changed; a write is refused before it reaches the database in a read unit,
  * as the memory store refuses it.
  */
-interface Statements {
+/** What each store of a unit is made from: statement builder, the unit's statements, the engine, the mode. */
+export interface StoreArguments {
+  readonly db: Kysely<Database>
+  readonly statements: Statements
+  readonly engine: SqlEngine
+  readonly mode: Storage.UnitMode
+}
+
+export interface Statements {
   readonly rows: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>
   readonly first: <R>(query: Compilable<R>) => Op<R | undefined>
   readonly write: (query: Compilable<unknown>) => Op<number>
@@ -392,7 +402,8 @@ export const makeUnit = (
   read: RowsRead = new RowsRead()
 ): Storage.StorageUnit => {
   // `db` only builds statements; every statement runs through the unit's session.
-  const { rows, first, write } = statementsOf(session, mode)
+  const statements = statementsOf(session, mode)
+  const { rows, first, write } = statements
   // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
   const lock = mode === "write" && engine.locksRowsForWrite
   const locking = lock ? 1 : 0
@@ -430,7 +441,11 @@ export const makeUnit = (
   const whitelistedAddressById = byId(read.whitelisted_addresses, WhitelistedAddressRow.decode)
   const transactionById = byId(read.transactions, TransactionRow.decode)
 
+  const sharedArguments: StoreArguments = { db, statements, engine, mode }
   return {
+    ...IdempotencyKeys.store(sharedArguments),
+    ...EventLog.store(sharedArguments),
+    ...OutboxEntries.store(sharedArguments),
     insertClient(client) {
       return Effect.asVoid(write(db.insertInto("clients").values(ClientRow.encode(client))))
     },
@@ -578,39 +593,6 @@ export const makeUnit = (
         ),
         (found) => found.map(LedgerEntryRow.decode)
       )
-    },
-
-    getIdempotencyRecord(scope, key) {
-      return Effect.map(
-        first(
-          db.selectFrom("idempotency_records").selectAll().where("scope", "=", scope).where("key", "=", key)
-            .$if(lock, (qb) => qb.forNoKeyUpdate())
-        ),
-        optional(IdempotencyRecordRow.decode)
-      )
-    },
-    claimIdempotencyRecord(record) {
-      return Effect.map(
-        write(
-          db.insertInto("idempotency_records").values(IdempotencyRecordRow.encode(record))
-            .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
-        ),
-        (inserted) => inserted === 1
-      )
-    },
-    updateIdempotencyRecord(record) {
-      const { scope, key, created_at: _, ...changes } = IdempotencyRecordRow.encode(record)
-      return Effect.flatMap(
-        write(db.updateTable("idempotency_records").set(changes).where("scope", "=", scope).where("key", "=", key)),
-        expectOneRow("idempotency_records", `${scope}/${key}`)
-      )
-    },
-    deleteIdempotencyRecord(scope, key) {
-      return Effect.asVoid(write(db.deleteFrom("idempotency_records").where("scope", "=", scope).where("key", "=", key)))
-    },
-    deleteExpiredIdempotencyRecords(now) {
-      // `now` is any instant the caller names, not a stored Timestamp: compare it as text.
-      return write(db.deleteFrom("idempotency_records").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`))
     }
   }
 }

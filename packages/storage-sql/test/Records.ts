@@ -11,6 +11,7 @@ import {
   type Idempotency,
   Ids,
   type Ledger,
+  type Outbox,
   Money,
   Timestamp,
   Transaction,
@@ -115,17 +116,29 @@ export const ledgerEntry = (account: Account.Account, overrides: Partial<Ledger.
   ...overrides
 })
 
-export const idempotencyRecord = (
-  overrides: Partial<Idempotency.IdempotencyRecord> = {}
-): Idempotency.IdempotencyRecord => ({
+export const idempotencyClaim = (
+  overrides: Partial<Idempotency.IdempotencyClaim> = {}
+): Idempotency.IdempotencyClaim => ({
   scope: `crk_${randomUUID().replaceAll("-", "")}`,
   key: randomUUID(),
-  requestHash: "hash",
-  state: "in_progress",
-  responseStatus: null,
-  responseBody: null,
+  fingerprint: "fingerprint",
   createdAt: at(0),
   expiresAt: at(86_400_000),
+  ...overrides
+})
+
+export const outboxEntry = (clientId: Ids.ClientId, overrides: Partial<Outbox.OutboxEntry> = {}): Outbox.OutboxEntry => ({
+  id: randomUUID(),
+  kind: "submitTransfer",
+  clientId,
+  subjectId: randomUUID(),
+  state: "pending",
+  attempts: 0,
+  nextAttemptAt: at(0),
+  leasedUntil: null,
+  lastError: null,
+  createdAt: at(0),
+  updatedAt: at(0),
   ...overrides
 })
 

@@ -96,7 +96,7 @@ for (const { engine, fresh, name } of engines) {
         const { db } = yield* fresh
         yield* Effect.promise(() => migrateToLatest(db))
         const tables = yield* Effect.promise(() => tablesOf(db))
-        for (const table of ["accounts", "api_users", "clients", "idempotency_records", "ledger_entries", "rate_limit_windows", "transaction_counts", "transactions", "whitelisted_addresses"]) {
+        for (const table of ["accounts", "api_users", "clients", "idempotency_keys", "domain_events", "outbox_entries", "ledger_entries", "rate_limit_windows", "transaction_counts", "transactions", "whitelisted_addresses"]) {
           assert.include(tables, table)
         }
         yield* Effect.promise(() => migrateToLatest(db))

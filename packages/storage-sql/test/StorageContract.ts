@@ -356,25 +356,79 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* read((unit) => unit.listLedgerEntries(Records.account(client.id).id)), [])
       }))
 
-    it.effect("idempotency records: claim once, get, update, delete, expire", () =>
+    it.effect("idempotency keys: a claim and its result commit together; a rolled-back claim leaves nothing", () =>
       Effect.gen(function*() {
-        const record = Records.idempotencyRecord()
-        assert.isTrue(yield* write((unit) => unit.claimIdempotencyRecord(record)))
-        assert.isFalse(yield* write((unit) => unit.claimIdempotencyRecord({ ...record, requestHash: "other" })))
-        assert.deepStrictEqual(yield* read((unit) => unit.getIdempotencyRecord(record.scope, record.key)), Option.some(record))
-        const completed = { ...record, state: "completed" as const, responseStatus: 201, responseBody: "{\"id\":\"ä\"}" }
-        yield* write((unit) => unit.updateIdempotencyRecord(completed))
-        assert.deepStrictEqual(yield* read((unit) => unit.getIdempotencyRecord(record.scope, record.key)), Option.some(completed))
-        yield* write((unit) => unit.deleteIdempotencyRecord(record.scope, record.key))
-        assert.isTrue(Option.isNone(yield* read((unit) => unit.getIdempotencyRecord(record.scope, record.key))))
-        // Expiry is global: use instants far from every other test's records.
-        const old = Records.idempotencyRecord({ expiresAt: Records.at(-10_000_000_000) })
-        const fresh = Records.idempotencyRecord({ expiresAt: Records.at(-9_000_000_000) })
-        yield* write((unit) => Effect.all([unit.claimIdempotencyRecord(old), unit.claimIdempotencyRecord(fresh)]))
-        assert.strictEqual(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(Records.at(-9_500_000_000))), 1)
-        assert.isTrue(Option.isNone(yield* read((unit) => unit.getIdempotencyRecord(old.scope, old.key))))
-        assert.isTrue(Option.isSome(yield* read((unit) => unit.getIdempotencyRecord(fresh.scope, fresh.key))))
-        yield* write((unit) => unit.deleteIdempotencyRecord(fresh.scope, fresh.key))
+        const claim = Records.idempotencyClaim()
+        // A unit that claims and then fails rolls its claim back: the key is free again.
+        yield* Effect.flip(write((unit) => Effect.andThen(unit.claimIdempotencyKey(claim), Effect.fail("refused"))))
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.findIdempotencyRecord(claim.scope, claim.key, claim.createdAt))))
+        const result = "{\"id\":\"ä\",\"amount\":\"0.000000000000000001\"}"
+        assert.isTrue(Option.isNone(yield* write((unit) =>
+          Effect.tap(unit.claimIdempotencyKey(claim), () => unit.completeIdempotencyKey(claim.scope, claim.key, result)))))
+        const kept = { ...claim, result }
+        assert.deepStrictEqual(yield* write((unit) => unit.claimIdempotencyKey({ ...claim, fingerprint: "other" })), Option.some(kept))
+        assert.deepStrictEqual(yield* read((unit) => unit.findIdempotencyRecord(claim.scope, claim.key, claim.createdAt)), Option.some(kept))
+        // Expired: no longer found, and claimed anew.
+        const later = Records.at(86_400_001)
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.findIdempotencyRecord(claim.scope, claim.key, later))))
+        const renewed = { ...claim, fingerprint: "renewed", createdAt: later, expiresAt: Records.at(2 * 86_400_000) }
+        assert.isTrue(Option.isNone(yield* write((unit) =>
+          Effect.tap(unit.claimIdempotencyKey(renewed), () => unit.completeIdempotencyKey(claim.scope, claim.key, "2")))))
+        assert.deepStrictEqual(yield* read((unit) => unit.findIdempotencyRecord(claim.scope, claim.key, later)), Option.some({ ...renewed, result: "2" }))
+        // Expiry sweeps are global: use instants far from every other test's keys.
+        const old = Records.idempotencyClaim({ createdAt: Records.at(-10_000_000_001), expiresAt: Records.at(-10_000_000_000) })
+        yield* write((unit) => Effect.andThen(unit.claimIdempotencyKey(old), unit.completeIdempotencyKey(old.scope, old.key, "1")))
+        assert.isAtLeast(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(Records.at(-9_500_000_000))), 1)
+      }))
+
+    it.effect("domain events: appended in a unit, listed in log order by client and entity, gone with a rollback", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const entityId = Records.account(client.id).id
+        const event = (type: "account.created" | "account.approved", n: number) => ({
+          id: `${String(n).padStart(8, "0")}-0000-7000-8000-${client.id.slice(-12)}`,
+          type,
+          clientId: client.id,
+          entityType: "account" as const,
+          entityId,
+          statusBefore: n === 0 ? null : "pending_approval",
+          statusAfter: n === 0 ? "pending_approval" : "approved",
+          actor: { kind: "operator" as const },
+          at: Records.at(n),
+          data: n === 0 ? { name: "Ünïcode ✓", workspace: "custody", assetId: "BTC", role: "custody" } : {}
+        })
+        yield* write((unit) => unit.appendEvent(event("account.created", 0)))
+        yield* Effect.flip(write((unit) => Effect.andThen(unit.appendEvent(event("account.approved", 9)), Effect.fail("refused"))))
+        yield* write((unit) => unit.appendEvent(event("account.approved", 1)))
+        const listed = yield* read((unit) => unit.listEvents({ clientId: client.id }, 0, 10))
+        assert.deepStrictEqual(listed.map(({ position: _, ...rest }) => rest), [event("account.created", 0), event("account.approved", 1)])
+        assert.isTrue(listed[0]!.position < listed[1]!.position)
+        assert.deepStrictEqual(ids(yield* read((unit) => unit.listEvents({ entityId }, listed[0]!.position, 10))), [event("account.approved", 1).id])
+        assert.deepStrictEqual(yield* read((unit) => unit.listEvents({ entityId: Records.account(client.id).id }, 0, 10)), [])
+      }))
+
+    it.effect("outbox: entries due by time and lease, oldest first; updates kept; listed by subject", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const subjectId = Records.account(client.id).id
+        // Due-time ordering is global: use instants before every other test's entries.
+        const base = -20_000_000_000
+        const first = Records.outboxEntry(client.id, { subjectId, nextAttemptAt: Records.at(base) })
+        const second = Records.outboxEntry(client.id, { subjectId, nextAttemptAt: Records.at(base + 1) })
+        const leased = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base), leasedUntil: Records.at(base + 100) })
+        const later = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base + 1000) })
+        yield* write((unit) => Effect.forEach([second, first, leased, later], unit.insertOutboxEntry, { discard: true }))
+        const due = (at: number) => read((unit) => unit.dueOutboxEntries(Records.at(at), 100))
+        const mine = (entries: ReadonlyArray<{ readonly id: string }>) =>
+          ids(entries).filter((id) => [first.id, second.id, leased.id, later.id].includes(id))
+        assert.deepStrictEqual(mine(yield* due(base + 10)), [first.id, second.id])
+        assert.deepStrictEqual(mine(yield* due(base + 100)), [...[first.id, leased.id].sort(), second.id])
+        const settled = { ...first, state: "done" as const, attempts: 2, lastError: "provider said ä", updatedAt: Records.at(5) }
+        yield* write((unit) => unit.updateOutboxEntry(settled))
+        assert.deepStrictEqual(yield* read((unit) => unit.getOutboxEntry(first.id)), Option.some(settled))
+        assert.deepStrictEqual(mine(yield* due(base + 10)), [second.id])
+        assert.deepStrictEqual(yield* read((unit) => unit.listOutboxEntries(subjectId)), [settled, second].sort((a, b) => a.id < b.id ? -1 : 1))
+        yield* write((unit) => Effect.forEach([second, leased, later], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
     it.effect("money round-trips digit for digit: a 10^30 balance, 18-decimal amounts", () =>
@@ -436,7 +490,9 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
           (unit) => unit.insertAccount(account),
           (unit) => unit.updateApiUser(Records.apiUser(client.id)),
           (unit) => unit.insertLedgerEntry(Records.ledgerEntry(account)),
-          (unit) => unit.claimIdempotencyRecord(Records.idempotencyRecord()),
+          (unit) => unit.claimIdempotencyKey(Records.idempotencyClaim()),
+          (unit) => unit.appendEvent({ id: Records.client().id, type: "client.created", clientId: client.id, entityType: "client", entityId: client.id, statusBefore: null, statusAfter: null, actor: { kind: "operator" }, at: Records.at(0), data: {} }),
+          (unit) => unit.insertOutboxEntry(Records.outboxEntry(client.id)),
           (unit) => unit.deleteExpiredIdempotencyRecords(Records.at(0))
         ]
         for (const attempt of attempts) {
@@ -545,15 +601,20 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.strictEqual(final.availableBalance, "2.5")
       }))
 
-    it.effect("concurrent claims of one idempotency key: exactly one wins", () =>
+    it.effect("concurrent claims of one idempotency key: one unit runs, every other one sees its committed result", () =>
       Effect.gen(function*() {
-        const record = Records.idempotencyRecord()
-        const claims = yield* Effect.forEach(
-          Array.from({ length: 10 }),
-          () => write((unit) => unit.claimIdempotencyRecord(record)),
+        const claim = Records.idempotencyClaim()
+        const outcomes = yield* Effect.forEach(
+          Array.from({ length: 10 }, (_, i) => i),
+          (i) =>
+            write((unit) =>
+              Effect.flatMap(unit.claimIdempotencyKey(claim), (found) =>
+                Option.isSome(found)
+                  ? Effect.succeed(found.value.result)
+                  : Effect.as(unit.completeIdempotencyKey(claim.scope, claim.key, `ran ${i}`), `ran ${i}`))),
           { concurrency: "unbounded" }
         )
-        assert.strictEqual(claims.filter(Boolean).length, 1)
+        assert.strictEqual(new Set(outcomes).size, 1, `every claim answers the one result: ${outcomes.join(", ")}`)
       }))
 
     it.effect("rate limiter: a fixed window per key, aligned to the epoch", () =>

@@ -9,6 +9,7 @@ import * as Records from "./0001_records.js"
 import * as ListIndexes from "./0002_list_indexes.js"
 import * as RateLimitWindows from "./0003_rate_limit_windows.js"
 import * as TransactionCounts from "./0004_transaction_counts.js"
+import * as CommandsEventsOutbox from "./0005_commands_events_outbox.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -16,7 +17,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0001_records", Records.up],
   ["0002_list_indexes", ListIndexes.up],
   ["0003_rate_limit_windows", RateLimitWindows.up],
-  ["0004_transaction_counts", TransactionCounts.up]
+  ["0004_transaction_counts", TransactionCounts.up],
+  ["0005_commands_events_outbox", CommandsEventsOutbox.up]
 ]
 
 /** Migration names, oldest first. */

@@ -13,9 +13,9 @@
  * - `transactions.status_group` is `Transaction.groupOf[status]`, stored so a group filter is one index range.
  * - JSON columns (`permissions`, `decisions`) hold small arrays that are always read and written whole.
  */
+import type { Generated } from "kysely"
 import type {
   Account,
-  Idempotency,
   Ids,
   Ledger,
   Timestamp,
@@ -114,15 +114,43 @@ export interface LedgerEntriesTable {
   readonly created_at: Timestamp.Timestamp
 }
 
-export interface IdempotencyRecordsTable {
+/** A command's idempotency key and, once its unit commits, its result (Idempotency). */
+export interface IdempotencyKeysTable {
   readonly scope: string
   readonly key: string
-  readonly request_hash: string
-  readonly state: Idempotency.IdempotencyRecord["state"]
-  readonly response_status: number | null
-  readonly response_body: string | null
+  readonly fingerprint: string
+  readonly result: string | null
   readonly created_at: Timestamp.Timestamp
   readonly expires_at: Timestamp.Timestamp
+}
+
+/** One domain event; `actor` and `data` are JSON text. `position` is the engine's sequence (BIGINT comes back as a string). */
+export interface DomainEventsTable {
+  readonly position: Generated<number | string>
+  readonly id: string
+  readonly type: string
+  readonly client_id: string | null
+  readonly entity_type: string
+  readonly entity_id: string
+  readonly status_before: string | null
+  readonly status_after: string | null
+  readonly actor: string
+  readonly at: string
+  readonly data: string
+}
+
+export interface OutboxEntriesTable {
+  readonly id: string
+  readonly kind: string
+  readonly client_id: string
+  readonly subject_id: string
+  readonly state: string
+  readonly attempts: number
+  readonly next_attempt_at: string
+  readonly leased_until: string | null
+  readonly last_error: string | null
+  readonly created_at: string
+  readonly updated_at: string
 }
 
 /** One fixed window of one rate-limit key (RateLimiter): shared by every node that uses the database. */
@@ -154,7 +182,9 @@ export interface Database {
   readonly whitelisted_addresses: WhitelistedAddressesTable
   readonly transactions: TransactionsTable
   readonly ledger_entries: LedgerEntriesTable
-  readonly idempotency_records: IdempotencyRecordsTable
+  readonly idempotency_keys: IdempotencyKeysTable
+  readonly domain_events: DomainEventsTable
+  readonly outbox_entries: OutboxEntriesTable
   readonly rate_limit_windows: RateLimitWindowsTable
   readonly transaction_counts: TransactionCountsTable
 }

@@ -21,7 +21,8 @@ export const primaryKeys: ReadonlyArray<UniqueConstraint> = [
   { name: "whitelisted_addresses_pkey", table: "whitelisted_addresses", columns: ["id"] },
   { name: "transactions_pkey", table: "transactions", columns: ["id"] },
   { name: "ledger_entries_pkey", table: "ledger_entries", columns: ["id"] },
-  { name: "idempotency_records_pkey", table: "idempotency_records", columns: ["scope", "key"] },
+  { name: "idempotency_keys_pkey", table: "idempotency_keys", columns: ["scope", "key"] },
+  { name: "outbox_entries_pkey", table: "outbox_entries", columns: ["id"] },
   { name: "rate_limit_windows_pkey", table: "rate_limit_windows", columns: ["key", "window_start"] }
 ]
 

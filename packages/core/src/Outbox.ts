@@ -1,0 +1,108 @@
+/**
+ * The transactional outbox: effects outside the database (calls to the custody provider) are written as entries
+ * in the unit of work that decides them, and carried out after commit by `OutboxWorker`. An entry exists exactly
+ * when the decision committed; it is carried out at least once (retried with backoff until done or given up),
+ * never while a database lock is held, and its id is the stable request id the provider is given, so a repeat
+ * is recognised by the provider. Its state is visible: pending, attempts, last error, done or given up.
+ *
+ * Leases keep two workers (two nodes on one database) from carrying out one entry at the same time: leasing
+ * marks an entry taken until a time, and skips entries another unit is leasing (FOR UPDATE SKIP LOCKED on
+ * PostgreSQL; SQLite's write lock serializes leasing).
+ */
+import { Effect, Option, Schema } from "effect"
+import { ClientId, Ids } from "./Ids.js"
+import type { StorageError } from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+
+/**
+ * What an entry asks for: hand an approved transfer to the provider, follow its progress there, register a
+ * whitelisted address, follow its review.
+ */
+export const effectKinds = ["submitTransfer", "followTransfer", "registerWhitelistedAddress", "followWhitelistedAddress"] as const
+export const EffectKind = Schema.Literals(effectKinds)
+export type EffectKind = typeof EffectKind.Type
+
+export const entryStates = ["pending", "done", "given_up"] as const
+export const EntryState = Schema.Literals(entryStates)
+export type EntryState = typeof EntryState.Type
+
+export const OutboxEntry = Schema.Struct({
+  /** Time-ordered; also the request id the provider is given for this effect. */
+  id: Schema.String,
+  kind: EffectKind,
+  clientId: ClientId,
+  /** The record the effect is about (a transaction, a whitelisted address). */
+  subjectId: Schema.String,
+  state: EntryState,
+  /** Failed attempts so far. */
+  attempts: Schema.Int,
+  nextAttemptAt: Timestamp.Timestamp,
+  /** While a worker carries the entry out, until when it is theirs. */
+  leasedUntil: Schema.NullOr(Timestamp.Timestamp),
+  lastError: Schema.NullOr(Schema.String),
+  createdAt: Timestamp.Timestamp,
+  updatedAt: Timestamp.Timestamp
+})
+export type OutboxEntry = typeof OutboxEntry.Type
+
+type Op<A> = Effect.Effect<A, StorageError>
+
+/** The outbox, joined in a unit of work like every store. */
+export interface OutboxStore {
+  readonly insertOutboxEntry: (entry: OutboxEntry) => Op<void>
+  readonly getOutboxEntry: (id: string) => Op<Option.Option<OutboxEntry>>
+  readonly updateOutboxEntry: (entry: OutboxEntry) => Op<void>
+  /**
+   * Up to `limit` pending entries due at `now` whose lease is free, oldest due first, skipping any another unit is
+   * leasing at this moment. The caller marks them leased in the same unit.
+   */
+  readonly dueOutboxEntries: (now: Timestamp.Timestamp, limit: number) => Op<ReadonlyArray<OutboxEntry>>
+  /** The entries about one record, oldest first. */
+  readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>
+}
+
+/** Writes a new pending entry for `kind` on `subjectId`, due at once (or at `dueAt`). */
+export const enqueue = Effect.fnUntraced(function*(
+  unit: OutboxStore,
+  kind: EffectKind,
+  clientId: ClientId,
+  subjectId: string,
+  dueAt?: Timestamp.Timestamp
+) {
+  const now = yield* Timestamp.now
+  const entry: OutboxEntry = {
+    id: yield* (yield* Ids).next,
+    kind,
+    clientId,
+    subjectId,
+    state: "pending",
+    attempts: 0,
+    nextAttemptAt: dueAt ?? now,
+    leasedUntil: null,
+    lastError: null,
+    createdAt: now,
+    updatedAt: now
+  }
+  yield* unit.insertOutboxEntry(entry)
+  return entry
+})
+
+/** How a carried-out entry ends: done, or due again at a time (a follow-up that saw no change yet). */
+export type Settlement =
+  | { readonly _tag: "Done" }
+  | { readonly _tag: "Again"; readonly at: Timestamp.Timestamp }
+
+export const done: Settlement = { _tag: "Done" }
+export const again = (at: Timestamp.Timestamp): Settlement => ({ _tag: "Again", at })
+
+/** Records how `entry` ended, in the unit that made its effect's change (so both commit together). */
+export const settle = (unit: OutboxStore, entry: OutboxEntry, settlement: Settlement) =>
+  Effect.flatMap(Timestamp.now, (now) =>
+    Effect.flatMap(unit.getOutboxEntry(entry.id), (found) =>
+      Option.isNone(found) || found.value.state !== "pending"
+        ? Effect.void
+        : unit.updateOutboxEntry(
+          settlement._tag === "Done"
+            ? { ...found.value, state: "done", leasedUntil: null, lastError: null, updatedAt: now }
+            : { ...found.value, nextAttemptAt: settlement.at, leasedUntil: null, lastError: null, updatedAt: now }
+        )))

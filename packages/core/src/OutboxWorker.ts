@@ -1,0 +1,156 @@
+/**
+ * The outbox worker: carries out the outbox's entries after the units that wrote them committed (see Outbox).
+ * Each round leases the due entries in one short unit of work, then carries each out with no unit open (a
+ * provider call never holds a lock), and settles it in the unit that records its result. A failed attempt is
+ * retried with exponential backoff and jitter; after `maxAttempts` the entry is given up, visibly, with what
+ * that means for its record (a transfer that could not be handed to the provider fails and releases its funds).
+ *
+ * Run one per process (`run`, forked for the life of a server); several processes on one database share the
+ * work, and leases keep them from carrying out one entry at the same time. A process that dies mid-effect
+ * leaves a lease that expires, and the entry is carried out again: at least once, idempotent at the provider.
+ */
+import { Cause, Duration, Effect, Option, Random } from "effect"
+import { CustodyProvider } from "./CustodyProvider.js"
+import * as Idempotency from "./Idempotency.js"
+import * as Outbox from "./Outbox.js"
+import type { RelayServices } from "./Relay.js"
+import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+import * as Transactions from "./Transactions.js"
+import * as WhitelistedAddresses from "./WhitelistedAddresses.js"
+
+export interface WorkerOptions {
+  /** Pause between rounds that found nothing due. */
+  readonly idleMillis: number
+  /** How long a leased entry is this worker's; longer than any provider call takes. */
+  readonly leaseMillis: number
+  /** Entries leased per round. */
+  readonly batch: number
+  /** Failed attempts before an entry is given up. */
+  readonly maxAttempts: number
+  /** The first retry's delay; each next one doubles, up to `maxBackoffMillis`, then jittered down to half. */
+  readonly baseBackoffMillis: number
+  readonly maxBackoffMillis: number
+}
+
+/** Defaults: 20 attempts over about a day (0.5 s doubling to a 2 h cap). */
+export const defaults: WorkerOptions = {
+  idleMillis: 200,
+  leaseMillis: 60_000,
+  batch: 16,
+  maxAttempts: 20,
+  baseBackoffMillis: 500,
+  maxBackoffMillis: 2 * 60 * 60 * 1000
+}
+
+/** What carries out each kind of entry. */
+const handlers: {
+  readonly [K in Outbox.EffectKind]: (entry: Outbox.OutboxEntry) => Effect.Effect<void, unknown, RelayServices>
+} = {
+  submitTransfer: Transactions.submitToProvider,
+  followTransfer: Transactions.followAtProvider,
+  registerWhitelistedAddress: WhitelistedAddresses.registerAtProvider,
+  followWhitelistedAddress: WhitelistedAddresses.followReview
+}
+
+/** The delay before retry number `attempts` (1 for the first retry): exponential, capped, jittered. */
+export const backoffMillis = (options: WorkerOptions, attempts: number) =>
+  Effect.map(Random.next, (random) => {
+    const ceiling = Math.min(options.maxBackoffMillis, options.baseBackoffMillis * 2 ** Math.min(attempts - 1, 30))
+    return Math.round(ceiling / 2 + (ceiling / 2) * random)
+  })
+
+const lease = (options: WorkerOptions) =>
+  Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (nowMillis) =>
+    Storage.run("write", (unit) =>
+      Effect.gen(function*() {
+        const now = Timestamp.fromMillis(nowMillis)
+        const due = yield* unit.dueOutboxEntries(now, options.batch)
+        const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
+        for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
+        return due
+      })))
+
+const describe = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.findErrorOption(cause)
+  const error = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Records a failed attempt: due again after the backoff, or given up after the last attempt. */
+const recordFailure = (options: WorkerOptions, entry: Outbox.OutboxEntry, cause: Cause.Cause<unknown>) =>
+  Effect.gen(function*() {
+    const delay = yield* backoffMillis(options, entry.attempts + 1)
+    const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    const now = Timestamp.fromMillis(nowMillis)
+    const lastError = describe(cause).slice(0, 500)
+    yield* Effect.logWarning("outbox effect failed").pipe(
+      Effect.annotateLogs({ entry: entry.id, kind: entry.kind, subject: entry.subjectId, attempts: entry.attempts + 1, error: lastError })
+    )
+    yield* Storage.run("write", (unit) =>
+      Effect.gen(function*() {
+        const found = yield* unit.getOutboxEntry(entry.id)
+        if (Option.isNone(found) || found.value.state !== "pending") return
+        const attempts = found.value.attempts + 1
+        const givenUp = attempts >= options.maxAttempts
+        yield* unit.updateOutboxEntry({
+          ...found.value,
+          attempts,
+          state: givenUp ? "given_up" : "pending",
+          nextAttemptAt: givenUp ? found.value.nextAttemptAt : Timestamp.fromMillis(nowMillis + delay),
+          leasedUntil: null,
+          lastError,
+          updatedAt: now
+        })
+        if (givenUp && entry.kind === "submitTransfer") yield* Effect.orDie(Transactions.failUnsubmitted(unit, entry.subjectId))
+      }))
+  })
+
+/** Carries out one leased entry; never fails (a failure is recorded on the entry). */
+const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
+  handlers[entry.kind](entry).pipe(
+    Effect.catchCause((cause) =>
+      recordFailure(options, entry, cause).pipe(
+        // The database itself may be what failed: the lease expires and the entry is carried out again.
+        Effect.catchCause((recording) => Effect.logError("outbox failure could not be recorded", Cause.pretty(recording)))
+      )
+    )
+  )
+
+/** One round: leases what is due and carries it out. Answers how many entries it carried out. */
+export const runDue = (options: WorkerOptions = defaults) =>
+  Effect.gen(function*() {
+    const due = yield* lease(options)
+    yield* Effect.forEach(due, (entry) => carryOut(options, entry), { discard: true })
+    return due.length
+  })
+
+/** Rounds until nothing is due: for tests and for draining before a shutdown. */
+export const drain = (options: WorkerOptions = defaults) =>
+  Effect.gen(function*() {
+    let total = 0
+    for (let carried = yield* runDue(options); carried > 0; carried = yield* runDue(options)) total += carried
+    return total
+  })
+
+const HOUSEKEEPING_EVERY_MILLIS = 10 * 60 * 1000
+
+/** The worker for the life of a process: rounds forever, pausing when nothing was due. Interrupt to stop. */
+export const run = (options: Partial<WorkerOptions> = {}) => {
+  const settings = { ...defaults, ...options }
+  return Effect.gen(function*() {
+    yield* CustodyProvider
+    let lastHousekeeping = 0
+    while (true) {
+      const carried = yield* runDue(settings).pipe(
+        Effect.catchCause((cause) => Effect.as(Effect.logError("outbox round failed", Cause.pretty(cause)), 0))
+      )
+      const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
+        lastHousekeeping = nowMillis
+        yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
+      }
+      if (carried === 0) yield* Effect.sleep(Duration.millis(settings.idleMillis))
+    }
+  })
+}

@@ -1,0 +1,57 @@
+/**
+ * The domain event log (core `DomainEvent`) on SQL: one row per event, `actor` and `data` as JSON text, in the
+ * order of `position`, the engine's own sequence.
+ */
+import type { DomainEvent } from "@custody-relay/core"
+import { Effect } from "effect"
+import type { Database } from "../schema/Database.js"
+import type { StoreArguments } from "../SqlStorage.js"
+
+type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
+
+const decode = (row: EventRow): DomainEvent.LoggedEvent => ({
+  position: Number(row.position),
+  id: row.id,
+  type: row.type as DomainEvent.EventType,
+  clientId: row.client_id as DomainEvent.DomainEvent["clientId"],
+  entityType: row.entity_type as DomainEvent.EntityType,
+  entityId: row.entity_id,
+  statusBefore: row.status_before,
+  statusAfter: row.status_after,
+  actor: JSON.parse(row.actor) as DomainEvent.Actor,
+  at: row.at as DomainEvent.DomainEvent["at"],
+  data: JSON.parse(row.data) as Record<string, unknown>
+})
+
+export const store = ({ db, engine, statements: { rows, write } }: StoreArguments): DomainEvent.EventStore => ({
+  appendEvent(event) {
+    return Effect.asVoid(write(
+      db.insertInto("domain_events").values({
+        id: event.id,
+        type: event.type,
+        client_id: event.clientId,
+        entity_type: event.entityType,
+        entity_id: event.entityId,
+        status_before: event.statusBefore,
+        status_after: event.statusAfter,
+        actor: JSON.stringify(event.actor),
+        at: event.at,
+        data: JSON.stringify(event.data)
+      })
+    ))
+  },
+  listEvents(filter, afterPosition, limit) {
+    const { integer, text } = engine.opaque
+    return Effect.map(
+      rows(
+        db.selectFrom("domain_events").selectAll()
+          .where("position", ">", integer(afterPosition))
+          .$if(filter.clientId !== undefined, (qb) => qb.where("client_id", "=", text(filter.clientId ?? "")))
+          .$if(filter.entityId !== undefined, (qb) => qb.where("entity_id", "=", text(filter.entityId ?? "")))
+          .orderBy("position")
+          .limit(integer(limit))
+      ),
+      (found) => found.map(decode)
+    )
+  }
+})

@@ -1,0 +1,78 @@
+/**
+ * The outbox (core `Outbox`) on SQL. Leasing reads due entries with FOR UPDATE SKIP LOCKED on PostgreSQL, so two
+ * nodes leasing at once take different entries instead of waiting for each other; on SQLite the write lock
+ * already makes leasing one unit at a time.
+ */
+import type { Outbox } from "@custody-relay/core"
+import { Effect, Option } from "effect"
+import { sql, type SqlBool } from "kysely"
+import type { OutboxEntriesTable } from "../schema/Database.js"
+import { expectOneRow, type StoreArguments } from "../SqlStorage.js"
+
+const encode = (entry: Outbox.OutboxEntry): OutboxEntriesTable => ({
+  id: entry.id,
+  kind: entry.kind,
+  client_id: entry.clientId,
+  subject_id: entry.subjectId,
+  state: entry.state,
+  attempts: entry.attempts,
+  next_attempt_at: entry.nextAttemptAt,
+  leased_until: entry.leasedUntil,
+  last_error: entry.lastError,
+  created_at: entry.createdAt,
+  updated_at: entry.updatedAt
+})
+
+const decode = (row: OutboxEntriesTable): Outbox.OutboxEntry => ({
+  id: row.id,
+  kind: row.kind as Outbox.EffectKind,
+  clientId: row.client_id as Outbox.OutboxEntry["clientId"],
+  subjectId: row.subject_id,
+  state: row.state as Outbox.EntryState,
+  attempts: Number(row.attempts),
+  nextAttemptAt: row.next_attempt_at as Outbox.OutboxEntry["nextAttemptAt"],
+  leasedUntil: row.leased_until as Outbox.OutboxEntry["leasedUntil"],
+  lastError: row.last_error,
+  createdAt: row.created_at as Outbox.OutboxEntry["createdAt"],
+  updatedAt: row.updated_at as Outbox.OutboxEntry["updatedAt"]
+})
+
+export const store = ({ db, engine, mode, statements: { first, rows, write } }: StoreArguments): Outbox.OutboxStore => {
+  const locks = mode === "write" && engine.locksRowsForWrite
+  return {
+    insertOutboxEntry(entry) {
+      return Effect.asVoid(write(db.insertInto("outbox_entries").values(encode(entry))))
+    },
+    getOutboxEntry(id) {
+      return Effect.map(
+        first(db.selectFrom("outbox_entries").selectAll().where("id", "=", id).$if(locks, (qb) => qb.forUpdate())),
+        (row) => (row === undefined ? Option.none() : Option.some(decode(row)))
+      )
+    },
+    updateOutboxEntry(entry) {
+      const { id, ...changes } = encode(entry)
+      return Effect.flatMap(write(db.updateTable("outbox_entries").set(changes).where("id", "=", id)), expectOneRow("outbox_entries", id))
+    },
+    dueOutboxEntries(now, limit) {
+      return Effect.map(
+        rows(
+          db.selectFrom("outbox_entries").selectAll()
+            // A literal, so SQLite sees the partial index's predicate.
+            .where("state", "=", sql.lit("pending"))
+            .where(sql<SqlBool>`${sql.ref("next_attempt_at")} <= ${now}`)
+            .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
+            .orderBy("next_attempt_at").orderBy("id")
+            .limit(limit)
+            .$if(locks, (qb) => qb.forUpdate().skipLocked())
+        ),
+        (found) => found.map(decode)
+      )
+    },
+    listOutboxEntries(subjectId) {
+      return Effect.map(
+        rows(db.selectFrom("outbox_entries").selectAll().where("subject_id", "=", subjectId).orderBy("id")),
+        (found) => found.map(decode)
+      )
+    }
+  }
+}

@@ -10,6 +10,7 @@
 import {
   Authentication,
   CustodyProvider,
+  OutboxWorker,
   Principal,
   RateLimiter,
   Relay,
@@ -17,7 +18,7 @@ import {
   RelayError,
   Storage
 } from "@custody-relay/core"
-import { Cause, type Context, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
+import { Cause, type Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
 import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
@@ -53,6 +54,12 @@ export interface HandlerOptions<E = never> {
   readonly tracing?: boolean
   /** Mounts the test control protocol at /__control, guarded by this token. Never set it in production. */
   readonly controlToken?: string
+  /**
+   * The outbox worker (core OutboxWorker) that carries out provider calls after commit, run for the life of the
+   * handler: on by default, with the worker's defaults. `false` leaves it to the embedder (`runtime.runFork(
+   * OutboxWorker.run())`), e.g. to run it in another process.
+   */
+  readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
 }
 
 /**
@@ -246,16 +253,23 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     return Reply.toResponse(await serveRequest(incoming))
   }
 
+  let worker: Fiber.Fiber<unknown, unknown> | undefined
   const ready = runtime.context().then((built) => {
     context = built
+    if (options.outbox !== false) worker = Effect.runForkWith(built)(OutboxWorker.run(options.outbox ?? {}))
   })
+  // The worker stops before the services it uses are released.
+  const dispose = async () => {
+    if (worker !== undefined) await Effect.runPromise(Fiber.interrupt(worker))
+    await runtime.dispose()
+  }
   // A start-up failure is reported through `ready` and by every request; it must not crash the process unobserved.
   ready.catch(() => undefined)
   return Object.assign(handler, {
     [serveIncoming]: serveRequest,
     ready,
     runtime,
-    dispose: () => runtime.dispose(),
-    [Symbol.asyncDispose]: () => runtime.dispose()
+    dispose,
+    [Symbol.asyncDispose]: dispose
   })
 }

@@ -14,6 +14,13 @@ export interface ServerConfig {
   /** Seed the demo client: "auto" seeds a SQLite file that did not exist yet, or ":memory:". */
   readonly demo: "auto" | "always" | "never"
   readonly logLevel: "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
+  /** The simulated provider: "live" moves records itself, "manual" leaves that to the control protocol. */
+  readonly simulatedProvider: "live" | "manual"
+  /** How long each stage of the simulated provider takes (policy, broadcast, confirmations, address review). */
+  readonly simulatedStepMillis: number
+  /** The share of simulated transfers that fail after broadcast, in percent. */
+  readonly simulatedFailurePercent: number
+  readonly providerPollMillis: number
 }
 
 export const DEFAULT_DATABASE = "./data/relay.db"
@@ -50,6 +57,11 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),
-    logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info")
+    logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info"),
+    // With the test control protocol, the kit moves records itself: a provider that also moved them would race it.
+    simulatedProvider: oneOf(env, "RELAY_SIMULATED_PROVIDER", ["live", "manual"], token === undefined || token === "" ? "live" : "manual"),
+    simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
+    simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
+    providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", 1000, 10, 3_600_000)
   }
 }

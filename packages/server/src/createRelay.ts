@@ -8,7 +8,7 @@
  * await relay.close()
  * ```
  */
-import { Relay, type RelayConfig, type Storage } from "@custody-relay/core"
+import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage } from "@custody-relay/core"
 import { makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
 import type { Logger, LogLevel } from "effect"
 import * as StorageLayer from "./StorageLayer.js"
@@ -29,6 +29,16 @@ export interface RelayOptions {
    * embedded simulated custody provider has no later callback to do it.
    */
   readonly activateOnApproval?: boolean
+  /**
+   * The embedded simulated custody provider: a life cycle (transfers pass its policy, are broadcast and complete;
+   * whitelisted addresses are approved after its review; timings in milliseconds), or "manual" (it reports no
+   * progress; the test control protocol moves records). A life cycle by default, "manual" with a control token.
+   */
+  readonly provider?: "manual" | Partial<CustodyProvider.SimulatedLifecycle>
+  /** How often the outbox worker polls the provider for progress, in milliseconds (1000 by default). */
+  readonly providerPollMillis?: number
+  /** The outbox worker's settings, or false to run none in this process. */
+  readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
   readonly maxBodyBytes?: number
   /** Where log lines go; JSON lines on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
@@ -45,10 +55,16 @@ export interface RunningRelay {
 export const createRelay = async (options: RelayOptions = {}): Promise<RunningRelay> => {
   const config: Partial<RelayConfig.RelayConfigShape> = {
     activateOnApproval: options.activateOnApproval ?? true,
+    ...(options.providerPollMillis === undefined ? {} : { providerPollMillis: options.providerPollMillis }),
     ...(options.defaultRequiredApprovals === undefined ? {} : { defaultRequiredApprovals: options.defaultRequiredApprovals })
   }
   const handler = makeHandler({
-    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:", options.rateLimitStore)),
+    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:", options.rateLimitStore), {
+      provider: CustodyProvider.layerSimulated({
+        lifecycle: options.provider ?? (options.controlToken === undefined ? {} : "manual")
+      })
+    }),
+    ...(options.outbox === undefined ? {} : { outbox: options.outbox }),
     config,
     logLevel: options.logLevel ?? "Warn",
     ...(options.controlToken === undefined ? {} : { controlToken: options.controlToken }),

@@ -29,6 +29,14 @@ const main = async (): Promise<void> => {
     ...(config.rateLimitStore === undefined ? {} : { rateLimitStore: config.rateLimitStore }),
     defaultRequiredApprovals: config.defaultRequiredApprovals,
     logLevel: config.logLevel,
+    provider: config.simulatedProvider === "manual" ? "manual" : {
+      policyMillis: config.simulatedStepMillis,
+      broadcastMillis: config.simulatedStepMillis,
+      confirmationMillis: config.simulatedStepMillis,
+      addressReviewMillis: config.simulatedStepMillis,
+      failureShare: config.simulatedFailurePercent / 100
+    },
+    providerPollMillis: config.providerPollMillis,
     ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })
   })
   const listening = await serve(relay.handler, { port: config.port, host: config.host })

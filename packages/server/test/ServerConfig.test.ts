@@ -15,7 +15,11 @@ describe("configFromEnv", () => {
       defaultRequiredApprovals: 1,
       controlToken: undefined,
       demo: "auto",
-      logLevel: "Info"
+      logLevel: "Info",
+      simulatedProvider: "live",
+      simulatedStepMillis: 1000,
+      simulatedFailurePercent: 0,
+      providerPollMillis: 1000
     })
   })
 
@@ -30,7 +34,11 @@ describe("configFromEnv", () => {
       RELAY_DEFAULT_QUORUM: "2",
       RELAY_TEST_CONTROL_TOKEN: "secret-token",
       RELAY_DEMO: "never",
-      RELAY_LOG_LEVEL: "warn"
+      RELAY_LOG_LEVEL: "warn",
+      RELAY_SIMULATED_PROVIDER: "live",
+      RELAY_SIMULATED_STEP_MILLIS: "250",
+      RELAY_SIMULATED_FAILURE_PERCENT: "10",
+      RELAY_PROVIDER_POLL_MILLIS: "100"
     })).toEqual({
       port: 9000,
       host: "0.0.0.0",
@@ -40,16 +48,24 @@ describe("configFromEnv", () => {
       defaultRequiredApprovals: 2,
       controlToken: "secret-token",
       demo: "never",
-      logLevel: "Warn"
+      logLevel: "Warn",
+      simulatedProvider: "live",
+      simulatedStepMillis: 250,
+      simulatedFailurePercent: 10,
+      providerPollMillis: 100
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)
     }
   )
+
+  it("the simulated provider is manual by default when the test control protocol is mounted (the kit moves records)", () => {
+    expect(configFromEnv({ RELAY_TEST_CONTROL_TOKEN: "t" }).simulatedProvider).toBe("manual")
+  })
 
   it("names the engine from the database setting", () => {
     expect(engineOf("postgres://x")).toBe("postgres")

@@ -1,0 +1,159 @@
+/**
+ * The outbox and its worker: a provider that fails N times and then succeeds has each effect carried out exactly
+ * once (retries with backoff, under TestClock); a provider call that blocks holds no lock, so a write on the same
+ * account completes meanwhile; an effect given up after its last attempt fails its transfer and releases the
+ * funds; the live simulated provider carries a transfer to COMPLETED and an address to APPROVED.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import {
+  Accounts,
+  CustodyProvider,
+  DomainEvent,
+  Ids,
+  Outbox,
+  OutboxWorker,
+  Reconciliation,
+  Relay,
+  RelayConfig,
+  RelayError,
+  Storage,
+  Transactions,
+  WhitelistedAddresses
+} from "@custody-relay/core"
+import { Context, Deferred, Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { activeAccount, approvedWhitelistEntry, newClient, principalOf, validAddress } from "./TestWorld.js"
+
+interface ProviderCalls {
+  submitted: Array<string>
+  failuresLeft: number
+  gate: Deferred.Deferred<void> | undefined
+}
+
+/** The simulated provider, with submissions counted, failing the first `failures` and optionally waiting on a gate. */
+const countingProvider = (calls: ProviderCalls, lifecycle: CustodyProvider.SimulatedProviderOptions["lifecycle"] = "manual") =>
+  Layer.effectContext(
+    Effect.gen(function*() {
+      const simulated = yield* CustodyProvider.CustodyProvider
+      const controls = yield* CustodyProvider.SimulatedProviderControls
+      return Context.make(CustodyProvider.CustodyProvider, {
+        ...simulated,
+        submitTransfer: (order) =>
+          Effect.gen(function*() {
+            if (calls.gate !== undefined) yield* Deferred.await(calls.gate)
+            if (calls.failuresLeft > 0) {
+              calls.failuresLeft--
+              return yield* new RelayError.CustodyProviderFailed({ operation: "submitTransfer", detail: "provider unavailable" })
+            }
+            calls.submitted.push(order.requestId)
+            return yield* simulated.submitTransfer(order)
+          })
+      }).pipe(Context.add(CustodyProvider.SimulatedProviderControls, controls))
+    })
+  ).pipe(Layer.provide(CustodyProvider.layerSimulated({ lifecycle })))
+
+const world = (calls: ProviderCalls, lifecycle?: CustodyProvider.SimulatedProviderOptions["lifecycle"]) =>
+  Relay.layerMemory({ ids: Ids.Ids.layerSequential, provider: countingProvider(calls, lifecycle) }).pipe(
+    Layer.provideMerge(Layer.succeed(RelayConfig.RelayConfig, { ...RelayConfig.RelayConfig.defaultValue(), defaultRequiredApprovals: 0 }))
+  )
+
+const options: OutboxWorker.WorkerOptions = { ...OutboxWorker.defaults, maxAttempts: 5, baseBackoffMillis: 1000, maxBackoffMillis: 60_000 }
+
+/** Rounds of the worker, moving the clock past every backoff, until nothing is pending. */
+const settleAll = Effect.gen(function*() {
+  for (let round = 0; round < 50; round++) {
+    yield* OutboxWorker.runDue(options)
+    yield* TestClock.adjust("2 minutes")
+  }
+})
+
+const setup = Effect.gen(function*() {
+  const client = yield* newClient
+  const principal = yield* principalOf(client)
+  const source = yield* activeAccount(principal, "BTC", "10")
+  const destination = yield* approvedWhitelistEntry(principal, "BTC")
+  const initiate = (amount: string) =>
+    Transactions.initiate(principal, { sourceAccountId: source, destinationId: destination, destinationType: "external", amount, assetType: "BTC" })
+  return { principal, source, initiate }
+})
+
+const entriesOf = (subjectId: string) => Storage.run("read", (unit) => unit.listOutboxEntries(subjectId))
+
+describe("Outbox", () => {
+  it.effect("a provider that fails 3 times and then succeeds gets each transfer exactly once; the entry shows its attempts", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 3, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      const first = yield* initiate("0.1")
+      const second = yield* initiate("0.2")
+      yield* settleAll
+      const entries = [...(yield* entriesOf(first.id)), ...(yield* entriesOf(second.id))]
+      assert.deepStrictEqual(entries.map((e) => [e.kind, e.state]), [["submitTransfer", "done"], ["submitTransfer", "done"]])
+      assert.deepStrictEqual([...calls.submitted].sort(), entries.map((e) => e.id).sort())
+      assert.strictEqual(entries.reduce((sum, e) => sum + e.attempts, 0), 3)
+      for (const id of [first.id, second.id]) assert.isNotNull((yield* Transactions.inspect(id)).providerTransactionId)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("a provider call that blocks holds no lock: a write on the same account completes meanwhile", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, source } = yield* setup
+      yield* initiate("0.1")
+      calls.gate = yield* Deferred.make<void>()
+      const worker = yield* Effect.forkChild(OutboxWorker.runDue(options))
+      yield* Effect.yieldNow
+      // The worker is inside the provider call now; writes on the same account go through.
+      yield* Accounts.deposit(source, "1")
+      const second = yield* initiate("0.2")
+      assert.strictEqual(calls.submitted.length, 0)
+      yield* Deferred.succeed(calls.gate, undefined)
+      yield* Fiber.join(worker)
+      assert.strictEqual(calls.submitted.length, 1)
+      assert.strictEqual((yield* Transactions.inspect(second.id)).status, "PENDING_PROVIDER_APPROVAL")
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("an effect given up after its last attempt fails the transfer (PROVIDER_ERROR) and releases its funds", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 1000, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, source } = yield* setup
+      const before = (yield* Accounts.inspect(source)).availableBalance
+      const tx = yield* initiate("0.1")
+      yield* settleAll
+      const [entry] = yield* entriesOf(tx.id)
+      assert.strictEqual(entry?.state, "given_up")
+      assert.strictEqual(entry?.attempts, options.maxAttempts)
+      assert.match(entry?.lastError ?? "", /provider/i)
+      const failed = yield* Transactions.inspect(tx.id)
+      assert.deepStrictEqual([failed.status, failed.subStatus], ["FAILED", "PROVIDER_ERROR"])
+      assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, before)
+      const reconciled = yield* Reconciliation.reconcileAccount(source)
+      assert.isTrue(reconciled.consistent)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("TXN-FLOW-1 WL-STATE-1: the live simulated provider completes a transfer and approves an address, each step an event", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      const tx = yield* initiate("0.1")
+      const entry = yield* WhitelistedAddresses.create(principal, { name: "Desk", address: validAddress("BTC"), assetType: "BTC" })
+      yield* settleAll
+      assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "COMPLETED")
+      const events = yield* Storage.run("read", (unit) => unit.listEvents({ entityId: tx.id }, 0, 100))
+      assert.deepStrictEqual(events.map((e) => e.type), [
+        "transaction.initiated",
+        "transaction.quorum_reached",
+        "transaction.submitted",
+        "transaction.provider_approved",
+        "transaction.broadcast",
+        "transaction.completed"
+      ] satisfies ReadonlyArray<DomainEvent.EventType>)
+      const entryEvents = yield* Storage.run("read", (unit) => unit.listEvents({ entityId: entry.id }, 0, 100))
+      assert.deepStrictEqual(entryEvents.map((e) => e.type).at(-1), "whitelisted_address.approved")
+      const follows = (yield* entriesOf(tx.id)).map((e) => [e.kind, e.state])
+      assert.deepStrictEqual(follows, [["submitTransfer", "done"], ["followTransfer", "done"]] satisfies ReadonlyArray<[Outbox.EffectKind, Outbox.EntryState]>)
+    }).pipe(Effect.provide(world(calls, { policyMillis: 1000, broadcastMillis: 1000, confirmationMillis: 1000, addressReviewMillis: 1000 })))
+  })
+})

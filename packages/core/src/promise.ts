@@ -9,12 +9,14 @@
  *   const me = await relay.authenticate(key.keyId, key.secret)
  *   await relay.accounts.create(me, { name: "Treasury", workspace: "custody", assetId: "BTC" })
  */
-import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
+import { Effect, Fiber, type Layer, ManagedRuntime, Redacted } from "effect"
 import * as Account from "./Account.js"
 import * as Accounts from "./Accounts.js"
 import * as Administration from "./Administration.js"
 import * as Authentication from "./Authentication.js"
+import * as Idempotency from "./Idempotency.js"
 import { decoder } from "./Input.js"
+import * as OutboxWorker from "./OutboxWorker.js"
 import * as Page from "./Page.js"
 import type { Permission } from "./Permission.js"
 import type { Principal } from "./Principal.js"
@@ -30,6 +32,30 @@ const decodeAccountDecision = decoder(Account.AccountDecisionInput)
 const decodeTransfer = decoder(Transaction.TransferInput)
 const decodeCreateWhitelisted = decoder(WhitelistedAddress.CreateWhitelistedAddressInput)
 const decodePage = decoder(Page.PageRequest)
+
+/**
+ * Options of a command. `idempotencyKey`: the command runs at most once per key and caller (the principal's key
+ * id); a retry with the same key and input gets the first result, the same key with other input is refused with
+ * `IdempotencyKeyReused` (see core Idempotency).
+ */
+export interface CommandOptions {
+  readonly idempotencyKey?: string
+}
+
+/** `command` under the caller's idempotency key, if one is given; the fingerprint is the operation and its input. */
+const keyed = <A, E, R>(
+  operationName: string,
+  principal: Principal,
+  input: unknown,
+  options: CommandOptions | undefined,
+  command: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  options?.idempotencyKey === undefined
+    ? command
+    : Idempotency.withKey(
+      command,
+      new Idempotency.CommandKey(principal.keyId, options.idempotencyKey, `${operationName}\n${JSON.stringify(input)}`)
+    )
 
 const firstPage: Page.PageRequest = { page: Page.DEFAULT_PAGE, limit: Page.DEFAULT_LIMIT }
 
@@ -55,12 +81,12 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       list: (principal: Principal, filter: Account.AccountFilter = {}, page?: Page.PageRequest) =>
         withPage(page, (p) => Accounts.list(principal, filter, p)),
       get: (principal: Principal, id: string) => run(Accounts.get(principal, id)),
-      create: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeCreateAccount(input), (i) => Accounts.create(principal, i))),
-      approve: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.approve(principal, i))),
-      reject: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.reject(principal, i))),
+      create: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("accounts.create", principal, input, options, Effect.flatMap(decodeCreateAccount(input), (i) => Accounts.create(principal, i)))),
+      approve: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("accounts.approve", principal, input, options, Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.approve(principal, i)))),
+      reject: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("accounts.reject", principal, input, options, Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.reject(principal, i)))),
       activate: (accountId: string) => run(Accounts.activate(accountId)),
       deposit: (accountId: string, amount: string) => run(Accounts.deposit(accountId, amount)),
       setApprovalPolicy: (accountId: string, requiredApprovals: number) =>
@@ -71,15 +97,17 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
         withPage(page, (p) => Transactions.list(principal, filter, p)),
       get: (principal: Principal, id: string) => run(Transactions.get(principal, id)),
       status: (principal: Principal, id: string) => run(Transactions.status(principal, id)),
-      calculateFee: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.calculateFee(principal, i))),
+      calculateFee: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("transactions.calculateFee", principal, input, options, Effect.flatMap(decodeTransfer(input), (i) => Transactions.calculateFee(principal, i)))),
       /** The same estimate with the fee exact, a decimal string (see Transactions.quoteFee). */
-      quoteFee: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.quoteFee(principal, i))),
-      initiate: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeTransfer(input), (i) => Transactions.initiate(principal, i))),
-      approve: (principal: Principal, id: string) => run(Transactions.approve(principal, id)),
-      reject: (principal: Principal, id: string) => run(Transactions.reject(principal, id)),
+      quoteFee: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("transactions.calculateFee", principal, input, options, Effect.flatMap(decodeTransfer(input), (i) => Transactions.quoteFee(principal, i)))),
+      initiate: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("transactions.initiate", principal, input, options, Effect.flatMap(decodeTransfer(input), (i) => Transactions.initiate(principal, i)))),
+      approve: (principal: Principal, id: string, options?: CommandOptions) =>
+        run(keyed("transactions.approve", principal, id, options, Transactions.approve(principal, id))),
+      reject: (principal: Principal, id: string, options?: CommandOptions) =>
+        run(keyed("transactions.reject", principal, id, options, Transactions.reject(principal, id))),
       cancel: (id: string) => run(Transactions.cancel(id)),
       advanceTo: (id: string, target: "completed" | "failed") => run(Transactions.advanceTo(id, target)),
       applyProviderEvent: (id: string, event: Transactions.ProviderEvent, subStatus?: string) =>
@@ -89,8 +117,8 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       list: (principal: Principal, filter: WhitelistedAddress.WhitelistFilter = {}, page?: Page.PageRequest) =>
         withPage(page, (p) => WhitelistedAddresses.list(principal, filter, p)),
       get: (principal: Principal, id: string) => run(WhitelistedAddresses.get(principal, id)),
-      create: (principal: Principal, input: unknown) =>
-        run(Effect.flatMap(decodeCreateWhitelisted(input), (i) => WhitelistedAddresses.create(principal, i))),
+      create: (principal: Principal, input: unknown, options?: CommandOptions) =>
+        run(keyed("whitelistedAddresses.create", principal, input, options, Effect.flatMap(decodeCreateWhitelisted(input), (i) => WhitelistedAddresses.create(principal, i)))),
       approve: (id: string) => run(WhitelistedAddresses.approve(id)),
       reject: (id: string) => run(WhitelistedAddresses.reject(id)),
       archive: (id: string) => run(WhitelistedAddresses.archive(id))
@@ -107,6 +135,18 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       revokeApiUser: (apiUserId: string) => run(Effect.asVoid(Administration.revokeApiUser(apiUserId))),
       setPermissions: (apiUserId: string, permissions: ReadonlyArray<Permission>) =>
         run(Effect.asVoid(Administration.setPermissions(apiUserId, permissions)))
+    },
+    outbox: {
+      /**
+       * Starts the outbox worker (provider calls after commit: submissions, registrations, progress); answers a
+       * function that stops it. Run one per process that should carry out provider effects.
+       */
+      start: (options: Partial<OutboxWorker.WorkerOptions> = {}) => {
+        const worker = runtime.runFork(OutboxWorker.run(options))
+        return () => runtime.runPromise(Fiber.interrupt(worker)).then(() => undefined)
+      },
+      /** One round of the worker: what is due now is carried out; answers how many entries. */
+      runDue: (options?: OutboxWorker.WorkerOptions) => run(OutboxWorker.runDue(options))
     },
     /** Releases the runtime and the resources its layer holds (e.g. database connections). */
     dispose: () => runtime.dispose()

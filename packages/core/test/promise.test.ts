@@ -65,6 +65,28 @@ describe("Promise facade", () => {
     }
   })
 
+  it("commands take an idempotency key: a retry replays the first result, the same key with other input is refused", async () => {
+    const relay = createRelay()
+    try {
+      const client = await relay.administration.createClient("Acme")
+      const admin = await relay.administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames })
+      const me = await relay.authenticate(admin.keyId, admin.secret)
+      const input = { name: "Treasury", workspace: "custody", assetId: "ETH" }
+      const first = await relay.accounts.create(me, input, { idempotencyKey: "create-1" })
+      const retry = await relay.accounts.create(me, input, { idempotencyKey: "create-1" })
+      assert.deepStrictEqual(retry, first)
+      assert.strictEqual((await relay.accounts.list(me)).total, 1)
+      const reused = await relay.accounts.create(me, { ...input, name: "Other" }, { idempotencyKey: "create-1" }).then(
+        () => undefined,
+        (error: unknown) => error
+      )
+      assert.instanceOf(reused, RelayError.IdempotencyKeyReused)
+      assert.strictEqual((await relay.outbox.runDue()), 0)
+    } finally {
+      await relay.dispose()
+    }
+  })
+
   it("GEN-JSON-1 LIM-SIZE-1: decoding reports every field issue; bodies that are not objects are refused", async () => {
     const relay = createRelay()
     const client = await relay.administration.createClient()

@@ -25,8 +25,9 @@ conformance kit reads the same facts from \`GET /__control/profile\`.
 Statuses: ${Account.statuses.map((s) => `\`${s}\``).join(", ")}. An account is created \`pending_approval\` with
 no address. Approve or reject decides it once; a second decision is refused with 409 and changes nothing. An
 approved account becomes \`active\` when the custody provider assigns its deposit address: a separate provider
-step by default, or in the same unit of work as the approval with \`RelayConfig.activateOnApproval\`. The
-approve response always says \`approved\`. Only \`active\` accounts send and receive.
+step by default, or with the approval itself under \`RelayConfig.activateOnApproval\` (the address is asked
+for before the approval's unit of work, which then approves and activates together). The approve response
+always says \`approved\`. Only \`active\` accounts send and receive.
 
 ${transitions(Account.machine)}
 

@@ -32,6 +32,14 @@ export const createClient = operation("Administration.createClient")(function*(n
   return client
 })
 
+/** The client with this id, for administration: NotFound when there is none. */
+export const getClient = operation("Administration.getClient")(function*(id: string) {
+  const clientId = ClientId.make(yield* requireUuid("clientId", id))
+  const found = yield* Storage.run("read", (unit) => unit.getClient(clientId))
+  if (Option.isNone(found)) return yield* new NotFound({ resource: "client", id: clientId })
+  return found.value
+})
+
 export interface NewApiUser {
   /** Null makes a credential that is not client-scoped (it is refused on every client operation). */
   readonly clientId: string | null

@@ -6,6 +6,7 @@
 import { Effect, Option } from "effect"
 import * as ApiUser from "./ApiUser.js"
 import type { Principal } from "./Principal.js"
+import { RateLimiter } from "./RateLimiter.js"
 import { Unauthenticated } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 
@@ -36,3 +37,21 @@ export const authenticate = Effect.fnUntraced(function*(
     permissions: user.permissions
   }
 })
+
+/**
+ * Runs `program` as the caller these credentials authenticate: the entry point of an adapter's request. The
+ * core decides its units of work: a call that only reads runs its authentication and its program in one read
+ * unit (one snapshot, one storage transaction instead of two), unless the rate limiter counts through the
+ * storage's own connection, which that open unit would be holding. A call that writes authenticates outside its
+ * command's unit, so an invalid credential never waits for the write lock.
+ */
+export const authenticated = <A, E, R>(
+  keyId: string | undefined | null,
+  secret: string | undefined | null,
+  access: Storage.UnitMode,
+  program: (principal: Principal) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage | RateLimiter> =>
+  RateLimiter.use((limiter) => {
+    const call = Effect.flatMap(authenticate(keyId, secret), program)
+    return access === "read" && !limiter.countsInStorage ? Storage.run("read", () => call) : call
+  })

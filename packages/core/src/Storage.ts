@@ -60,23 +60,26 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
 
 type Op<A> = Effect.Effect<A, StorageError>
 
-/** What one unit of work can read and write. */
-export interface StorageUnit extends IdempotencyStore, EventStore, OutboxStore {
+/** Clients and their API users (credentials). */
+export interface ClientStore {
   readonly insertClient: (client: Client) => Op<void>
   readonly getClient: (id: ClientId) => Op<Option.Option<Client>>
-
   readonly insertApiUser: (user: ApiUser) => Op<void>
   readonly getApiUser: (id: ApiUserId) => Op<Option.Option<ApiUser>>
   readonly findApiUserByKeyId: (keyId: string) => Op<Option.Option<ApiUser>>
   readonly updateApiUser: (user: ApiUser) => Op<void>
+}
 
+export interface AccountStore {
   readonly insertAccount: (account: Account) => Op<void>
   readonly getAccount: (id: AccountId) => Op<Option.Option<Account>>
   /** The client's account with this identity that was not rejected, if any (ACC-CREATE-3). */
   readonly findAccountByIdentity: (clientId: ClientId, identity: AccountIdentity) => Op<Option.Option<Account>>
   readonly updateAccount: (account: Account) => Op<void>
   readonly listAccounts: (clientId: ClientId, filter: AccountFilter, page: Page.PageRequest) => Op<Page.Page<Account>>
+}
 
+export interface WhitelistStore {
   readonly insertWhitelistedAddress: (entry: WhitelistedAddress) => Op<void>
   readonly getWhitelistedAddress: (id: WhitelistedAddressId) => Op<Option.Option<WhitelistedAddress>>
   /** The client's entry for this asset that is not archived and whose address is one of `addresses`, if any. */
@@ -91,7 +94,9 @@ export interface StorageUnit extends IdempotencyStore, EventStore, OutboxStore {
     filter: WhitelistFilter,
     page: Page.PageRequest
   ) => Op<Page.Page<WhitelistedAddress>>
+}
 
+export interface TransactionStore {
   readonly insertTransaction: (tx: Transaction.Transaction) => Op<void>
   readonly getTransaction: (id: TransactionId) => Op<Option.Option<Transaction.Transaction>>
   readonly updateTransaction: (tx: Transaction.Transaction) => Op<void>
@@ -102,11 +107,28 @@ export interface StorageUnit extends IdempotencyStore, EventStore, OutboxStore {
   ) => Op<Page.Page<Transaction.Transaction>>
   /** Every transaction from this account whose reservation is open (status in the pending group). */
   readonly listOpenTransactionsFrom: (accountId: AccountId) => Op<ReadonlyArray<Transaction.Transaction>>
+}
 
+export interface LedgerStore {
   readonly insertLedgerEntry: (entry: LedgerEntry) => Op<void>
   readonly listLedgerEntries: (accountId: AccountId) => Op<ReadonlyArray<LedgerEntry>>
-
 }
+
+/**
+ * What one unit of work can read and write: one small store per record kind, joined so that every store's
+ * writes commit or roll back together. A new kind of record is a new store here, not new methods on another's.
+ */
+export interface StorageUnit
+  extends
+    ClientStore,
+    AccountStore,
+    WhitelistStore,
+    TransactionStore,
+    LedgerStore,
+    IdempotencyStore,
+    EventStore,
+    OutboxStore
+{}
 
 export type UnitMode = "read" | "write"
 

@@ -11,17 +11,15 @@ import {
   Administration,
   Asset,
   CustodyProvider,
-  Ids,
   Permission,
   type Relay,
   RelayError,
-  Storage,
   Transaction,
   Transactions,
   WhitelistedAddress,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Effect, Option, Redacted, Result, Schema } from "effect"
+import { Effect, Redacted, Result, Schema } from "effect"
 import type { AnyError } from "./ErrorTable.js"
 import { ControlCallUnsupported, ControlUnauthorized } from "./HttpError.js"
 import type { Incoming } from "./Incoming.js"
@@ -220,9 +218,7 @@ export const make = (options: ControlOptions) => {
       path: "/__control/clients/{id}/provider-fault",
       call: withBody(Fault, (params, input) =>
         Effect.gen(function*() {
-          const clientId = yield* Accounts.requireUuid("clientId", id(params))
-          const client = yield* Storage.run("read", (unit) => unit.getClient(Ids.ClientId.make(clientId)))
-          if (Option.isNone(client)) return yield* new RelayError.NotFound({ resource: "client", id: clientId })
+          const { id: clientId } = yield* Administration.getClient(id(params))
           if (input.calculateFee === "none") options.providerFaults.delete(clientId)
           else options.providerFaults.set(clientId, input.calculateFee)
           return json(200, { clientId, calculateFee: input.calculateFee })

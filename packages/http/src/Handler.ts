@@ -15,8 +15,7 @@ import {
   RateLimiter,
   Relay,
   RelayConfig,
-  RelayError,
-  Storage
+  RelayError
 } from "@custody-relay/core"
 import { Cause, type Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
@@ -147,25 +146,25 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       if (match._tag === "NotFound") return yield* new RouteNotFound()
       if (match._tag === "MethodNotAllowed") return yield* new MethodNotAllowed({ method: request.method, allow: match.allow })
       const route = match.route
-      const limiter = yield* RateLimiter.RateLimiter
-      const guarded = authorizedCall(request, state, route, match.params, limiter)
-      // A GET's authentication and its operation are both reads: one read unit of work holds both (one storage
-      // transaction instead of two). Not when the limiter counts through the storage's own connection, which the
-      // open unit would be holding; and not for writes, so an invalid credential never waits for the write lock.
-      return yield* route.method === "GET" && !limiter.countsInStorage ? Storage.run("read", () => guarded) : guarded
+      return yield* Authentication.authenticated(
+        request.header("x-api-key"),
+        request.header("x-api-secret"),
+        route.method === "GET" ? "read" : "write",
+        (principal) => authorizedCall(request, state, route, match.params, principal)
+      )
     })
 
-  /** Everything after routing: credentials, rate limit, permission, body, Idempotency-Key, the operation. */
+  /** Everything after authentication: rate limit, permission, body, Idempotency-Key, the operation. */
   const authorizedCall = (
     request: Incoming.Incoming,
     state: RequestState,
     route: Route,
     params: Readonly<Record<string, string>>,
-    limiter: RateLimiter.RateLimiter["Service"]
+    principal: Principal.Principal
   ) =>
     Effect.gen(function*() {
-      const principal = yield* Authentication.authenticate(request.header("x-api-key"), request.header("x-api-secret"))
       state.keyId = principal.keyId
+      const limiter = yield* RateLimiter.RateLimiter
       const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal.keyId))
       state.rateHeaders = RateLimitPolicies.headers(decision)
       if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })

@@ -1,10 +1,21 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { Accounts, Administration, ApiUser, Authentication } from "@custody-relay/core"
+import { Accounts, Administration, ApiUser, Authentication, Storage } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { layer, newClient, newPrincipal } from "./TestWorld.js"
 
 describe("Authentication and administration", () => {
+  it.effect("a reading call authenticates and runs in one read unit; a writing call opens none around its command", () =>
+    Effect.gen(function*() {
+      const { issued } = yield* newPrincipal(yield* newClient)
+      const unitMode = Effect.withFiber((fiber) => Effect.succeed(fiber.getRef(Storage.CurrentUnit)?.mode))
+      const secret = Redacted.value(issued.secret)
+      assert.strictEqual(yield* Authentication.authenticated(issued.keyId, secret, "read", () => unitMode), "read")
+      assert.strictEqual(yield* Authentication.authenticated(issued.keyId, secret, "write", () => unitMode), undefined)
+      assert.strictEqual(failureTag(yield* Effect.exit(Authentication.authenticated(issued.keyId, "crs_x", "read", () => unitMode))), "Unauthenticated")
+    }).pipe(Effect.provide(layer())))
+
+
   it.effect("AUTH-KEY-1 AUTH-SEC-1: key ids carry the prefix; only a hash of the secret is stored", () =>
     Effect.gen(function*() {
       const { issued, principal } = yield* newPrincipal(yield* newClient)

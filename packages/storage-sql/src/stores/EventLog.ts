@@ -5,7 +5,7 @@
 import type { DomainEvent } from "@custody-relay/core"
 import { Effect } from "effect"
 import type { Database } from "../schema/Database.js"
-import type { StoreArguments } from "../SqlStorage.js"
+import type { StoreArguments } from "../SqlUnit.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
 

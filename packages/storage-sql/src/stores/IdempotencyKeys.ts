@@ -8,7 +8,7 @@ import type { Idempotency } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { IdempotencyKeysTable } from "../schema/Database.js"
-import { expectOneRow, type StoreArguments } from "../SqlStorage.js"
+import { expectOneRow, type StoreArguments } from "../SqlUnit.js"
 import * as StorageFailure from "../StorageFailure.js"
 
 const decode = (row: IdempotencyKeysTable): Idempotency.IdempotencyRecord => ({

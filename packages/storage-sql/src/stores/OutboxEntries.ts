@@ -7,7 +7,7 @@ import type { Outbox } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { OutboxEntriesTable } from "../schema/Database.js"
-import { expectOneRow, type StoreArguments } from "../SqlStorage.js"
+import { expectOneRow, type StoreArguments } from "../SqlUnit.js"
 
 const encode = (entry: Outbox.OutboxEntry): OutboxEntriesTable => ({
   id: entry.id,

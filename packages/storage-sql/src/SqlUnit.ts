@@ -1,0 +1,153 @@
+/**
+ * What every store of a unit of work is made from (see SqlStorage.makeUnit): the unit's statements over its
+ * session, the statements compiled once per storage, the rows a write unit read, and the helpers each store
+ * shares (decoding an optional row, a page and its total, an update that writes only what changed).
+ */
+import { Page, type Storage } from "@custody-relay/core"
+import { Effect, Option } from "effect"
+import type { Compilable, Kysely } from "kysely"
+import type { ApiUsersTable, AccountsTable, Database, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
+import type { SqlEngine } from "./SqlEngine.js"
+import type { SqlSession } from "./SqlSession.js"
+import type { StoreStatements } from "./StoreStatements.js"
+import * as StorageFailure from "./StorageFailure.js"
+
+export type Op<A> = Effect.Effect<A, Storage.StorageError>
+
+/**
+ * How a unit's statements reach its session: each is built with kysely, compiled, and executed by the session.
+ * `affected` counts the rows a write changed; a write is refused before it reaches the database in a read unit,
+ * as the memory store refuses it.
+ */
+export interface Statements {
+  readonly rows: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>
+  readonly first: <R>(query: Compilable<R>) => Op<R | undefined>
+  readonly write: (query: Compilable<unknown>) => Op<number>
+}
+
+const READ_UNIT_WRITE = new Error("a read unit of work attempted a write")
+
+export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements => ({
+  rows(query) {
+    return Effect.map(session.execute(query.compile()), (result) => result.rows)
+  },
+  first(query) {
+    return Effect.map(session.execute(query.compile()), (result) => result.rows[0])
+  },
+  write(query) {
+    return mode === "write"
+      ? Effect.map(session.execute(query.compile()), (result) => Number(result.numAffectedRows ?? 0n))
+      : Effect.die(READ_UNIT_WRITE)
+  }
+})
+
+/** An update that matched no row: the core updates only records it read in the same unit, so this is a bug. */
+export const expectOneRow = (table: string, key: string) => (updated: number): Op<void> =>
+  updated === 1 ? Effect.void : Effect.fail(StorageFailure.fault(new Error(`update of ${table} ${key} matched ${updated} rows`)))
+
+export const countOf = (row: { readonly total: number | string | bigint } | undefined): number => Number(row?.total ?? 0)
+
+/** `row` decoded, or none when the query found no row. */
+export const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
+  row === undefined ? Option.none() : Option.some(decode(row))
+
+/** The page of `request` and the total; a short page ends the list, so only a full page pays for the count. */
+export const pageOf = <Row, A>(
+  rows: (limit: number, offset: number) => Op<ReadonlyArray<Row>>,
+  count: () => Op<number>,
+  decode: (row: Row) => A,
+  request: Page.PageRequest
+): Op<Page.Page<A>> => {
+  const offset = Page.offset(request)
+  return Effect.flatMap(rows(request.limit, offset), (found) => {
+    const endsHere = found.length < request.limit && (found.length > 0 || offset === 0)
+    const items = found.map(decode)
+    return endsHere
+      ? Effect.succeed({ items, total: offset + found.length })
+      : Effect.map(count(), (total) => ({ items, total }))
+  })
+}
+
+/** What each store of a unit is made from. */
+export interface StoreArguments {
+  /** Builds statements only; every statement runs through `statements`, on the unit's session. */
+  readonly db: Kysely<Database>
+  readonly statements: Statements
+  readonly engine: SqlEngine
+  readonly mode: Storage.UnitMode
+  readonly compiled: StoreStatements
+  /** Where a write unit keeps the rows it read (see RowsRead). */
+  readonly read: RowsRead
+  /** 1 when reads by id lock their row (a write unit on an engine that locks rows, see SqlEngine), else 0. */
+  readonly locking: 0 | 1
+}
+
+/**
+ * The rows a write unit read by id, as it read them. The unit holds them locked (SQLite: the write lock;
+ * PostgreSQL: FOR NO KEY UPDATE), so they are what the database holds until the unit itself writes them. An
+ * update then sets only the columns it changes (`changedColumns`): an index over unchanged columns is left alone,
+ * and so are its pages, which the commit would otherwise write again (a balance update that names every column
+ * rewrites five account indexes). Emptied when each unit of work begins.
+ */
+export type Changes<Row extends { readonly id: unknown }> = Partial<Omit<Row, "id">> & Pick<Row, "id">
+
+export class RowsRead {
+  readonly api_users = new Map<string, ApiUsersTable>()
+  readonly accounts = new Map<string, AccountsTable>()
+  readonly whitelisted_addresses = new Map<string, WhitelistedAddressesTable>()
+  readonly transactions = new Map<string, TransactionsTable>()
+  clear(): void {
+    this.api_users.clear()
+    this.accounts.clear()
+    this.whitelisted_addresses.clear()
+    this.transactions.clear()
+  }
+}
+
+/**
+ * What an update of a row to `next` must write: the id and the columns that differ from `before` (the row as this
+ * unit read it), or every column when the unit did not read it or nothing differs.
+ */
+export const changedColumns = <Row extends { readonly id: unknown }>(next: Row, before: object | undefined): Changes<Row> => {
+  if (before === undefined) return next
+  const was = before as Readonly<Record<PropertyKey, unknown>>
+  const changed: Partial<Row> = {}
+  let count = 0
+  for (const column of Object.keys(next) as Array<keyof Row>) {
+    if (next[column] !== was[column]) {
+      changed[column] = next[column]
+      count++
+    }
+  }
+  return count === 0 ? next : { ...changed, id: next.id }
+}
+
+/**
+ * A row read by id, decoded; only a write unit updates, so only a write unit keeps it (see RowsRead). Made once
+ * per store and unit, as a returned arrow (see SqlStorage.makeUnit on why).
+ */
+export const keepingRead = <Row extends { readonly id: string }, A>(
+  mode: Storage.UnitMode,
+  rowsOf: Map<string, Row>,
+  decode: (row: Row) => A
+) =>
+(row: Row | undefined): Option.Option<A> => {
+  if (row === undefined) return Option.none()
+  if (mode === "write") rowsOf.set(row.id, row)
+  return Option.some(decode(row))
+}
+
+/** An update of a row read in this unit, writing only the columns that changed; the kept row becomes what it wrote. */
+export const updating = (write: Statements["write"]) =>
+<Next extends { readonly id: string }>(
+  rowsOf: Map<string, object>,
+  next: Next,
+  statement: (changes: NoInfer<Changes<Next>>) => Compilable<unknown>,
+  table: string
+): Op<void> => {
+  const before = rowsOf.get(next.id)
+  return Effect.flatMap(write(statement(changedColumns(next, before))), (updated) => {
+    if (updated === 1 && before !== undefined) rowsOf.set(next.id, { ...before, ...next })
+    return expectOneRow(table, next.id)(updated)
+  })
+}

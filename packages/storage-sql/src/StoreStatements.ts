@@ -1,0 +1,255 @@
+/**
+ * The statements a storage compiles once and every unit shares: lookups by id (each with its locking twin),
+ * inserts and updates by the columns they write, and list pages and totals by filter shape (StatementTemplate).
+ * List filters are bound as named values so a query compiles once per shape, and mean exactly what the memory
+ * store's filters mean (`Storage.accountMatches` and friends).
+ */
+import type { Account, Ids, Transaction, WhitelistedAddress } from "@custody-relay/core"
+import { type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
+import * as AccountRow from "./rows/AccountRow.js"
+import type {
+  AccountsTable,
+  ApiUsersTable,
+  Database,
+  LedgerEntriesTable,
+  TransactionsTable,
+  WhitelistedAddressesTable
+} from "./schema/Database.js"
+import type { SqlEngine } from "./SqlEngine.js"
+import type { Changes } from "./SqlUnit.js"
+import { byColumns, byKey } from "./StatementTemplate.js"
+
+/** `needle` occurs in `column`: the folded search, as `String.includes` on the folded texts. */
+const contains = (
+  engine: SqlEngine,
+  column: "name_folded" | "asset_id_folded" | "address_folded",
+  needle: string
+): Expression<SqlBool> =>
+  // No stored text holds U+0000 (the core's Text refuses control characters, and PostgreSQL cannot store it), so
+  // such a needle matches nothing; PostgreSQL would refuse the parameter instead.
+  needle.includes("\u0000")
+    ? sql<SqlBool>`1 = 0`
+    : sql<SqlBool>`${sql.raw(engine.substringPosition)}(${sql.ref(column)}, ${needle}) > 0`
+
+/**
+ * A list query's filter as the values it binds, one name per value (a list of roles as `role0`, `role1`, ...), so
+ * the query can be compiled once per shape (StatementTemplate.byColumns) and each call only binds its values.
+ */
+export interface AccountListValues {
+  readonly client_id: Ids.ClientId
+  readonly search?: string | undefined
+  readonly asset_id?: string | undefined
+  readonly workspace?: Account.Workspace | undefined
+  readonly status?: Account.AccountStatus | undefined
+  readonly [role: `role${number}`]: Account.AccountRole
+}
+
+export interface WhitelistListValues {
+  readonly client_id: Ids.ClientId
+  readonly [assetTypeOrStatus: `asset_type${number}` | `status${number}`]: string
+}
+
+export interface TransactionListValues {
+  readonly client_id: Ids.ClientId
+  readonly source_account_id?: string | undefined
+  readonly asset_type?: string | undefined
+  readonly status_group?: Transaction.StatusGroup | undefined
+}
+
+interface PageValues {
+  readonly limit: number
+  readonly offset: number
+}
+
+/** `values` named `prefix0`, `prefix1`, ... in order: a list the template binds one value at a time. */
+const numbered = <A>(prefix: string, values: ReadonlyArray<A> | undefined): Record<string, A> =>
+  Object.fromEntries((values ?? []).map((value, index) => [`${prefix}${index}`, value]))
+
+const listed = <A>(values: object, prefix: string): Array<A> =>
+  Object.entries(values).flatMap(([name, value]) => (name.startsWith(prefix) && /^\d+$/.test(name.slice(prefix.length)) ? [value as A] : []))
+
+export const accountListValues = (clientId: Ids.ClientId, filter: Account.AccountFilter): AccountListValues => ({
+  client_id: clientId,
+  search: filter.search === undefined ? undefined : AccountRow.fold(filter.search),
+  asset_id: filter.assetId,
+  workspace: filter.workspace,
+  status: filter.status,
+  ...numbered("role", filter.roles)
+})
+
+export const whitelistListValues = (clientId: Ids.ClientId, filter: WhitelistedAddress.WhitelistFilter): WhitelistListValues => ({
+  client_id: clientId,
+  ...numbered("asset_type", filter.assetTypes),
+  ...numbered("status", filter.statuses)
+})
+
+export const transactionListValues = (clientId: Ids.ClientId, filter: Transaction.TransactionFilter): TransactionListValues => ({
+  client_id: clientId,
+  source_account_id: filter.accountId,
+  asset_type: filter.assetType,
+  status_group: filter.group
+})
+
+const accountWhere = (engine: SqlEngine, values: AccountListValues) =>
+(eb: ExpressionBuilder<Database, "accounts">): Expression<SqlBool> => {
+  const { text } = engine.opaque
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(values.client_id))]
+  if (values.search !== undefined) {
+    const needle = values.search
+    terms.push(
+      eb.or([
+        contains(engine, "name_folded", needle),
+        contains(engine, "asset_id_folded", needle),
+        contains(engine, "address_folded", needle)
+      ])
+    )
+  }
+  if (values.asset_id !== undefined) terms.push(eb("asset_id", "=", text(values.asset_id)))
+  if (values.workspace !== undefined) terms.push(eb("workspace", "=", text(values.workspace)))
+  const roles = listed<Account.AccountRole>(values, "role")
+  if (roles.length > 0) terms.push(eb("role", "in", roles))
+  if (values.status !== undefined) terms.push(eb("status", "=", text(values.status)))
+  return eb.and(terms)
+}
+
+const whitelistWhere = (engine: SqlEngine, values: WhitelistListValues) =>
+(eb: ExpressionBuilder<Database, "whitelisted_addresses">): Expression<SqlBool> => {
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", engine.opaque.text(values.client_id))]
+  const assetTypes = listed<string>(values, "asset_type")
+  const statuses = listed<WhitelistedAddress.WhitelistStatus>(values, "status")
+  if (assetTypes.length > 0) terms.push(eb("asset_type", "in", assetTypes))
+  if (statuses.length > 0) terms.push(eb("status", "in", statuses))
+  return eb.and(terms)
+}
+
+const transactionWhere = (engine: SqlEngine, values: TransactionListValues) =>
+(eb: ExpressionBuilder<Database, "transactions">): Expression<SqlBool> => {
+  const { text } = engine.opaque
+  const terms: Array<Expression<SqlBool>> = [eb("client_id", "=", text(values.client_id))]
+  // The filter's account id is any string the caller sent, not an AccountId: compare it as text.
+  if (values.source_account_id !== undefined) terms.push(sql<SqlBool>`${sql.ref("source_account_id")} = ${text(values.source_account_id)}`)
+  if (values.asset_type !== undefined) terms.push(eb("asset_type", "=", text(values.asset_type)))
+  if (values.status_group !== undefined) terms.push(eb("status_group", "=", text(values.status_group)))
+  return eb.and(terms)
+}
+
+/** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
+const lookupsOf = (db: Kysely<Database>) => {
+  return {
+    client: [
+      byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
+      byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    apiUserByKeyId: byKey((keyId: string) => db.selectFrom("api_users").selectAll().where("key_id", "=", keyId)),
+    apiUser: [
+      byKey((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id)),
+      byKey((id: Ids.ApiUserId) => db.selectFrom("api_users").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    account: [
+      byKey((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id)),
+      byKey((id: Ids.AccountId) => db.selectFrom("accounts").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    whitelistedAddress: [
+      byKey((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id)),
+      byKey((id: Ids.WhitelistedAddressId) => db.selectFrom("whitelisted_addresses").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const,
+    transaction: [
+      byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
+      byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
+    ] as const
+  }
+}
+
+
+/**
+ * A transaction's counter row (see migration 4) and the step it moves by: `count` for a new row, `increment` for
+ * an existing one. They are the same value, given twice because a template binds each value once.
+ */
+interface CountStep extends Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group"> {
+  readonly count: 1 | -1
+  readonly increment: 1 | -1
+}
+
+/** The store's inserts and updates by id, each compiled once per set of columns it writes (see StatementTemplate). */
+const writesOf = (db: Kysely<Database>) => ({
+  insertTransaction: byColumns((row: TransactionsTable) => db.insertInto("transactions").values(row)),
+  insertLedgerEntry: byColumns((row: LedgerEntriesTable) => db.insertInto("ledger_entries").values(row)),
+  countTransactions: byColumns((step: CountStep) =>
+    db.insertInto("transaction_counts")
+      .values({
+        client_id: step.client_id,
+        source_account_id: step.source_account_id,
+        asset_type: step.asset_type,
+        status_group: step.status_group,
+        count: step.count
+      })
+      .onConflict((oc) =>
+        oc.columns(["client_id", "source_account_id", "asset_type", "status_group"])
+          .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", step.increment) }))
+      )
+  ),
+  updateApiUser: byColumns(({ id, ...changes }: Changes<ApiUsersTable>) => db.updateTable("api_users").set(changes).where("id", "=", id)),
+  updateAccount: byColumns(({ id, ...changes }: Changes<AccountsTable>) => db.updateTable("accounts").set(changes).where("id", "=", id)),
+  updateWhitelistedAddress: byColumns(({ id, ...changes }: Changes<WhitelistedAddressesTable>) =>
+    db.updateTable("whitelisted_addresses").set(changes).where("id", "=", id)
+  ),
+  updateTransaction: byColumns(({ id, ...changes }: Changes<TransactionsTable>) =>
+    db.updateTable("transactions").set(changes).where("id", "=", id)
+  )
+})
+
+/**
+ * The store's pages and their totals, each compiled once per filter shape (which filters are set, how many values
+ * a list filter holds): building and compiling a list query through kysely cost more than SQLite running it. A
+ * free-text search binds its needle three times, so it is compiled per call (StatementTemplate's rule).
+ */
+const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
+  const { integer } = engine.opaque
+  const newestFirst = <Q extends { orderBy: (column: "created_at" | "id", direction: "desc") => Q }>(query: Q): Q =>
+    query.orderBy("created_at", "desc").orderBy("id", "desc")
+  return {
+    accountsPage: byColumns((values: AccountListValues & PageValues) =>
+      newestFirst(db.selectFrom("accounts").selectAll().where(accountWhere(engine, values)))
+        .limit(integer(values.limit)).offset(integer(values.offset))
+    ),
+    accountsTotal: byColumns((values: AccountListValues) =>
+      db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(accountWhere(engine, values))
+    ),
+    whitelistPage: byColumns((values: WhitelistListValues & PageValues) =>
+      newestFirst(db.selectFrom("whitelisted_addresses").selectAll().where(whitelistWhere(engine, values)))
+        .limit(integer(values.limit)).offset(integer(values.offset))
+    ),
+    whitelistTotal: byColumns((values: WhitelistListValues) =>
+      db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total"))
+        .where(whitelistWhere(engine, values))
+    ),
+    transactionsPage: byColumns((values: TransactionListValues & PageValues) =>
+      newestFirst(db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values)))
+        .limit(integer(values.limit)).offset(integer(values.offset))
+    ),
+    // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
+    transactionsTotal: byColumns((values: TransactionListValues) =>
+      db.selectFrom("transaction_counts")
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
+        .where("client_id", "=", values.client_id)
+        .$if(values.source_account_id !== undefined, (qb) =>
+          qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${values.source_account_id}`))
+        .$if(values.asset_type !== undefined, (qb) => qb.where("asset_type", "=", values.asset_type ?? ""))
+        .$if(values.status_group !== undefined, (qb) => qb.where("status_group", "=", values.status_group ?? "pending"))
+    )
+  }
+}
+
+/** The statements a store compiles once and every unit shares. */
+export interface StoreStatements {
+  readonly lookups: ReturnType<typeof lookupsOf>
+  readonly writes: ReturnType<typeof writesOf>
+  readonly lists: ReturnType<typeof listsOf>
+}
+
+export const storeStatementsOf = (db: Kysely<Database>, engine: SqlEngine): StoreStatements => ({
+  lookups: lookupsOf(db),
+  writes: writesOf(db),
+  lists: listsOf(db, engine)
+})
+

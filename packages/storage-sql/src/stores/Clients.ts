@@ -1,0 +1,35 @@
+/** Clients and their API users (core `Storage.ClientStore`) on SQL. */
+import type { Storage } from "@custody-relay/core"
+import { Effect } from "effect"
+import * as ApiUserRow from "../rows/ApiUserRow.js"
+import * as ClientRow from "../rows/ClientRow.js"
+import { keepingRead, optional, type StoreArguments, updating } from "../SqlUnit.js"
+
+export const store = (
+  { db, statements: { first, write }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
+): Storage.ClientStore => {
+  const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
+  const update = updating(write)
+  return {
+    insertClient(client) {
+      return Effect.asVoid(write(db.insertInto("clients").values(ClientRow.encode(client))))
+    },
+    getClient(id) {
+      return Effect.map(first(lookups.client[locking](id)), optional(ClientRow.decode))
+    },
+
+    insertApiUser(user) {
+      return Effect.asVoid(write(db.insertInto("api_users").values(ApiUserRow.encode(user))))
+    },
+    getApiUser(id) {
+      return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)
+    },
+    findApiUserByKeyId(keyId) {
+      return Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode))
+    },
+    updateApiUser(user) {
+      const { created_at: _, ...next } = ApiUserRow.encode(user)
+      return update(read.api_users, next, writes.updateApiUser, "api_users")
+    }
+  }
+}

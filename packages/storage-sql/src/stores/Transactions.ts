@@ -1,0 +1,74 @@
+/**
+ * Transactions (core `Storage.TransactionStore`) on SQL, with the counter rows list totals are summed from
+ * (migration 4), kept in the same unit as the transactions themselves.
+ */
+import type { Storage } from "@custody-relay/core"
+import { Effect } from "effect"
+import { sql } from "kysely"
+import * as TransactionRow from "../rows/TransactionRow.js"
+import type { TransactionsTable } from "../schema/Database.js"
+import { countOf, keepingRead, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
+import { transactionListValues } from "../StoreStatements.js"
+
+export const store = (
+  { db, engine, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking }: StoreArguments
+): Storage.TransactionStore => {
+  const transactionById = keepingRead(mode, read.transactions, TransactionRow.decode)
+  const update = updating(write)
+  const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
+    write(writes.countTransactions({
+      client_id: key.client_id,
+      source_account_id: key.source_account_id,
+      asset_type: key.asset_type,
+      status_group: key.status_group,
+      count: delta,
+      increment: delta
+    }))
+  return {
+    insertTransaction(tx) {
+      const row = TransactionRow.encode(tx)
+      return Effect.andThen(write(writes.insertTransaction(row)), Effect.asVoid(countTransactions(row, 1)))
+    },
+    getTransaction(id) {
+      return Effect.map(first(lookups.transaction[locking](id)), transactionById)
+    },
+    updateTransaction(tx) {
+      // Client, source, asset and creation never change; the counters are keyed by the first three.
+      const { client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...next } = TransactionRow.encode(tx)
+      const id = next.id
+      return Effect.gen(function*() {
+        // The row as the unit read it, or read now, locked, so the group it leaves is the one it really leaves.
+        const before = read.transactions.get(id) ?? (yield* first(
+          db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
+            .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate())
+        ))
+        yield* update(read.transactions, next, writes.updateTransaction, "transactions")
+        if (before !== undefined && before.status_group !== next.status_group) {
+          yield* countTransactions(before, -1)
+          yield* countTransactions({ ...before, status_group: next.status_group }, 1)
+        }
+      })
+    },
+    listTransactions(clientId, filter, request) {
+      const values = transactionListValues(clientId, filter)
+      return pageOf(
+        (limit, offset) => rows(lists.transactionsPage({ ...values, limit, offset })),
+        () => Effect.map(first(lists.transactionsTotal(values)), countOf),
+        TransactionRow.decode,
+        request
+      )
+    },
+    listOpenTransactionsFrom(accountId) {
+      return Effect.map(
+        rows(
+          db.selectFrom("transactions").selectAll()
+            .where("source_account_id", "=", engine.opaque.text(accountId))
+            // The literal lets SQLite use the partial index of open transactions.
+            .where("status_group", "=", sql.lit("pending"))
+            .orderBy("created_at").orderBy("id")
+        ),
+        (found) => found.map(TransactionRow.decode)
+      )
+    }
+  }
+}

@@ -60,16 +60,24 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
     return Math.round(ceiling / 2 + (ceiling / 2) * random)
   })
 
+/**
+ * The due entries, leased to this worker. An idle relay only reads: a write unit (SQLite's write lock, a
+ * PostgreSQL transaction that writes) is opened only when something is due.
+ */
 const lease = (options: WorkerOptions) =>
-  Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (nowMillis) =>
-    Storage.run("write", (unit) =>
+  Effect.gen(function*() {
+    const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    const now = Timestamp.fromMillis(nowMillis)
+    const seen = yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 1))
+    if (seen.length === 0) return seen
+    return yield* Storage.run("write", (unit) =>
       Effect.gen(function*() {
-        const now = Timestamp.fromMillis(nowMillis)
         const due = yield* unit.dueOutboxEntries(now, options.batch)
         const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
         for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
         return due
-      })))
+      }))
+  })
 
 const describe = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.findErrorOption(cause)
@@ -106,9 +114,17 @@ const recordFailure = (options: WorkerOptions, entry: Outbox.OutboxEntry, cause:
       }))
   })
 
-/** Carries out one leased entry; never fails (a failure is recorded on the entry). */
+/**
+ * Carries out one leased entry; never fails (a failure is recorded on the entry). An attempt that outlasts half
+ * its lease is abandoned as failed, so the lease never runs out under a call still in flight and no second worker
+ * takes the entry while this one may still act on it.
+ */
 const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
   handlers[entry.kind](entry).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(options.leaseMillis / 2),
+      orElse: () => Effect.fail(new Error(`no answer within ${options.leaseMillis / 2} ms`))
+    }),
     Effect.catchCause((cause) =>
       recordFailure(options, entry, cause).pipe(
         // The database itself may be what failed: the lease expires and the entry is carried out again.

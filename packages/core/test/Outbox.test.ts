@@ -114,6 +114,24 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it.effect("a provider call that outlasts half its lease is abandoned as a failed attempt, before another worker could take it", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      const tx = yield* initiate("0.1")
+      calls.gate = yield* Deferred.make<void>()
+      const worker = yield* Effect.forkChild(OutboxWorker.runDue(options))
+      yield* TestClock.adjust(options.leaseMillis / 2 + 1)
+      yield* Fiber.join(worker)
+      const [entry] = yield* entriesOf(tx.id)
+      assert.deepStrictEqual([entry?.state, entry?.attempts, entry?.leasedUntil], ["pending", 1, null])
+      assert.match(entry?.lastError ?? "", /no answer within/)
+      yield* Deferred.succeed(calls.gate, undefined)
+      yield* settleAll
+      assert.deepStrictEqual(calls.submitted, [entry?.id])
+    }).pipe(Effect.provide(world(calls)))
+  })
+
   it.effect("an effect given up after its last attempt fails the transfer (PROVIDER_ERROR) and releases its funds", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 1000, gate: undefined }
     return Effect.gen(function*() {

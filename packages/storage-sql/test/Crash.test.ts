@@ -3,7 +3,8 @@
  * complete, fail, cancel, deposit, four at a time) and is killed with SIGKILL at a random moment, again and again.
  * After each kill the store is reopened (SQLite recovers its WAL, PostgreSQL has aborted the dead sessions) and the
  * invariant must hold for every account: balance = deposits - settled - open reservations, never negative, and
- * each transaction's reservation open exactly while it is pending.
+ * each transaction's reservation open exactly while it is pending; its events end at its status and it has one
+ * submission to the provider exactly when it reached its quorum.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Storage } from "@custody-relay/core"
@@ -24,7 +25,7 @@ const ROUNDS = 5
 
 for (const { name, skip, target: makeTarget } of proofEngines) {
   describe.skipIf(skip)(`Crash proof: ${name}`, () => {
-    it.live(`a writer killed with SIGKILL ${ROUNDS} times leaves balances that reconcile`, () =>
+    it.live(`a writer killed with SIGKILL ${ROUNDS} times leaves balances that reconcile, and events and outbox entries exactly where their changes committed`, () =>
       Effect.gen(function*() {
         const target = yield* makeTarget
         const world = yield* provideRelay(target)(Effect.gen(function*() {

@@ -115,6 +115,17 @@ export const checkInvariants: (clientId: string, accountIds: ReadonlyArray<strin
       if (settlements.length === 1 && settlements[0]?.amount !== tx.reserved) {
         problems.push(`transaction ${tx.id} settled ${settlements[0]?.amount}, reserved ${tx.reserved}`)
       }
+      // Events and outbox entries commit with the change that makes them: the log ends where the record stands,
+      // and a transaction that reached its quorum has exactly one submission to the provider.
+      const { events, outbox } = yield* Storage.run("read", (unit) =>
+        Effect.all({ events: unit.listEvents({ entityId: tx.id }, 0, 1000), outbox: unit.listOutboxEntries(tx.id) }))
+      if (events[0]?.type !== "transaction.initiated") problems.push(`transaction ${tx.id}: first event ${events[0]?.type}`)
+      const lastStatus = events.findLast((e) => e.statusAfter !== null)?.statusAfter
+      if (lastStatus !== tx.status) problems.push(`transaction ${tx.id} is ${tx.status}, its events end at ${lastStatus}`)
+      const submissions = outbox.filter((e) => e.kind === "submitTransfer").length
+      if (submissions !== (tx.approvedAt === null ? 0 : 1)) {
+        problems.push(`transaction ${tx.id} (approved at ${tx.approvedAt}) has ${submissions} submissions`)
+      }
     }
   }
   return problems

@@ -135,8 +135,11 @@ Implement the \`CustodyProvider\` port (packages/core/src/CustodyProvider.ts) an
 - \`registerWhitelistedAddress(registration)\`: likewise keyed by \`registration.requestId\`; answer your id.
 - \`progressReporting\`: \`"polled"\` and the worker asks \`transferProgress(providerTransactionId)\` and
   \`addressReview(providerId)\` every \`RelayConfig.providerPollMillis\` until the record ends; or \`"pushed"\`,
-  and your receiver of the platform's signed callbacks reports progress through
-  \`Transactions.applyProviderEvent(id, event, subStatus)\` and \`WhitelistedAddresses.approve/reject(id)\`.
+  and your receiver of the platform's callbacks verifies each with the platform's signature scheme, then calls
+  \`ProviderReports.apply({ kind: "transfer", requestId, progress })\` or
+  \`ProviderReports.apply({ kind: "address", requestId, review })\`, where \`requestId\` is the request id the
+  relay gave the call (your platform's external id for it). The record moves through its state table, one
+  event per step, as a polled report would; a report behind the record changes nothing.
 
 Every call may be repeated; none is ever made while the relay holds a database lock.
 

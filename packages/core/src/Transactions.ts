@@ -520,6 +520,26 @@ const catchUp = Effect.fnUntraced(function*(
   return next
 })
 
+/**
+ * The provider reports where a transfer it holds stands (a pushed callback, see ProviderReports): the transaction
+ * is caught up to it, one step of the table at a time, each step an event. A report behind the transaction
+ * changes nothing.
+ */
+export const applyProviderProgress = operation("Transactions.applyProviderProgress")(function*(
+  id: string,
+  progress: TransferProgress
+) {
+  id = yield* requireUuid("id", id)
+  const now = yield* Timestamp.now
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* findAny(unit, id)
+      const next = yield* catchUp(unit, current, progress, now)
+      if (next !== current) yield* unit.updateTransaction(next)
+      return next
+    }))
+})
+
 const followEvery = (config: { readonly providerPollMillis: number }, now: number) =>
   Timestamp.fromMillis(now + config.providerPollMillis)
 

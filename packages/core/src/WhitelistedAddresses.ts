@@ -6,7 +6,7 @@
 import { Effect, Option } from "effect"
 import { requireUuid } from "./Accounts.js"
 import { requireAsset } from "./Asset.js"
-import { CustodyProvider } from "./CustodyProvider.js"
+import { type AddressReview, CustodyProvider } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
 import * as Idempotency from "./Idempotency.js"
 import { Ids, WhitelistedAddressId } from "./Ids.js"
@@ -135,6 +135,16 @@ export const transition = operation("WhitelistedAddresses.transition")(function*
 export const approve = (id: string) => transition(id, "approve")
 export const reject = (id: string) => transition(id, "reject")
 export const archive = (id: string) => transition(id, "archive")
+
+/** The provider's verdict on an address it reviewed (a pushed callback, see ProviderReports); "pending" changes nothing. */
+export const applyReview = operation("WhitelistedAddresses.applyReview")(function*(id: string, review: AddressReview) {
+  id = yield* requireUuid("id", id)
+  return yield* Storage.run("write", (unit) =>
+    Effect.flatMap(findAny(unit, id), (entry) =>
+      entry.status !== "PENDING" || review === "pending"
+        ? Effect.succeed(entry)
+        : transitionIn(unit, entry, review === "approved" ? "approve" : "reject", DomainEvent.provider)))
+})
 
 const inspect = (id: string) => Storage.run("read", (unit) => findAny(unit, id))
 

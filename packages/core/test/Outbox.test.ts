@@ -12,6 +12,7 @@ import {
   Ids,
   Outbox,
   OutboxWorker,
+  ProviderReports,
   Reconciliation,
   Relay,
   RelayConfig,
@@ -173,5 +174,37 @@ describe("Outbox", () => {
       const follows = (yield* entriesOf(tx.id)).map((e) => [e.kind, e.state])
       assert.deepStrictEqual(follows, [["submitTransfer", "done"], ["followTransfer", "done"]] satisfies ReadonlyArray<[Outbox.EffectKind, Outbox.EntryState]>)
     }).pipe(Effect.provide(world(calls, { policyMillis: 1000, broadcastMillis: 1000, confirmationMillis: 1000, addressReviewMillis: 1000 })))
+  })
+
+  it.effect("a pushed report (the provider's callback, named by its request id) moves the transfer and the address, as events", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      const tx = yield* initiate("0.1")
+      const entry = yield* WhitelistedAddresses.create(principal, { name: "Desk", address: validAddress("BTC"), assetType: "BTC" })
+      yield* settleAll
+      // A pushed provider is never polled: only the submission and the registration ran.
+      const [submission] = yield* entriesOf(tx.id)
+      const [registration] = yield* entriesOf(entry.id)
+      assert.deepStrictEqual([(yield* entriesOf(tx.id)).length, (yield* entriesOf(entry.id)).length], [1, 1])
+      yield* ProviderReports.apply({ kind: "transfer", requestId: submission!.id, progress: { stage: "broadcast" } })
+      assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "CONFIRMING")
+      // A report behind the transaction changes nothing.
+      yield* ProviderReports.apply({ kind: "transfer", requestId: submission!.id, progress: { stage: "signed" } })
+      yield* ProviderReports.apply({ kind: "transfer", requestId: submission!.id, progress: { stage: "completed" } })
+      assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "COMPLETED")
+      const events = yield* Storage.run("read", (unit) => unit.listEvents({ entityId: tx.id }, 0, 100))
+      assert.deepStrictEqual(events.slice(-3).map((e) => [e.type, e.actor.kind]), [
+        ["transaction.provider_approved", "provider"],
+        ["transaction.broadcast", "provider"],
+        ["transaction.completed", "provider"]
+      ])
+      yield* ProviderReports.apply({ kind: "address", requestId: registration!.id, review: "approved" })
+      assert.strictEqual((yield* WhitelistedAddresses.get(principal, entry.id)).status, "APPROVED")
+      const refused = yield* Effect.flip(ProviderReports.apply({ kind: "address", requestId: submission!.id, review: "approved" }))
+      assert.strictEqual(refused._tag, "InvalidRequest")
+      const unknown = yield* Effect.flip(ProviderReports.apply({ kind: "transfer", requestId: entry.id, progress: { stage: "completed" } }))
+      assert.strictEqual(unknown._tag, "InvalidRequest")
+    }).pipe(Effect.provide(world(calls)))
   })
 })

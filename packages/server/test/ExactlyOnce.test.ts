@@ -173,7 +173,7 @@ describe.skipIf(!hasPostgres)("exactly-once across two nodes on one PostgreSQL d
   })
 })
 
-const KEYS = 24
+const KEYS = 40
 const ROUNDS = 3
 
 const engines = [
@@ -192,9 +192,13 @@ for (const engine of engines) {
       const keys = Array.from({ length: KEYS }, (_, i) => `burst-${i}`)
       const answers = new Map<string, Array<Answer>>(keys.map((key) => [key, []]))
       let cutOff = 0
+      let answered = 0
       const fire = (node: ServerProcess, key: string) =>
         send(`${node.url}/relay/v1/transactions/initiate`, "POST", { ...tenant.auth, "idempotency-key": key }, transfer(tenant, `0.0${(keys.indexOf(key) % 9) + 1}`))
-          .then((answer) => answers.get(key)?.push(answer))
+          .then((answer) => {
+            answered++
+            answers.get(key)?.push(answer)
+          })
           // The process died under the request: no answer, retried below.
           .catch(() => {
             cutOff++
@@ -202,8 +206,11 @@ for (const engine of engines) {
       try {
         for (let round = 0; round < ROUNDS; round++) {
           const node = server
+          // The kill lands mid-burst: after a random number of answers, while the rest are being served.
+          const killAfter = 1 + Math.floor(Math.random() * (KEYS - 2))
+          answered = 0
           const inFlight = keys.map((key) => fire(node, key))
-          await new Promise((resolve) => setTimeout(resolve, 30 + Math.floor(Math.random() * 250)))
+          for (let waited = 0; answered < killAfter && waited < 5000; waited += 2) await new Promise((resolve) => setTimeout(resolve, 2))
           await node.stop("SIGKILL")
           await Promise.all(inFlight)
           server = await startServer(env)

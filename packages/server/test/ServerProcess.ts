@@ -6,7 +6,6 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url))
-const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 
 export interface ServerProcess {
   readonly url: string
@@ -19,7 +18,9 @@ export interface ServerProcess {
 
 export const startServer = (env: Record<string, string>, timeoutMillis = 30_000): Promise<ServerProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(tsx, ["--conditions=@custody-relay/source", "src/main.ts"], {
+    // Node itself with tsx as a loader, not the tsx launcher: the launcher runs the server as a child of its own,
+    // and a SIGKILL sent to the launcher would leave that child serving.
+    const child = spawn(process.execPath, ["--conditions=@custody-relay/source", "--import", "tsx", "src/main.ts"], {
       cwd: packageDir,
       env: { ...process.env, PORT: "0", RELAY_LOG_LEVEL: "Warn", ...env },
       stdio: ["ignore", "pipe", "pipe"]

@@ -22,10 +22,15 @@ import * as Page from "./Page.js"
 import * as Transaction from "./Transaction.js"
 import type { WhitelistedAddress, WhitelistFilter } from "./WhitelistedAddress.js"
 
-/** The engine could not be reached or answered with an I/O fault. */
+/**
+ * The engine could not be reached, or the connection was lost. Before a commit nothing of the unit happened and it
+ * may be run again on a fresh connection; a connection lost while committing leaves the outcome unknown
+ * (`outcomeUnknown`), and only the caller can retry (safely, with an idempotency key).
+ */
 export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()("StorageUnavailable", {
   message: Schema.String,
-  cause: Schema.Defect()
+  cause: Schema.Defect(),
+  outcomeUnknown: Schema.optional(Schema.Boolean)
 }) {}
 
 /** The unit lost a race with another (serialization failure, deadlock, busy): running it again may succeed. */
@@ -50,8 +55,21 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
   reason: Schema.Union([StorageUnavailable, StorageConflict, StorageConstraintViolated, StorageFault])
 }) {
   get isRetryable(): boolean {
-    // A unique constraint that fires is a race the core's own check lost: the re-run sees the winner.
-    return this.reason._tag === "StorageConflict" || this.reason._tag === "StorageConstraintViolated"
+    // A unique constraint that fires is a race the core's own check lost: the re-run sees the winner. A lost
+    // connection rolled the unit back with it: a re-run on a fresh one is safe, unless the commit itself was lost.
+    switch (this.reason._tag) {
+      case "StorageConflict":
+      case "StorageConstraintViolated":
+        return true
+      case "StorageUnavailable":
+        return this.reason.outcomeUnknown !== true
+      default:
+        return false
+    }
+  }
+  /** The engine or the way to it failed (not the query): the caller may try again later. */
+  get isUnavailable(): boolean {
+    return this.reason._tag === "StorageUnavailable"
   }
   override get message() {
     return `${this.reason._tag}: ${this.reason.message}`

@@ -78,8 +78,13 @@ const validateTransfer = Effect.fnUntraced(function*(
   const amount = yield* Effect.fromResult(Money.parseAmount(input.amount, asset.precision, asset.assetId)).pipe(
     Effect.mapError(InvalidAmount.of)
   )
+  // Two accounts of one transfer are locked in one global order (ids ascending), so opposite transfers wait for
+  // each other instead of deadlocking: an internal destination that sorts first is read (locked) first.
+  if (input.destinationType === "internal" && destinationId < sourceAccountId) yield* unit.getAccount(AccountId.make(destinationId))
+  // Only "absent or another client's" is the scope refusal; a storage failure (a lost race, a lost connection)
+  // stays what it is, so the unit is re-run or the fault surfaces, never a 403 on the caller's own account.
   const source = yield* findOwnedAccount(unit, caller, sourceAccountId).pipe(
-    Effect.mapError(() => new SourceAccountInaccessible({ accountId: sourceAccountId }))
+    Effect.catchTag("NotFound", () => Effect.fail(new SourceAccountInaccessible({ accountId: sourceAccountId })))
   )
   if (source.assetId !== asset.assetId) {
     return yield* new AssetMismatch({ accountAssetId: source.assetId, requestedAssetType: input.assetType })
@@ -198,6 +203,8 @@ const applyEvent = Effect.fnUntraced(function*(
     })
   }
   if (status === "COMPLETED") {
+    // The same global order as initiation (ids ascending) for the two accounts a completion credits and debits.
+    if (tx.destinationType === "internal" && tx.destinationId < tx.sourceAccountId) yield* getAccountOrDie(unit, tx.destinationId)
     const source = yield* getAccountOrDie(unit, tx.sourceAccountId)
     yield* ledgerEntry(unit, source, "settlement", tx.reserved, tx.id, now, actor)
     if (tx.destinationType === "internal") {

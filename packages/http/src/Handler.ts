@@ -15,7 +15,8 @@ import {
   RateLimiter,
   Relay,
   RelayConfig,
-  RelayError
+  RelayError,
+  Storage
 } from "@custody-relay/core"
 import { Cause, type Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
@@ -85,6 +86,10 @@ interface RequestState {
   /** Safe to log: a key id identifies but does not authenticate (AUTH-KEY-1). */
   keyId: string | undefined
 }
+
+/** A defect that is the storage's unavailability (a lost or refused connection), not a bug. */
+const isStorageUnavailable = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) => reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.isUnavailable)
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
@@ -205,10 +210,9 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         // The one place a refusal becomes an answer.
         Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
         Effect.catchCause((cause) =>
-          Effect.as(
-            Effect.logError("request failed with a defect", Cause.pretty(cause)),
-            Reply.defect(requestId)
-          )
+          isStorageUnavailable(cause)
+            ? Effect.as(Effect.logWarning("request failed: the database is unavailable", Cause.pretty(cause)), Reply.unavailable(requestId))
+            : Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
         )
       )
       if (logsRequests) {

@@ -7,7 +7,15 @@
  * a SQL fragment or a secret (ERR-BODY-1, AUTH-SEC-1).
  */
 import type { Money } from "@custody-relay/core"
-import { defectMapping, defectMessage, errorTable, type AnyError } from "./ErrorTable.js"
+import {
+  type AnyError,
+  defectMapping,
+  defectMessage,
+  errorTable,
+  UNAVAILABLE_RETRY_AFTER_SECONDS,
+  unavailableMapping,
+  unavailableMessage
+} from "./ErrorTable.js"
 
 export interface Reply {
   readonly status: number
@@ -57,6 +65,13 @@ export const failure = (error: AnyError, requestId: string): Reply => {
 
 export const defect = (requestId: string): Reply =>
   json(defectMapping.status, { message: defectMessage, code: defectMapping.code, requestId } satisfies ErrorBody)
+
+export const unavailable = (requestId: string): Reply =>
+  json(
+    unavailableMapping.status,
+    { message: unavailableMessage, code: unavailableMapping.code, requestId } satisfies ErrorBody,
+    { "retry-after": String(UNAVAILABLE_RETRY_AFTER_SECONDS) }
+  )
 
 /**
  * The reply as it goes out: the headers every answer carries (JSON content type, no caching, the request id)

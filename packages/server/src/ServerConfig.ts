@@ -21,6 +21,16 @@ export interface ServerConfig {
   /** The share of simulated transfers that fail after broadcast, in percent. */
   readonly simulatedFailurePercent: number
   readonly providerPollMillis: number
+  /** How long to wait for an unreachable database at start-up, retrying. */
+  readonly databaseStartupTimeoutSeconds: number
+  /** PostgreSQL only: connections, connections kept for reads, and the waits that bound a request. */
+  readonly postgres: {
+    readonly poolMax: number
+    readonly readReserve: number
+    readonly connectionTimeoutMillis: number
+    readonly lockTimeoutMillis: number
+    readonly statementTimeoutMillis: number
+  }
 }
 
 export const DEFAULT_DATABASE = "./data/relay.db"
@@ -62,6 +72,14 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     simulatedProvider: oneOf(env, "RELAY_SIMULATED_PROVIDER", ["live", "manual"], token === undefined || token === "" ? "live" : "manual"),
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
     simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
-    providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", 1000, 10, 3_600_000)
+    providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", 1000, 10, 3_600_000),
+    databaseStartupTimeoutSeconds: integer(env, "RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS", 60, 0, 86_400),
+    postgres: {
+      poolMax: integer(env, "RELAY_PG_POOL_MAX", 10, 2, 1000),
+      readReserve: integer(env, "RELAY_PG_READ_RESERVE", 2, 0, 999),
+      connectionTimeoutMillis: integer(env, "RELAY_PG_CONNECTION_TIMEOUT_MILLIS", 10_000, 0, 600_000),
+      lockTimeoutMillis: integer(env, "RELAY_PG_LOCK_TIMEOUT_MILLIS", 5000, 0, 600_000),
+      statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", 30_000, 0, 3_600_000)
+    }
   }
 }

@@ -8,7 +8,7 @@
  * file is one node's, and counting in memory saves a write transaction on every request.
  */
 import { RateLimiter, type Storage } from "@custody-relay/core"
-import { layerPostgres, layerSqlite } from "@custody-relay/storage-sql"
+import { layerPostgres, layerSqlite, type PostgresPoolOptions } from "@custody-relay/storage-sql"
 import { Layer } from "effect"
 
 export type Engine = "sqlite" | "postgres"
@@ -18,11 +18,21 @@ export const engineOf = (database: string): Engine => (/^postgres(?:ql)?:\/\//i.
 
 export const defaultRateLimitStore = (engine: Engine): RateLimitStore => (engine === "postgres" ? "database" : "memory")
 
+/** How the database is reached beyond its name: PostgreSQL's pool and lock waits, and the start-up wait. */
+export interface DatabaseSettings {
+  readonly pool?: PostgresPoolOptions
+  readonly startupTimeoutMillis?: number
+}
+
 export const fromDatabase = (
   database: string,
-  rateLimitStore: RateLimitStore = defaultRateLimitStore(engineOf(database))
+  rateLimitStore: RateLimitStore = defaultRateLimitStore(engineOf(database)),
+  settings: DatabaseSettings = {}
 ): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
-  const sql = engineOf(database) === "postgres" ? layerPostgres({ connectionString: database }) : layerSqlite({ filename: database })
+  const startup = settings.startupTimeoutMillis === undefined ? {} : { startupTimeoutMillis: settings.startupTimeoutMillis }
+  const sql = engineOf(database) === "postgres"
+    ? layerPostgres({ connectionString: database, ...startup, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
+    : layerSqlite({ filename: database, ...startup })
   // The later layer's RateLimiter replaces the SQL one.
   return rateLimitStore === "database" ? sql : Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)
 }

@@ -39,6 +39,8 @@ export interface RelayOptions {
   readonly providerPollMillis?: number
   /** The outbox worker's settings, or false to run none in this process. */
   readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
+  /** PostgreSQL's pool and lock waits, and how long to wait for an unreachable database at start-up. */
+  readonly databaseSettings?: StorageLayer.DatabaseSettings
   readonly maxBodyBytes?: number
   /** Where log lines go; JSON lines on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
@@ -59,7 +61,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     ...(options.defaultRequiredApprovals === undefined ? {} : { defaultRequiredApprovals: options.defaultRequiredApprovals })
   }
   const handler = makeHandler({
-    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:", options.rateLimitStore), {
+    layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:", options.rateLimitStore, options.databaseSettings), {
       provider: CustodyProvider.layerSimulated({
         lifecycle: options.provider ?? (options.controlToken === undefined ? {} : "manual")
       })

@@ -37,6 +37,16 @@ const main = async (): Promise<void> => {
       failureShare: config.simulatedFailurePercent / 100
     },
     providerPollMillis: config.providerPollMillis,
+    databaseSettings: {
+      startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
+      pool: {
+        max: config.postgres.poolMax,
+        readReserve: Math.min(config.postgres.readReserve, config.postgres.poolMax - 1),
+        connectionTimeoutMillis: config.postgres.connectionTimeoutMillis,
+        lockTimeoutMillis: config.postgres.lockTimeoutMillis,
+        statementTimeoutMillis: config.postgres.statementTimeoutMillis
+      }
+    },
     ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })
   })
   const listening = await serve(relay.handler, { port: config.port, host: config.host })

@@ -19,7 +19,9 @@ describe("configFromEnv", () => {
       simulatedProvider: "live",
       simulatedStepMillis: 1000,
       simulatedFailurePercent: 0,
-      providerPollMillis: 1000
+      providerPollMillis: 1000,
+      databaseStartupTimeoutSeconds: 60,
+      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000 }
     })
   })
 
@@ -38,7 +40,13 @@ describe("configFromEnv", () => {
       RELAY_SIMULATED_PROVIDER: "live",
       RELAY_SIMULATED_STEP_MILLIS: "250",
       RELAY_SIMULATED_FAILURE_PERCENT: "10",
-      RELAY_PROVIDER_POLL_MILLIS: "100"
+      RELAY_PROVIDER_POLL_MILLIS: "100",
+      RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "5",
+      RELAY_PG_POOL_MAX: "20",
+      RELAY_PG_READ_RESERVE: "4",
+      RELAY_PG_CONNECTION_TIMEOUT_MILLIS: "2000",
+      RELAY_PG_LOCK_TIMEOUT_MILLIS: "1000",
+      RELAY_PG_STATEMENT_TIMEOUT_MILLIS: "9000"
     })).toEqual({
       port: 9000,
       host: "0.0.0.0",
@@ -52,7 +60,9 @@ describe("configFromEnv", () => {
       simulatedProvider: "live",
       simulatedStepMillis: 250,
       simulatedFailurePercent: 10,
-      providerPollMillis: 100
+      providerPollMillis: 100,
+      databaseStartupTimeoutSeconds: 5,
+      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000 }
     })
   })
 

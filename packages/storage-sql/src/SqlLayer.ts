@@ -4,13 +4,36 @@
  * only how to open its database.
  */
 import { RateLimiter, Storage } from "@custody-relay/core"
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Result, type Scope } from "effect"
 import type { Kysely } from "kysely"
 import { migrateToLatest } from "./migrations/migrateToLatest.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import * as SqlRateLimiter from "./SqlRateLimiter.js"
 import * as SqlStorage from "./SqlStorage.js"
+
+/** How long a layer waits for an unreachable database at start-up before it fails; 60 s by default. */
+export const DEFAULT_STARTUP_TIMEOUT_MILLIS = 60_000
+
+/**
+ * Runs `start` again while the database is unreachable (a node started before its database, a database
+ * restarting), saying so in the log each time, for at most `timeoutMillis`; then its error goes through.
+ */
+const untilReachable = <A>(start: Effect.Effect<A, Storage.StorageError>, timeoutMillis: number) =>
+  Effect.gen(function*() {
+    const startedAt = yield* Clock.currentTimeMillis
+    for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
+      const result = yield* Effect.result(start)
+      if (Result.isSuccess(result)) return result.success
+      const error = result.failure
+      const elapsed = (yield* Clock.currentTimeMillis) - startedAt
+      if (!error.isUnavailable || elapsed + delay > timeoutMillis) return yield* Effect.fail(error)
+      yield* Effect.logWarning(
+        `the database is unreachable at start-up (${error.reason.message}); retrying in ${delay} ms, for at most ${Math.round(timeoutMillis / 1000)} s`
+      )
+      yield* Effect.sleep(delay)
+    }
+  })
 
 export const make = (
   open: Effect.Effect<Kysely<Database>, Storage.StorageError, Scope.Scope>,
@@ -21,9 +44,10 @@ export const make = (
     Effect.gen(function*() {
       const db = yield* open
       // Nodes starting together on SQLite queue for the write lock; one that waited past busy_timeout tries again.
-      yield* Effect.tryPromise({ try: () => migrateToLatest(db), catch: engine.classify }).pipe(
+      const migrate = Effect.tryPromise({ try: () => migrateToLatest(db), catch: engine.classify }).pipe(
         Effect.retry({ schedule: SqlStorage.backoff, times: SqlStorage.DEFAULT_MAX_RETRIES, while: SqlStorage.isRetryable })
       )
+      yield* untilReachable(migrate, options.startupTimeoutMillis ?? DEFAULT_STARTUP_TIMEOUT_MILLIS)
       return Context.make(Storage.Storage, SqlStorage.make(db, engine, options)).pipe(
         Context.add(RateLimiter.RateLimiter, SqlRateLimiter.make(db, engine))
       )

@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import type { CompiledQuery, Kysely, QueryResult } from "kysely"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
+import * as StorageFailure from "./StorageFailure.js"
 
 export interface SqlSession {
   readonly execute: <R>(query: CompiledQuery<R>) => Effect.Effect<QueryResult<R>, Storage.StorageError>
@@ -43,7 +44,10 @@ export const kyselySessions = (db: Kysely<Database>, engine: SqlEngine): Session
         try() {
           return trx.commit().execute()
         },
-        catch: engine.classify
+        catch(cause) {
+          const error = engine.classify(cause)
+          return error.isUnavailable ? StorageFailure.commitOutcomeUnknown(cause) : error
+        }
       }),
       release: Effect.suspend(() =>
         trx.isCommitted || trx.isRolledBack

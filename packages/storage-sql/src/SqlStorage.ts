@@ -10,7 +10,7 @@
  * refuses writes before they reach the database, as the memory store does.
  */
 import { Storage } from "@custody-relay/core"
-import { Effect, Schedule } from "effect"
+import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
@@ -29,6 +29,10 @@ import * as WhitelistedAddresses from "./stores/WhitelistedAddresses.js"
 export interface SqlStorageOptions {
   /** How many times a unit that lost a race is run again before its error is let through; default 8. */
   readonly maxRetries?: number
+  /** How long the layer waits for an unreachable database at start-up (retrying, logging each try); default 60000. */
+  readonly startupTimeoutMillis?: number
+  /** At most this many write units at once in this process (the rest queue before taking a connection); no limit by default. */
+  readonly maxConcurrentWriteUnits?: number
 }
 
 export const DEFAULT_MAX_RETRIES = 8
@@ -111,9 +115,10 @@ export const make = (
       (session) => Effect.flatMap(Effect.suspend(() => work(unitOf(session, mode))), (value) => Effect.as(session.commit, value)),
       (session) => session.release
     )
+  const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
   return Storage.Storage.of({
     transaction: (mode, work) => {
-      const once = attempt(mode, work)
+      const once = writeSlots !== undefined && mode === "write" ? writeSlots.withPermits(1)(attempt(mode, work)) : attempt(mode, work)
       // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
       // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.
       return times <= 0

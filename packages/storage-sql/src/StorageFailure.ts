@@ -12,6 +12,12 @@ export const conflict = (cause: unknown): Storage.StorageError =>
 export const unavailable = (cause: unknown): Storage.StorageError =>
   new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: messageOf(cause), cause }) })
 
+/** The connection was lost while committing: the unit may or may not have committed, so it is not re-run. */
+export const commitOutcomeUnknown = (cause: unknown): Storage.StorageError =>
+  new Storage.StorageError({
+    reason: new Storage.StorageUnavailable({ message: `commit outcome unknown: ${messageOf(cause)}`, cause, outcomeUnknown: true })
+  })
+
 export const constraintViolated = (constraint: string, cause: unknown): Storage.StorageError =>
   new Storage.StorageError({
     reason: new Storage.StorageConstraintViolated({ constraint, message: messageOf(cause), cause })

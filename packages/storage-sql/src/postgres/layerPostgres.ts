@@ -15,11 +15,36 @@ import { PostgresEngine } from "./PostgresEngine.js"
 export interface PostgresPoolOptions {
   /** Connections per node; default 10. Each open unit of work holds one. */
   readonly max?: number
+  /**
+   * Connections write units may never take, kept for reads; default 2. A write unit can wait on a row lock, and
+   * waiting units hold their connections: without a reserve, a burst of writes queued on one account's lock
+   * would hold every connection and starve every other client's reads.
+   */
+  readonly readReserve?: number
   /** How long an idle connection stays open, in milliseconds; default 10000. */
   readonly idleTimeoutMillis?: number
-  /** How long a unit waits for a free connection before it fails as StorageUnavailable; default 0 (no limit). */
+  /** How long a unit waits for a free connection before it fails as StorageUnavailable (503); default 10000. */
   readonly connectionTimeoutMillis?: number
+  /**
+   * How long a statement waits for a row lock before it fails (55P03, and the unit is re-run); default 5000. It
+   * bounds how long a waiter holds its connection while another unit (or a stuck session) holds the lock.
+   */
+  readonly lockTimeoutMillis?: number
+  /** How long one statement may run before the server cancels it; default 30000. */
+  readonly statementTimeoutMillis?: number
+  /** How long a session may sit idle inside a transaction before the server ends it; default 60000. */
+  readonly idleInTransactionTimeoutMillis?: number
 }
+
+export const poolDefaults = {
+  max: 10,
+  readReserve: 2,
+  idleTimeoutMillis: 10_000,
+  connectionTimeoutMillis: 10_000,
+  lockTimeoutMillis: 5_000,
+  statementTimeoutMillis: 30_000,
+  idleInTransactionTimeoutMillis: 60_000
+} as const satisfies Required<PostgresPoolOptions>
 
 export interface PostgresOptions extends SqlStorageOptions {
   /** e.g. postgres://user:password@host:5432/database?sslmode=require */
@@ -30,14 +55,32 @@ export interface PostgresOptions extends SqlStorageOptions {
 /** Opens the pool; exported for tools and tests that need the kysely instance itself. */
 export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
   const { default: pg } = await import("pg")
-  const pool = new pg.Pool({ connectionString: options.connectionString, ...options.pool })
-  // An idle connection the server closed is dropped by the pool; without a listener its error would end the
-  // process. The next unit that needs a connection gets a fresh one, or StorageUnavailable.
+  const settings = { ...poolDefaults, ...options.pool }
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: settings.max,
+    idleTimeoutMillis: settings.idleTimeoutMillis,
+    connectionTimeoutMillis: settings.connectionTimeoutMillis,
+    lock_timeout: settings.lockTimeoutMillis,
+    statement_timeout: settings.statementTimeoutMillis,
+    idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMillis
+  })
+  // A connection the server closed (a restart, a failover, pg_terminate_backend, an idle timeout) emits "error":
+  // without a listener that ends the process. The pool listens on idle connections; every connection gets its own
+  // listener too, so one lost while a unit uses it only fails that unit's statement (StorageUnavailable, and the
+  // unit is re-run on a fresh connection) and the pool drops it.
   pool.on("error", () => undefined)
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined)
+  })
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
 }
 
 export const layerPostgres = (
   options: PostgresOptions
 ): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
-  SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, options)
+  SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, {
+    ...options,
+    maxConcurrentWriteUnits: options.maxConcurrentWriteUnits ??
+      Math.max(1, (options.pool?.max ?? poolDefaults.max) - (options.pool?.readReserve ?? poolDefaults.readReserve))
+  })

@@ -8,131 +8,32 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Money } from "@custody-relay/core"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { type ServerProcess, startServer } from "./ServerProcess.js"
+import {
+  type Answer,
+  dropDatabases,
+  expectReconciled,
+  field,
+  hasPostgres,
+  newPostgresDatabase,
+  send,
+  serverEnv,
+  tenantOn,
+  transactionsOf,
+  transfer
+} from "./Tenant.js"
 
-const adminUrl = process.env["RELAY_TEST_PG_URL"]
-const hasPostgres = adminUrl !== undefined && adminUrl !== ""
 if (!hasPostgres) {
   console.log("ExactlyOnce.test.ts: the PostgreSQL cases are skipped because RELAY_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
 }
 
-const TOKEN = "exactly-once-token"
 const directory = mkdtempSync(join(tmpdir(), "relay-exactly-once-"))
-const databases: Array<string> = []
-
-const withAdmin = async <A>(work: (client: pg.Client) => Promise<A>): Promise<A> => {
-  const client = new pg.Client({ connectionString: adminUrl })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
-}
-
-/** A fresh PostgreSQL database for one test; dropped after the file's tests. */
-const newPostgresDatabase = async (): Promise<string> => {
-  const name = `relay_exactly_once_${process.pid}_${Date.now()}_${databases.length}`
-  await withAdmin((client) => client.query(`CREATE DATABASE ${name}`))
-  databases.push(name)
-  const url = new URL(adminUrl ?? "")
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
 afterAll(async () => {
   rmSync(directory, { recursive: true, force: true })
-  if (hasPostgres) {
-    for (const name of databases) await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-  }
+  await dropDatabases()
 }, 60_000)
-
-interface Answer {
-  readonly status: number
-  readonly text: string
-  readonly replayed: boolean
-}
-
-const send = async (url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<Answer> => {
-  const response = await fetch(url, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  return { status: response.status, text: await response.text(), replayed: response.headers.get("idempotent-replayed") === "true" }
-}
-
-const field = (answer: Answer, name: string): unknown => (JSON.parse(answer.text) as Record<string, unknown>)[name]
-
-const serverEnv = (database: string) => ({
-  RELAY_DATABASE: database,
-  RELAY_TEST_CONTROL_TOKEN: TOKEN,
-  RELAY_DEMO: "never",
-  RELAY_RATE_LIMIT: "1000000"
-})
-
-interface Tenant {
-  readonly auth: Record<string, string>
-  readonly source: string
-  readonly destination: string
-}
-
-/** A client with one credential, a funded BTC source account and an active BTC destination, made through `node`. */
-const tenantOn = async (node: ServerProcess, funds: string): Promise<Tenant> => {
-  const control = (method: string, path: string, body?: unknown) =>
-    send(`${node.url}/__control${path}`, method, { "x-control-token": TOKEN }, body)
-  const clientId = String(field(await control("POST", "/clients"), "clientId"))
-  const permissions = [
-    "View custody account",
-    "Initiate new custody account",
-    "Approve new custody account",
-    "Initiate account transactions",
-    "View custody transaction list",
-    "View custody transaction detail"
-  ]
-  const user = await control("POST", "/api-users", { clientId, permissions })
-  const auth = { "x-api-key": String(field(user, "keyId")), "x-api-secret": String(field(user, "secret")) }
-  const open = async (name: string) => {
-    const created = await send(`${node.url}/relay/v1/accounts`, "POST", auth, { name, workspace: "custody", assetId: "BTC" })
-    const id = String(field(created, "id"))
-    await send(`${node.url}/relay/v1/accounts/approve`, "POST", auth, { accountId: id })
-    return id
-  }
-  const source = await open("Source")
-  const destination = await open("Destination")
-  await control("POST", `/accounts/${source}/credit`, { amount: funds })
-  return { auth, source, destination }
-}
-
-const transfer = (tenant: Tenant, amount: string) => ({
-  sourceAccountId: tenant.source,
-  destinationId: tenant.destination,
-  destinationType: "internal",
-  amount,
-  assetType: "BTC"
-})
-
-/** Every transaction from the tenant's source, through the API (pages of 100). */
-const transactionsOf = async (node: ServerProcess, tenant: Tenant) => {
-  const all: Array<Record<string, unknown>> = []
-  for (let page = 1; ; page++) {
-    const answer = await send(`${node.url}/relay/v1/transactions?accountId=${tenant.source}&limit=100&page=${page}`, "GET", tenant.auth)
-    const items = field(answer, "items") as ReadonlyArray<Record<string, unknown>>
-    all.push(...items)
-    if (items.length < 100) return all
-  }
-}
-
-/** The source's available balance is its funds less what every open transaction reserved (amount plus fee). */
-const expectReconciled = async (node: ServerProcess, tenant: Tenant, funds: string) => {
-  const transactions = await transactionsOf(node, tenant)
-  const reserved = transactions.map((t) => Money.add(Money.canonical(String(t["amount"])), Money.canonical(String(t["networkFee"]))))
-  const account = await send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)
-  expect(String(field(account, "availableBalance"))).toBe(Money.subtract(Money.canonical(funds), Money.sum(reserved)))
-}
 
 describe.skipIf(!hasPostgres)("exactly-once across two nodes on one PostgreSQL database", () => {
   it("a keyed initiation retried on the other node while the first waits on a held lock: one transaction, both answers name it", async () => {

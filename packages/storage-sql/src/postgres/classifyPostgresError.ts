@@ -2,15 +2,15 @@
  * pg's errors as `StorageError` reasons, by SQLSTATE (`code`).
  * - 40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available: lost a race; re-run.
  * - 23505 unique_violation: a duplicate the core's own check did not see; the constraint name comes with it.
- * - Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53xxx (insufficient resources)
- *   and socket errors: the server, not the query.
+ * - Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53xxx (insufficient resources),
+ *   3D000 (the database does not exist: not yet created or restored) and socket errors: the server, not the query.
  * Every other error, other integrity rules included, is a fault: running it again cannot help.
  */
 import type { Storage } from "@custody-relay/core"
 import * as StorageFailure from "../StorageFailure.js"
 
 const CONFLICTS = new Set(["40001", "40P01", "55P03"])
-const UNAVAILABLE = new Set(["57P01", "57P02", "57P03"])
+const UNAVAILABLE = new Set(["57P01", "57P02", "57P03", "3D000"])
 
 const constraintOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "constraint" in cause && typeof cause.constraint === "string"

@@ -1,0 +1,178 @@
+/**
+ * Two relay processes on one PostgreSQL database, through the faults an operator meets: every backend of the
+ * database terminated again and again during a burst (a failover, a restart, a network blip), opposite transfers
+ * that lock two accounts in both directions at once, a row lock held while other clients read, and a start before
+ * the database exists. Both processes stay up, every request gets an answer (a 5xx only as 503 with Retry-After),
+ * nothing is half-written, balances reconcile. Needs RELAY_TEST_PG_URL; skipped with a printed reason when unset.
+ */
+import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
+import { type ServerProcess, startServer } from "./ServerProcess.js"
+import {
+  type Answer,
+  adminUrl,
+  control,
+  dropDatabases,
+  expectReconciled,
+  hasPostgres,
+  newPostgresDatabase,
+  send,
+  serverEnv,
+  type Tenant,
+  tenantOn,
+  transactionsOf,
+  transfer,
+  withAdmin
+} from "./Tenant.js"
+
+if (!hasPostgres) {
+  console.log("FaultSurvival.test.ts: skipped because RELAY_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
+}
+
+afterAll(dropDatabases, 60_000)
+
+/** The same client's two accounts, the other way round: for transfers from the destination back to the source. */
+const reversed = (tenant: Tenant): Tenant => ({ ...tenant, source: tenant.destination, destination: tenant.source })
+
+/** Starts two nodes on a fresh database, with a tenant whose two accounts both hold `funds`. */
+const twoNodes = async (funds: string, env: Record<string, string> = {}) => {
+  const database = await newPostgresDatabase()
+  const nodes = [await startServer({ ...serverEnv(database), ...env }), await startServer({ ...serverEnv(database), ...env })] as const
+  const tenant = await tenantOn(nodes[0], funds)
+  await control(nodes[0], "POST", `/accounts/${tenant.destination}/credit`, { amount: funds })
+  return { database, nodes, tenant }
+}
+
+const stopAll = (nodes: ReadonlyArray<ServerProcess>) => Promise.all(nodes.map((node) => node.stop("SIGKILL")))
+
+/** A request's outcome: its answer, or that the connection itself failed (which must never happen here). */
+const attempt = (request: Promise<Answer>): Promise<Answer | "no answer"> => request.catch(() => "no answer" as const)
+
+describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
+  it("every backend terminated again and again during a burst of reads and transfers: both nodes stay up, every request is answered, balances reconcile", async () => {
+    const { database, nodes, tenant } = await twoNodes("1000")
+    const name = new URL(database).pathname.slice(1)
+    try {
+      let terminated = 0
+      let bursting = true
+      const terminator = (async () => {
+        while (bursting) {
+          await new Promise((resolve) => setTimeout(resolve, 150))
+          const result = await withAdmin((client) =>
+            client.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]))
+          terminated += result.rowCount ?? 0
+        }
+      })()
+      const outcomes: Array<Answer | "no answer"> = []
+      const until = Date.now() + 3000
+      await Promise.all(Array.from({ length: 8 }, async (_, worker) => {
+        for (let i = 0; Date.now() < until; i++) {
+          const node = nodes[(worker + i) % 2]!
+          const request = i % 3 === 0
+            ? send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)
+            : send(`${node.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(worker % 2 === 0 ? tenant : reversed(tenant), "0.01"))
+          outcomes.push(await attempt(request))
+        }
+      }))
+      bursting = false
+      await terminator
+      expect(terminated).toBeGreaterThan(0)
+      expect(outcomes.filter((o) => o === "no answer").length).toBe(0)
+      const answers = outcomes.filter((o): o is Answer => o !== "no answer")
+      const failures = answers.filter((a) => a.status >= 500)
+      expect(failures.every((a) => a.status === 503 && a.retryAfter !== null), failures.map((a) => `${a.status} ${a.text}`).join("\n")).toBe(true)
+      expect(answers.filter((a) => a.status < 300).length).toBeGreaterThan(0)
+      // Both processes are still up and serving.
+      for (const node of nodes) {
+        expect(node.child.exitCode).toBeNull()
+        expect((await send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)).status).toBe(200)
+      }
+      // Every accepted transfer is whole and accounted for; none half-written.
+      const accepted = answers.filter((a) => a.status === 201).length
+      const stored = (await transactionsOf(nodes[0], tenant)).length + (await transactionsOf(nodes[0], reversed(tenant))).length
+      expect(stored).toBeGreaterThanOrEqual(accepted)
+      await expectReconciled(nodes[1], tenant, "1000")
+      await expectReconciled(nodes[1], reversed(tenant), "1000")
+      console.log(`FaultSurvival: ${terminated} backends terminated, ${answers.length} answers, ${failures.length} 503, ${accepted} transfers accepted, ${stored} stored`)
+    } finally {
+      await stopAll(nodes)
+    }
+  }, 120_000)
+
+  it("opposite transfers in bursts on two nodes: never a 403, 404 or 5xx, and balances reconcile", async () => {
+    const { nodes, tenant } = await twoNodes("100")
+    try {
+      const statuses: Array<number> = []
+      for (let round = 0; round < 3; round++) {
+        const burst = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+          send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(i < 10 ? tenant : reversed(tenant), "0.5"))))
+        statuses.push(...burst.map((a) => a.status))
+      }
+      expect(statuses.filter((s) => s !== 201)).toEqual([])
+      await expectReconciled(nodes[0], tenant, "100")
+      await expectReconciled(nodes[1], reversed(tenant), "100")
+    } finally {
+      await stopAll(nodes)
+    }
+  }, 120_000)
+
+  it("while transfers queue on one account's held lock, another client's reads still answer within 2 s", async () => {
+    const { database, nodes, tenant } = await twoNodes("100")
+    const other = await tenantOn(nodes[0], "1")
+    const holder = new pg.Client({ connectionString: database })
+    await holder.connect()
+    try {
+      await holder.query("BEGIN")
+      await holder.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [tenant.source])
+      // More waiting writers than either node has connections.
+      const queued = Array.from({ length: 30 }, (_, i) =>
+        attempt(send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))))
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const latencies: Array<number> = []
+      for (let i = 0; i < 10; i++) {
+        const started = performance.now()
+        const read = await send(`${nodes[i % 2]!.url}/relay/v1/accounts/${other.source}`, "GET", other.auth)
+        latencies.push(performance.now() - started)
+        expect(read.status).toBe(200)
+      }
+      console.log(`FaultSurvival: reads during the lock wait took ${latencies.map((l) => Math.round(l)).join(", ")} ms`)
+      // A generous bound for a loaded 2-core machine: starved reads waited for lock_timeout (5 s) or longer.
+      expect(Math.max(...latencies)).toBeLessThan(2000)
+      await holder.query("COMMIT")
+      const answers = await Promise.all(queued)
+      expect(answers.every((a) => a !== "no answer" && (a.status === 201 || (a.status === 503 && a.retryAfter !== null)))).toBe(true)
+      await expectReconciled(nodes[0], tenant, "100")
+    } finally {
+      await holder.end().catch(() => undefined)
+      await stopAll(nodes)
+    }
+  }, 120_000)
+
+  it("a node started before its database exists waits for it, saying so, and serves once it is there", async () => {
+    const name = `relay_late_${process.pid}_${Date.now()}`
+    const url = new URL(adminUrl ?? "")
+    url.pathname = `/${name}`
+    const starting = startServer({ ...serverEnv(url.toString()), RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "60" }, 60_000)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await withAdmin((client) => client.query(`CREATE DATABASE ${name}`))
+    const node = await starting
+    try {
+      expect(node.output()).toMatch(/unreachable at start-up/)
+      expect((await control(node, "POST", "/clients")).status).toBe(201)
+    } finally {
+      await node.stop("SIGKILL")
+      await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    }
+  }, 120_000)
+
+  it("a node whose database never comes exits after its start-up timeout, naming the cause", async () => {
+    const url = new URL(adminUrl ?? "")
+    url.pathname = `/relay_never_${process.pid}_${Date.now()}`
+    const failed = await startServer({ ...serverEnv(url.toString()), RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "1" }, 30_000).then(
+      () => undefined,
+      (error: unknown) => String(error)
+    )
+    expect(failed).toMatch(/exited with 1/)
+    expect(failed).toMatch(/failed to start/)
+  }, 60_000)
+})

@@ -109,8 +109,12 @@ is 400, never 404.
 
 ## Text fields (LIM-SIZE-1)
 
-Lengths count Unicode code points. Text must be well-formed (no lone surrogates) and hold no control
-characters (U+0000 to U+001F, U+007F); a name must hold a visible character.
+Lengths count Unicode code points. Text must be well-formed (no lone surrogates) and hold no control character
+(Unicode category Cc: U+0000 to U+001F and U+007F to U+009F, so U+0085 too) and no bidirectional embedding,
+override or isolate control (U+202A to U+202E, U+2066 to U+2069), which would make a name read otherwise than it
+is written; any of these is 400. A name must hold a visible character: a letter, number, punctuation or symbol
+(emoji included); spaces, format characters such as U+200B (zero width space) and combining marks on their own
+do not count, so a name of only those is 400.
 
 ## Lists (PAGE-1..4)
 

@@ -105,7 +105,7 @@ describe("hostile values", () => {
     expect(numeric.status).toBe(400)
   })
 
-  it("GEN-5XX-1 LIM-SIZE-1: Unicode edge cases: lone surrogates and control characters are 400; emoji count as one character", async () => {
+  it("GEN-5XX-1 LIM-SIZE-1: Unicode edge cases: lone surrogates, control and bidirectional override characters are 400, a name of invisible characters is 400; emoji count as one character", async () => {
     const lone = await post("/relay/v1/accounts", "{\"name\":\"bad\\ud800name\",\"workspace\":\"custody\",\"assetId\":\"BTC\"}")
     expect(lone.status).toBe(400)
     const control = await post("/relay/v1/accounts", "{\"name\":\"nul\\u0000byte\",\"workspace\":\"custody\",\"assetId\":\"BTC\"}")
@@ -114,8 +114,15 @@ describe("hostile values", () => {
     expect(emoji.status).toBe(201)
     const tooMany = await post("/relay/v1/accounts", JSON.stringify({ name: "🚀".repeat(51), workspace: "custody", assetId: "BTC" }))
     expect(tooMany.status).toBe(400)
-    const rtl = await post("/relay/v1/accounts", JSON.stringify({ name: "\u202eevil\u200b", workspace: "custody", assetId: "BTC" }))
-    expect(rtl.status).toBeLessThan(500)
+    // Invisible and direction-changing characters: refused, or not counted as the name's visible character.
+    for (const name of ["\u202eevil", "a\u2066b", "next\u0085line", "\u200b\u200b\u200b", " \u00a0\u2003", "\u0301", "\u200d"]) {
+      const refused = await post("/relay/v1/accounts", JSON.stringify({ name, workspace: "custody", assetId: "BTC" }))
+      expect(refused.status, JSON.stringify(name)).toBe(400)
+    }
+    for (const name of ["caf\u00e9 \u2014 Z\u00fcrich", "\u05e9\u05dc\u05d5\u05dd", "\ud83d\udc68\u200d\ud83d\udcbb desk", "e\u0301t\u00e9"]) {
+      const accepted = await post("/relay/v1/accounts", JSON.stringify({ name, workspace: "custody", assetId: "BTC" }))
+      expect(accepted.status, JSON.stringify(name)).toBe(201)
+    }
   })
 
   it("GEN-5XX-1: odd paths and query strings are 4xx", async () => {

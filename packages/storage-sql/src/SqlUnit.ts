@@ -68,6 +68,17 @@ export const pageOf = <Row, A>(
   })
 }
 
+/**
+ * Whether a list filter's values can match no stored row: no stored text holds U+0000 (the core's Text refuses
+ * control characters, and PostgreSQL cannot store it), so a filter value holding one matches nothing, as in the
+ * memory store, and is answered without a query (PostgreSQL would refuse the parameter; a statement compiled for
+ * the filter's shape cannot say "nothing" for one value).
+ */
+export const matchesNothing = (values: object): boolean =>
+  Object.values(values).some((value) => typeof value === "string" && value.includes("\u0000"))
+
+export const emptyPage: Page.Page<never> = { items: [], total: 0 }
+
 /** What each store of a unit is made from. */
 export interface StoreArguments {
   /** Builds statements only; every statement runs through `statements`, on the unit's session. */

@@ -25,11 +25,8 @@ const contains = (
   column: "name_folded" | "asset_id_folded" | "address_folded",
   needle: string
 ): Expression<SqlBool> =>
-  // No stored text holds U+0000 (the core's Text refuses control characters, and PostgreSQL cannot store it), so
-  // such a needle matches nothing; PostgreSQL would refuse the parameter instead.
-  needle.includes("\u0000")
-    ? sql<SqlBool>`1 = 0`
-    : sql<SqlBool>`${sql.raw(engine.substringPosition)}(${sql.ref(column)}, ${needle}) > 0`
+  // A needle holding U+0000 never gets here (SqlUnit.matchesNothing).
+  sql<SqlBool>`${sql.raw(engine.substringPosition)}(${sql.ref(column)}, ${needle}) > 0`
 
 /**
  * A list query's filter as the values it binds, one name per value (a list of roles as `role0`, `role1`, ...), so

@@ -431,6 +431,22 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         yield* write((unit) => Effect.forEach([second, leased, later], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
+    it.effect("GEN-5XX-1: a list filter holding U+0000 matches nothing, the same on every engine", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        yield* write((unit) => unit.insertClient(client))
+        const page = { page: 1, limit: 10 }
+        const empty = { items: [], total: 0 }
+        for (const filter of [{ assetId: "BTC\u0000" }, { search: "\u0000" }, { search: "a\u0000b" }]) {
+          assert.deepStrictEqual(yield* read((unit) => unit.listAccounts(client.id, filter, page)), empty)
+        }
+        assert.deepStrictEqual(yield* read((unit) => unit.listWhitelistedAddresses(client.id, { assetTypes: ["BTC", "\u0000"] }, page)), empty)
+        assert.deepStrictEqual(yield* read((unit) => unit.listTransactions(client.id, { assetType: "\u0000" }, page)), empty)
+        // The same filters without the NUL still run as usual afterwards (nothing cached for the NUL case).
+        yield* write((unit) => unit.insertAccount(Records.account(client.id)))
+        assert.strictEqual((yield* read((unit) => unit.listAccounts(client.id, { assetId: Records.account(client.id).assetId }, page))).total, 1)
+      }))
+
     it.effect("money round-trips digit for digit: a 10^30 balance, 18-decimal amounts", () =>
       Effect.gen(function*() {
         const client = Records.client()

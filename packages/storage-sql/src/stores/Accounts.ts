@@ -3,7 +3,7 @@ import type { Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { sql } from "kysely"
 import * as AccountRow from "../rows/AccountRow.js"
-import { countOf, keepingRead, optional, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
+import { countOf, emptyPage, keepingRead, matchesNothing, optional, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
 import { accountListValues } from "../StoreStatements.js"
 
 export const store = (
@@ -39,6 +39,7 @@ export const store = (
     },
     listAccounts(clientId, filter, request) {
       const values = accountListValues(clientId, filter)
+      if (matchesNothing(values)) return Effect.succeed(emptyPage)
       return pageOf(
         (limit, offset) => rows(lists.accountsPage({ ...values, limit, offset })),
         () => Effect.map(first(lists.accountsTotal(values)), countOf),

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { sql } from "kysely"
 import * as TransactionRow from "../rows/TransactionRow.js"
 import type { TransactionsTable } from "../schema/Database.js"
-import { countOf, keepingRead, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
+import { countOf, emptyPage, keepingRead, matchesNothing, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
 import { transactionListValues } from "../StoreStatements.js"
 
 export const store = (
@@ -51,6 +51,7 @@ export const store = (
     },
     listTransactions(clientId, filter, request) {
       const values = transactionListValues(clientId, filter)
+      if (matchesNothing(values)) return Effect.succeed(emptyPage)
       return pageOf(
         (limit, offset) => rows(lists.transactionsPage({ ...values, limit, offset })),
         () => Effect.map(first(lists.transactionsTotal(values)), countOf),

@@ -3,7 +3,7 @@ import type { Storage } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql } from "kysely"
 import * as WhitelistedAddressRow from "../rows/WhitelistedAddressRow.js"
-import { countOf, keepingRead, optional, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
+import { countOf, emptyPage, keepingRead, matchesNothing, optional, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
 import { whitelistListValues } from "../StoreStatements.js"
 
 export const store = (
@@ -38,6 +38,7 @@ export const store = (
     },
     listWhitelistedAddresses(clientId, filter, request) {
       const values = whitelistListValues(clientId, filter)
+      if (matchesNothing(values)) return Effect.succeed(emptyPage)
       return pageOf(
         (limit, offset) => rows(lists.whitelistPage({ ...values, limit, offset })),
         () => Effect.map(first(lists.whitelistTotal(values)), countOf),

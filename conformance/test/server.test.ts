@@ -6,10 +6,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createRelay } from "@custody-relay/server"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runCli } from "../src/CommandLine.js"
 import { runConformance } from "../src/Runner.js"
 import type { Report } from "../src/Report.js"
+
+const pgUrl = process.env["RELAY_TEST_PG_URL"]
+if (pgUrl === undefined || pgUrl === "") console.log("server.test.ts: the PostgreSQL run is skipped because RELAY_TEST_PG_URL is not set")
 
 type Relay = Awaited<ReturnType<typeof createRelay>>
 let relay: Relay
@@ -55,6 +59,25 @@ describe("the kit against our server", () => {
       await manual.close()
     }
   }, 120_000)
+
+  it.skipIf(pgUrl === undefined || pgUrl === "")("GEN-5XX-1: passes every check on PostgreSQL too, the fuzzing included (no 5xx)", async () => {
+    const name = `relay_conformance_${process.pid}_${Date.now()}`
+    const admin = new pg.Client({ connectionString: pgUrl })
+    await admin.connect()
+    await admin.query(`CREATE DATABASE ${name}`)
+    const url = new URL(pgUrl ?? "")
+    url.pathname = `/${name}`
+    const onPostgres = await createRelay({ database: url.toString(), controlToken: token, rateLimit: { limit: 100000, windowSeconds: 60 } })
+    try {
+      const report = await runConformance({ target: { handler: onPostgres.handler }, control: { token }, numRuns: 30, seed: 7 })
+      expect(report.checks.filter((check) => !optional(report)(check)), describeFindings(report)).toEqual([])
+      expect(report.status).toBe("passed")
+    } finally {
+      await onPostgres.close()
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    }
+  }, 180_000)
 
   it("runs through the CLI: JSON statement, exit code, expected failures and re-run", async () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-"))

@@ -203,7 +203,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
       const program: Effect.Effect<Reply.Reply, AnyError, Relay.RelayServices> = isControl
         ? control(request)
-        : request.method === "GET" && pathname === OpenApi.PATH
+        : (request.method === "GET" || request.method === "HEAD") && pathname === OpenApi.PATH
         ? Effect.sync(openApi)
         : api(request, state)
       const reply = yield* program.pipe(
@@ -253,7 +253,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       const requestId = crypto.randomUUID()
       return Reply.toResponse(Reply.finishedDefect(requestId))
     }
-    return Reply.toResponse(await serveRequest(incoming))
+    return Reply.toResponse(await serveRequest(incoming), incoming.method)
   }
 
   let worker: Fiber.Fiber<unknown, unknown> | undefined

@@ -27,14 +27,26 @@ const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i
 // URL parsing drops tabs, newlines and surrounding spaces, and cuts a fragment: a query of only these needs none.
 const PLAIN_QUERY = /^[\x21-\x22\x24-\x7e]*$/
 
+// The absolute form of a request target (RFC 9112 3.2.2), which a server must accept: the scheme and authority
+// are the caller's and dropped, as the Host header is.
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
+
 /** Splits a request target into path and query as `new URL(ORIGIN + target)` would, cheaply when it can. */
-export const splitTarget = (target: string): { readonly pathname: string; readonly query: string } => {
+export const splitTarget = (requestTarget: string): { readonly pathname: string; readonly query: string } => {
+  const target = requestTarget.startsWith("/") ? requestTarget : absolutePath(requestTarget)
   const mark = target.indexOf("?")
   const path = mark < 0 ? target : target.slice(0, mark)
   const query = mark < 0 ? "" : target.slice(mark + 1)
   if (PLAIN_PATH.test(path) && !DOT_SEGMENT.test(path) && PLAIN_QUERY.test(query)) return { pathname: path, query }
   const url = new URL(ORIGIN + target)
   return { pathname: url.pathname, query: url.search.slice(1) }
+}
+
+const absolutePath = (target: string): string => {
+  const authority = ABSOLUTE_FORM.exec(target)
+  if (authority === null) return target
+  const rest = target.slice(authority[0].length)
+  return rest.startsWith("/") ? rest : `/${rest}`
 }
 
 /** The query's parameters (URLSearchParams drops one leading "?", so it is given one to drop). */

@@ -92,4 +92,6 @@ export const finish = (reply: Reply, requestId: string, headers: Readonly<Record
 /** The finished answer to a request that failed before or outside the pipeline (a defect). */
 export const finishedDefect = (requestId: string): Reply => finish(defect(requestId), requestId, {})
 
-export const toResponse = (reply: Reply): Response => new Response(reply.body, { status: reply.status, headers: reply.headers })
+/** The reply as a Web `Response`; to a HEAD request, without its body (the headers say what GET would send). */
+export const toResponse = (reply: Reply, method = "GET"): Response =>
+  new Response(method === "HEAD" ? null : reply.body, { status: reply.status, headers: reply.headers })

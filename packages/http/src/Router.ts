@@ -64,7 +64,9 @@ export const make = <R extends Routable>(table: ReadonlyArray<R>) => {
       if (!matches) continue
       best = candidate.specificity
       allow.push(candidate.method)
-      if (candidate.method === method && found === undefined) found = candidate
+      // HEAD is GET without the body, wherever GET is (RFC 9110 9.3.2); the adapter leaves the body out.
+      if (candidate.method === "GET") allow.push("HEAD")
+      if ((candidate.method === method || (method === "HEAD" && candidate.method === "GET")) && found === undefined) found = candidate
     }
     if (found !== undefined) {
       const params: Record<string, string> = {}

@@ -83,12 +83,38 @@ export const fromIncomingMessage = (incoming: IncomingMessage): Incoming => {
   }
 }
 
-const writeReply = (reply: Reply, outgoing: ServerResponse): void => {
+/** How much of a refused body (413) is read and dropped, at most, before the connection is closed under it. */
+const REFUSED_BODY_DRAIN_BYTES = 64 * 1024 * 1024
+const REFUSED_BODY_DRAIN_MILLIS = 10_000
+
+const writeReply = (reply: Reply, outgoing: ServerResponse, incoming: IncomingMessage): void => {
   const headers: Record<string, string> = { ...reply.headers, "content-length": String(Buffer.byteLength(reply.body, "utf8")) }
-  // A body left unread (413) must not be taken for the next request on the connection.
-  if (reply.status === 413) headers["connection"] = "close"
+  if (reply.status !== 413 || incoming.readableEnded) {
+    outgoing.writeHead(reply.status, headers)
+    outgoing.end(reply.body, "utf8")
+    return
+  }
+  // A body left unread must not be taken for the next request on the connection, so the connection closes; but a
+  // client still sending its body when it closes sees a reset (EPIPE) instead of this answer. So the answer goes out
+  // at once, and the connection is ended only once the client has sent the rest, which is read and dropped (up to
+  // a bound in bytes and time, past which it is cut).
+  headers["connection"] = "close"
   outgoing.writeHead(reply.status, headers)
-  outgoing.end(reply.body, "utf8")
+  outgoing.write(reply.body, "utf8")
+  let drained = 0
+  const cut = setTimeout(() => incoming.destroy(), REFUSED_BODY_DRAIN_MILLIS)
+  cut.unref()
+  incoming.on("data", (chunk: Buffer) => {
+    drained += chunk.byteLength
+    if (drained > REFUSED_BODY_DRAIN_BYTES) incoming.destroy()
+  })
+  const done = () => {
+    clearTimeout(cut)
+    outgoing.end()
+  }
+  incoming.once("end", done)
+  incoming.once("close", done)
+  incoming.resume()
 }
 
 const relayListener = (serve: RelayHandler<unknown>[typeof serveIncoming]) =>
@@ -101,9 +127,9 @@ const relayListener = (serve: RelayHandler<unknown>[typeof serveIncoming]) =>
     return failWith(outgoing, 400, MALFORMED)
   }
   if (reply instanceof Promise) {
-    reply.then((done) => writeReply(done, outgoing), () => failWith(outgoing, 500, UNEXPECTED))
+    reply.then((done) => writeReply(done, outgoing, incoming), () => failWith(outgoing, 500, UNEXPECTED))
   } else {
-    writeReply(reply, outgoing)
+    writeReply(reply, outgoing, incoming)
   }
 }
 

@@ -390,11 +390,14 @@ describe("routing", () => {
     expect(record(unknown.body)["code"]).toBe("ROUTE_NOT_FOUND")
     const wrong = await fixture.send("DELETE", "/relay/v1/accounts")
     expect(wrong.status).toBe(405)
-    expect(wrong.headers.get("allow")).toBe("GET, POST")
+    expect(wrong.headers.get("allow")).toBe("GET, HEAD, POST")
     const fee = await fixture.send("GET", "/relay/v1/transactions/calculate-fee")
     expect(fee.status).toBe(405)
     expect(fee.headers.get("allow")).toBe("POST")
     expect((await fixture.send("GET", "/relay/v1/accounts/")).status).toBe(404)
+    const head = await fixture.send("HEAD", "/relay/v1/openapi.json")
+    expect([head.status, head.text]).toEqual([200, ""])
+    expect((await fixture.send("HEAD", "/relay/v1/transactions/calculate-fee")).status).toBe(405)
   })
 
   it("a path parameter is percent-decoded: an id written with escapes reads the same account", async () => {

@@ -70,6 +70,38 @@ describe("node adapter", () => {
     expect(status).toBe(413)
   })
 
+  it("LIM-SIZE-1: a 5 MB body is answered 413 that Node's fetch reads every time (the rest of the body is drained, not reset)", async () => {
+    const body = "x".repeat(5 * 1024 * 1024)
+    const statuses: Array<number | string> = []
+    for (let i = 0; i < 10; i++) {
+      statuses.push(await fetch(`${listening.url}/relay/v1/accounts`, {
+        method: "POST",
+        headers: { ...auth(), "content-type": "application/json" },
+        body
+      }).then((answer) => answer.status, (error: unknown) => String(error)))
+    }
+    expect(statuses).toEqual(Array.from({ length: 10 }, () => 413))
+  })
+
+  it("RFC 9110: HEAD works on every GET route (the GET's status and headers, no body); an absolute-form target is served", async () => {
+    const head = await fetch(`${listening.url}/relay/v1/accounts/${tenant.source}`, { method: "HEAD", headers: auth() })
+    expect(head.status).toBe(200)
+    expect(await head.text()).toBe("")
+    expect(Number(head.headers.get("content-length"))).toBeGreaterThan(0)
+    const absolute = await new Promise<number>((resolve, reject) => {
+      const url = new URL(listening.url)
+      const req = httpRequest({ host: url.hostname, port: url.port, path: `http://example.test/relay/v1/accounts/${tenant.source}`, headers: auth() }, (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      req.on("error", reject)
+      req.end()
+    })
+    expect(absolute).toBe(200)
+    expect(splitTarget("https://relay.example:8443/relay/v1/accounts?limit=1")).toEqual({ pathname: "/relay/v1/accounts", query: "limit=1" })
+    expect(splitTarget("http://relay.example")).toEqual({ pathname: "/", query: "" })
+  })
+
   it("ignores the Host header: a hostile one changes nothing", async () => {
     const status = await new Promise<number>((resolve, reject) => {
       const url = new URL(`${listening.url}/relay/v1/openapi.json`)

@@ -112,7 +112,9 @@ export const fixturesFor =
       },
       asset(preferred) {
         const found = preferred === undefined ? undefined : assetOf(context.profile, preferred)
-        const asset = found ?? context.profile.assets[0]
+        // Order means nothing in a profile: without a preference, the first asset whose fees can be estimated, since
+        // most fixtures go on to price or initiate a transfer.
+        const asset = found ?? context.profile.assets.find((candidate) => candidate.feeEstimation) ?? context.profile.assets[0]
         if (asset === undefined) throw new Error("the profile declares no asset")
         return asset
       },

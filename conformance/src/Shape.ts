@@ -20,6 +20,8 @@ const decimalPattern = /^-?\d+(\.\d+)?$/
 export const isDecimalString = (value: unknown): value is string => typeof value === "string" && decimalPattern.test(value)
 
 export const string: Validator = (value, path) => (typeof value === "string" ? [] : [`${path} should be a string, got ${describe(value)}`])
+export const nonEmptyString: Validator = (value, path) =>
+  typeof value === "string" && value.length > 0 ? [] : [`${path} should be a non-empty string, got ${describe(value)}`]
 export const nullableString: Validator = (value, path) =>
   value === null || typeof value === "string" ? [] : [`${path} should be a string or null, got ${describe(value)}`]
 export const uuid: Validator = (value, path) => (isUuid(value) ? [] : [`${path} should be a uuid, got ${describe(value)}`])

@@ -317,9 +317,13 @@ export const listFilters = defineCheck({
     await expectExactly("?search=<name>", await tenant.client.listAccounts({ search: b.name }), [b])
     await expectExactly("?search=<asset id>", await tenant.client.listAccounts({ search: c.assetId }), records.filter((r) => r.assetId === c.assetId || r.name.includes(c.assetId)))
     if (a.address !== null) await expectExactly("?search=<deposit address>", await tenant.client.listAccounts({ search: a.address }), [a])
+    // "Several values accepted": how they are encoded is not shown. Either encoding that gives the right list passes.
     const both = await tenant.client.listAccounts({ role: ["custody", "staking"] })
-    const bothComma = both.status === 200 ? both : await tenant.client.listAccounts({ role: "custody,staking" })
-    await expectExactly("?role=custody&role=staking", bothComma, records)
+    const bothComma = await tenant.client.listAccounts({ role: "custody,staking" })
+    const full = new Set(records.map((record) => record.id))
+    const answersAll = (result: HttpResult) => result.status === 200 && isRecord(result.json) && Array.isArray(result.json["items"]) &&
+      (result.json["items"] as ReadonlyArray<unknown>).length === full.size
+    await expectExactly("?role=custody&role=staking (or role=custody,staking)", answersAll(both) ? both : bothComma, records)
     await expectExactly("?assetId&workspace", await tenant.client.listAccounts({ assetId: a.assetId, workspace: "custody" }), records.filter((r) => r.assetId === a.assetId && r.workspace === "custody"))
   }
 })

@@ -93,7 +93,7 @@ export const fuzzNo5xx = defineCheck({
 
 export const errorBodies = defineCheck({
   id: "err.body.consistent",
-  title: "Error bodies other than the permission 403 share one shape, as the profile's choice",
+  title: "Error bodies other than the permission 403 are JSON objects of one shape, whatever shape the implementation chose",
   requirements: ["ERR-BODY-1", "ERR-CODE-1"],
   tags: ["errors"],
   needs: [],
@@ -115,7 +115,6 @@ export const errorBodies = defineCheck({
       context.expectStatus(result, expected[index] ?? 400, "ERR-CODE-1", `error sample ${index}`)
       context.expect(isRecord(result.json), "ERR-BODY-1", "an error body should be a JSON object", result)
       const body = result.json as Record<string, unknown>
-      context.expect(typeof body["message"] === "string", "ERR-BODY-1", "an error body should carry a message", result)
       bodies.push([body, result])
     }
     // One shape: every field that most error bodies carry (the profile's error body) appears, with the same JSON

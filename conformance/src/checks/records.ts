@@ -12,6 +12,7 @@ import {
   isRecord,
   jsonNumber,
   literal,
+  nonEmptyString,
   nullableString,
   nullableTimestamp,
   object,
@@ -104,7 +105,8 @@ export const transactionDetailShape: Validator = object({
   subStatus: nullableString,
   approvals: approvalsShape,
   direction: literal("OUT"),
-  transactionType: literal("WITHDRAWAL"),
+  // "value seen: WITHDRAWAL"; the full list is not shown, so any non-empty string is an answer.
+  transactionType: nonEmptyString,
   networkFee: decimalString,
   createdAt: timestamp,
   updatedAt: timestamp

@@ -70,6 +70,26 @@ export interface FakeOptions {
   readonly without?: ReadonlyArray<string>
   /** A fault for the kit's tests: log lines carry the request's secret. */
   readonly leakSecretsToLogs?: boolean
+  /**
+   * Choices the interface leaves open, each answered another way than our server answers it: a correct
+   * implementation the kit must pass (issue 14's false failures).
+   */
+  readonly variant?: FakeVariant
+}
+
+export interface FakeVariant {
+  /** Error bodies (other than the permission 403) as `{ error: { code, detail } }`, with no string `message`. */
+  readonly errorBody?: "nested"
+  /** The transactionType a detail record shows. */
+  readonly transactionType?: string
+  /** Assets in another order, one without fee estimation first. */
+  readonly noFeeEstimationFirst?: boolean
+  /** calculate-fee refuses (400) an amount plus fee beyond the available balance. */
+  readonly feeChecksFunds?: boolean
+  /** A new transaction needs no approval: initiate answers pending_provider_approval. */
+  readonly noApprovalNeeded?: boolean
+  /** Several values of a list filter only as one comma-separated value (a repeated key: the last one counts). */
+  readonly commaOnly?: boolean
 }
 
 const permissionOf: Record<string, string> = {
@@ -89,7 +109,9 @@ const permissionOf: Record<string, string> = {
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const groups: Record<string, string> = { AWAITING_SIGNATURE: "pending", COMPLETED: "completed", FAILED: "failed" }
+const groups: Record<string, string> = { AWAITING_SIGNATURE: "pending", PENDING_PROVIDER_APPROVAL: "pending", COMPLETED: "completed", FAILED: "failed" }
+
+const SOL = { assetId: "SOL", precision: 9, chainType: "solana", feeAsset: "SOL", feeEstimation: false, sampleAddresses: { valid: ["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin", "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"], invalid: ["0x52908400098527886E0F7030069857D2E4169EE7", "short"] } }
 
 export class FakeRelay {
   private readonly clients = new Set<string>()
@@ -128,7 +150,13 @@ export class FakeRelay {
   }
   private error(status: number, message: string, code: string, headers: Record<string, string> = {}): Response {
     this.counter += 1
-    return this.json(status, { message, code, requestId: `req-${this.counter}` }, headers)
+    return this.options.variant?.errorBody === "nested"
+      ? this.json(status, { error: { code, detail: message, traceId: `req-${this.counter}` } }, headers)
+      : this.json(status, { message, code, requestId: `req-${this.counter}` }, headers)
+  }
+  /** The assets this fake offers, in the order its profile lists them. */
+  private get assets() {
+    return this.options.variant?.noFeeEstimationFirst === true ? [SOL, ...fakeAssets.map((asset) => ({ ...asset, feeEstimation: true }))] : fakeAssets
   }
   private has(capability: string): boolean {
     return !(this.options.without ?? []).includes(capability)
@@ -154,7 +182,7 @@ export class FakeRelay {
         name: "fake-relay",
         version: "0.0.1",
         interfaceVersion: "v1",
-        assets: fakeAssets.map(({ feeAsset: _feeAsset, ...asset }) => asset),
+        assets: this.assets.map(({ feeAsset: _feeAsset, ...asset }) => asset),
         accountStatuses: ["pending_approval", "approved", "rejected", "active"],
         transactionStatuses: Object.entries(groups).map(([status, group]) => ({ status, group })),
         whitelistStatuses: ["PENDING", "APPROVED", "REJECTED", "ARCHIVED"],
@@ -299,7 +327,7 @@ export class FakeRelay {
 
   private accountRecord(account: Account): Json {
     const { clientId: _clientId, balance, ...rest } = account
-    return { ...rest, chainType: fakeAssets.find((asset) => asset.assetId === account.assetId)?.chainType ?? "", availableBalance: balance.toFixed(), availableBalanceCad: balance.times(2).toFixed() }
+    return { ...rest, chainType: this.assets.find((asset) => asset.assetId === account.assetId)?.chainType ?? "", availableBalance: balance.toFixed(), availableBalanceCad: balance.times(2).toFixed() }
   }
   private transactionItem(transaction: Transaction): Json {
     return {
@@ -318,6 +346,10 @@ export class FakeRelay {
   }
 
   private multi(url: URL, name: string): Array<string> {
+    if (this.options.variant?.commaOnly === true) {
+      const last = url.searchParams.getAll(name).at(-1)
+      return last === undefined ? [] : last.split(",")
+    }
     return url.searchParams.getAll(name).flatMap((value) => value.split(","))
   }
 
@@ -353,7 +385,7 @@ export class FakeRelay {
         const { name, workspace, assetId, description, role } = body
         if (typeof name !== "string" || name.length < 3 || name.length > 50) return this.error(400, "name", "VALIDATION")
         if (workspace !== "custody" && workspace !== "transactional") return this.error(400, "workspace", "VALIDATION")
-        if (!fakeAssets.some((asset) => asset.assetId === assetId)) return this.error(400, "assetId", "VALIDATION")
+        if (!this.assets.some((asset) => asset.assetId === assetId)) return this.error(400, "assetId", "VALIDATION")
         if (description !== undefined && (typeof description !== "string" || description.length > 255)) return this.error(400, "description", "VALIDATION")
         if (role !== undefined && role !== "custody" && role !== "staking") return this.error(400, "role", "VALIDATION")
         const duplicate = [...this.accounts.values()].some((a) => a.clientId === clientId && a.name === name && a.workspace === workspace && a.assetId === assetId && a.description === (description ?? null) && a.role === (role ?? "custody"))
@@ -389,7 +421,7 @@ export class FakeRelay {
         if (t === undefined) return this.error(404, "transaction not found", "NOT_FOUND")
         if (key.endsWith("status")) return this.json(200, { id: t.id, status: t.status, subStatus: null, updatedAt: t.updatedAt })
         const { destinationType: _destinationType, ...item } = this.transactionItem(t)
-        return this.json(200, { ...item, destinationType: `${t.destinationType}_wallet`, providerTransactionId: null, subStatus: null, transactionType: "WITHDRAWAL", approvals: { createdBy: "api", createdAt: t.createdAt, signedBy: null, signedAt: null, approvedBy: null, approvedAt: null, providerApprovedAt: null, rejectedBy: null, rejectedAt: null } })
+        return this.json(200, { ...item, destinationType: `${t.destinationType}_wallet`, providerTransactionId: null, subStatus: null, transactionType: this.options.variant?.transactionType ?? "WITHDRAWAL", approvals: { createdBy: "api", createdAt: t.createdAt, signedBy: null, signedAt: null, approvedBy: null, approvedAt: null, providerApprovedAt: null, rejectedBy: null, rejectedAt: null } })
       }
       case "POST /transactions/calculate-fee":
       case "POST /transactions/initiate": {
@@ -397,7 +429,7 @@ export class FakeRelay {
         for (const value of [sourceAccountId, destinationId]) if (typeof value !== "string" || !uuidPattern.test(value)) return this.error(400, "ids", "VALIDATION")
         if (destinationType !== "internal" && destinationType !== "external") return this.error(400, "destinationType", "VALIDATION")
         if (typeof amount !== "string" || !/^\d+(\.\d+)?$/.test(amount) || new Decimal(amount).lte(0)) return this.error(400, "amount", "VALIDATION")
-        const asset = fakeAssets.find((candidate) => candidate.assetId === assetType)
+        const asset = this.assets.find((candidate) => candidate.assetId === assetType)
         if (asset === undefined) return this.error(400, "assetType", "VALIDATION")
         if ((amount.split(".")[1] ?? "").length > asset.precision) return this.error(400, "precision", "VALIDATION")
         const source = mine(this.accounts, String(sourceAccountId))
@@ -409,22 +441,24 @@ export class FakeRelay {
         if (!usable) return this.error(404, "destination not found", "NOT_FOUND")
         const fault = this.faults.get(clientId)
         const fee = new Decimal(asset.precision >= 8 ? "0.0001" : "0.5")
+        const reserved = new Decimal(amount).plus(asset.feeAsset === asset.assetId ? fee : 0)
         if (key.endsWith("calculate-fee")) {
-          if (fault === "unsupported") return this.error(400, "fee estimation not supported", "UNSUPPORTED")
+          if (fault === "unsupported" || ("feeEstimation" in asset && asset.feeEstimation === false)) return this.error(400, "fee estimation not supported", "UNSUPPORTED")
           if (fault === "error") return this.error(500, "provider error", "PROVIDER")
+          if (this.options.variant?.feeChecksFunds === true && reserved.gt(source.balance)) return this.error(400, "insufficient funds", "INSUFFICIENT_FUNDS")
           return this.json(200, { assetType, amount, estimatedFee: fee.toNumber(), feeAssetType: asset.feeAsset })
         }
-        const reserved = new Decimal(amount).plus(asset.feeAsset === asset.assetId ? fee : 0)
         if (reserved.gt(source.balance)) return this.error(400, "insufficient funds", "INSUFFICIENT_FUNDS")
         source.balance = source.balance.minus(reserved)
         const now = this.now()
-        const t: Transaction = { id: crypto.randomUUID(), clientId, sourceAccountId: source.id, destinationId: String(destinationId), destinationType, amount: new Decimal(amount), fee, feeAsset: asset.feeAsset, assetType: asset.assetId, status: "AWAITING_SIGNATURE", createdAt: now, updatedAt: now }
+        const status = this.options.variant?.noApprovalNeeded === true ? "PENDING_PROVIDER_APPROVAL" : "AWAITING_SIGNATURE"
+        const t: Transaction = { id: crypto.randomUUID(), clientId, sourceAccountId: source.id, destinationId: String(destinationId), destinationType, amount: new Decimal(amount), fee, feeAsset: asset.feeAsset, assetType: asset.assetId, status, createdAt: now, updatedAt: now }
         this.transactions.set(t.id, t)
-        return this.json(201, { id: t.id, status: "awaiting_signature", sourceAccountId, destinationId, destinationType, amount, assetType, createdAt: now })
+        return this.json(201, { id: t.id, status: status.toLowerCase(), sourceAccountId, destinationId, destinationType, amount, assetType, createdAt: now })
       }
       case "POST /whitelisted-addresses": {
         const { name, address, assetType, description } = body
-        const asset = fakeAssets.find((candidate) => candidate.assetId === assetType)
+        const asset = this.assets.find((candidate) => candidate.assetId === assetType)
         if (typeof name !== "string" || name.length === 0 || name.length > 100) return this.error(400, "name", "VALIDATION")
         if (asset === undefined) return this.error(400, "assetType", "VALIDATION")
         if (typeof address !== "string" || !asset.sampleAddresses.valid.some((valid) => valid.slice(0, 2) === address.slice(0, 2)) || asset.sampleAddresses.invalid.includes(address) || address.length < 20) return this.error(400, "address", "VALIDATION")

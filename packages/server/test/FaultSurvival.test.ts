@@ -152,8 +152,15 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     const name = `relay_late_${process.pid}_${Date.now()}`
     const url = new URL(adminUrl ?? "")
     url.pathname = `/${name}`
-    const starting = startServer({ ...serverEnv(url.toString()), RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "60" }, 60_000)
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    let waiting = (): void => undefined
+    const saidSo = new Promise<void>((resolve) => {
+      waiting = resolve
+    })
+    const starting = startServer({ ...serverEnv(url.toString()), RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "60" }, 60_000, (output) => {
+      if (output.includes("unreachable at start-up")) waiting()
+    })
+    // The database is created only once the node has found it missing and said so.
+    await saidSo
     await withAdmin((client) => client.query(`CREATE DATABASE ${name}`))
     const node = await starting
     try {

@@ -16,7 +16,12 @@ export interface ServerProcess {
   readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
 }
 
-export const startServer = (env: Record<string, string>, timeoutMillis = 30_000): Promise<ServerProcess> =>
+/** Starts the server; `onOutput` sees everything it prints as it prints it, before it is ready too. */
+export const startServer = (
+  env: Record<string, string>,
+  timeoutMillis = 30_000,
+  onOutput: (output: string) => void = () => undefined
+): Promise<ServerProcess> =>
   new Promise((resolve, reject) => {
     // Node itself with tsx as a loader, not the tsx launcher: the launcher runs the server as a child of its own,
     // and a SIGKILL sent to the launcher would leave that child serving.
@@ -33,6 +38,7 @@ export const startServer = (env: Record<string, string>, timeoutMillis = 30_000)
     }, timeoutMillis)
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8")
+      onOutput(output)
       const listening = /listening on (http:\/\/\S+)/.exec(output)
       const ready = output.includes("custody-relay ready")
       if (ready && listening?.[1] !== undefined) {
@@ -52,6 +58,7 @@ export const startServer = (env: Record<string, string>, timeoutMillis = 30_000)
     child.stdout.on("data", onData)
     child.stderr.on("data", (chunk: Buffer) => {
       output += chunk.toString("utf8")
+      onOutput(output)
     })
     void exited.then((code) => {
       clearTimeout(timer)

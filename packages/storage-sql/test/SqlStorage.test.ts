@@ -328,11 +328,12 @@ for (const { engine, fresh, name } of engines) {
         assert.strictEqual(Option.getOrThrow(final).availableBalance, "1")
       }))
 
-    it.live("the layer refuses to start on a database it cannot reach, as StorageUnavailable", () =>
+    it.live("the layer refuses to start on a database it cannot reach, as StorageUnavailable, once its start-up wait is over", () =>
       Effect.gen(function*() {
+        const noWait = { startupTimeoutMillis: 0 }
         const layer = engine.name === "postgres"
-          ? SqlLayer.make(SqlLayer.scoped(() => openPostgres({ connectionString: "postgres://postgres@127.0.0.1:1/none", pool: { connectionTimeoutMillis: 1000 } }), PostgresEngine), PostgresEngine, {})
-          : SqlLayer.make(SqlLayer.scoped(() => openSqlite({ filename: "/nonexistent-directory/relay.db" }), SqliteEngine), SqliteEngine, {})
+          ? SqlLayer.make(SqlLayer.scoped(() => openPostgres({ connectionString: "postgres://postgres@127.0.0.1:1/none", pool: { connectionTimeoutMillis: 1000 } }), PostgresEngine), PostgresEngine, noWait)
+          : SqlLayer.make(SqlLayer.scoped(() => openSqlite({ filename: "/nonexistent-directory/relay.db" }), SqliteEngine), SqliteEngine, noWait)
         const error = yield* Effect.flip(Effect.scoped(Layer.build(layer)))
         assert.strictEqual(error.reason._tag, "StorageUnavailable")
       }))

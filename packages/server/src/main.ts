@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `pnpm start`: the relay on node:http. SQLite file ./data/relay.db by default, on 127.0.0.1:8080; configuration
  * from the environment (see docs/server.md). On a first start it seeds demo data and prints the demo credentials

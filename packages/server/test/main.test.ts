@@ -3,7 +3,7 @@
  * once with a curl line that works; a restart does not seed again; SIGTERM lets a request in flight finish, then
  * the process exits cleanly with the database closed.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,6 +14,11 @@ const directory = mkdtempSync(join(tmpdir(), "relay-main-"))
 afterAll(() => rmSync(directory, { recursive: true, force: true }))
 
 describe("pnpm start", () => {
+  it("the custody-relay bin is a node script: its entry starts with a #! line, which the build keeps", () => {
+    const entry = readFileSync(new URL("../src/main.ts", import.meta.url), "utf8")
+    expect(entry.split("\n")[0]).toBe("#!/usr/bin/env node")
+  })
+
   it("AUTH-SEC-1: first start seeds the demo and prints every key once with a working curl line; a restart does not", async () => {
     const database = join(directory, "data", "relay.db")
     const server = await startServer({ RELAY_DATABASE: database })

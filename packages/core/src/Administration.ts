@@ -11,7 +11,9 @@ import * as DomainEvent from "./DomainEvent.js"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
 import type { Permission } from "./Permission.js"
-import { NotFound } from "./RelayError.js"
+import type { RateLimitPolicy } from "./RateLimiter.js"
+import { InvalidRequest, NotFound } from "./RelayError.js"
+import * as Settings from "./Settings.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 
@@ -46,6 +48,8 @@ export interface NewApiUser {
   readonly permissions: ReadonlyArray<Permission>
   /** The actor name shown in a transaction's approvals; defaults to one derived from the id. */
   readonly name?: string
+  /** The credential's own request budget; when absent, the one set for new API users, else the deployment's. */
+  readonly rateLimit?: RateLimitPolicy
 }
 
 /** Creates an API user and returns its credential: the only time the secret exists outside the caller's hands. */
@@ -56,6 +60,10 @@ export const createApiUser = operation("Administration.createApiUser")(function*
   const now = yield* Timestamp.now
   yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
+      const rateLimit = input.rateLimit ?? Option.getOrUndefined(Option.map(
+        yield* unit.getSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS),
+        (text) => JSON.parse(text) as RateLimitPolicy
+      ))
       if (clientId !== null && Option.isNone(yield* unit.getClient(clientId))) {
         return yield* new NotFound({ resource: "client", id: clientId })
       }
@@ -75,6 +83,7 @@ export const createApiUser = operation("Administration.createApiUser")(function*
         keyId: credential.keyId,
         secretHash: ApiUser.hashSecret(Redacted.value(credential.secret)),
         permissions,
+        ...(rateLimit === undefined ? {} : { rateLimit }),
         revokedAt: null,
         createdAt: now,
         updatedAt: now
@@ -104,6 +113,21 @@ const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestam
         return updated
       }))
   })
+
+/**
+ * The request budget API users created from now on get (LIM-RATE-2: "applies to API users created afterwards");
+ * kept with the data, so every node creates them alike. Existing API users keep theirs.
+ */
+export const setRateLimitForNewApiUsers = operation("Administration.setRateLimitForNewApiUsers")(function*(
+  policy: RateLimitPolicy
+) {
+  if (!Number.isInteger(policy.limit) || policy.limit < 1 || !Number.isInteger(policy.windowSeconds) || policy.windowSeconds < 1) {
+    return yield* InvalidRequest.field("rateLimit", "limit and windowSeconds must be positive integers")
+  }
+  yield* Storage.run("write", (unit) =>
+    unit.putSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS, JSON.stringify({ limit: policy.limit, windowSeconds: policy.windowSeconds })))
+  return policy
+})
 
 /** Revokes a credential: from the next request on it is refused with 401. Revoking twice changes nothing. */
 export const revokeApiUser = operation("Administration.revokeApiUser")(function*(id: string) {

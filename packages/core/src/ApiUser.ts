@@ -28,6 +28,11 @@ export const ApiUser = Schema.Struct({
   secretHash: Schema.String,
   permissions: Schema.Array(Permission),
   revokedAt: Schema.NullOr(Timestamp),
+  /**
+   * This credential's own request budget, when it has one: kept with the credential, so every node that
+   * authenticates it applies the same budget (LIM-RATE-1). Absent: the deployment's policy.
+   */
+  rateLimit: Schema.optionalKey(Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int })),
   createdAt: Timestamp,
   updatedAt: Timestamp
 })

@@ -34,7 +34,8 @@ export const authenticate = Effect.fnUntraced(function*(
     clientId: user.clientId,
     name: user.name,
     keyId: user.keyId,
-    permissions: user.permissions
+    permissions: user.permissions,
+    ...(user.rateLimit === undefined ? {} : { rateLimit: user.rateLimit })
   }
 })
 

@@ -6,6 +6,7 @@
 import { Effect, Option } from "effect"
 import type { ApiUserId, ClientId } from "./Ids.js"
 import { type Operation, type Permission, requiredPermission } from "./Permission.js"
+import type { RateLimitPolicy } from "./RateLimiter.js"
 import { CredentialNotClientScoped, NotFound, PermissionDenied } from "./RelayError.js"
 
 export interface Principal {
@@ -14,6 +15,8 @@ export interface Principal {
   readonly name: string
   readonly keyId: string
   readonly permissions: ReadonlyArray<Permission>
+  /** The credential's own request budget, if it has one (see ApiUser.rateLimit). */
+  readonly rateLimit?: RateLimitPolicy
 }
 
 export interface ClientPrincipal extends Principal {

@@ -19,6 +19,7 @@ import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressI
 import type { LedgerEntry } from "./Ledger.js"
 import type { OutboxEntry, OutboxStore } from "./Outbox.js"
 import * as Page from "./Page.js"
+import type { SettingsStore } from "./Settings.js"
 import * as Transaction from "./Transaction.js"
 import type { WhitelistedAddress, WhitelistFilter } from "./WhitelistedAddress.js"
 
@@ -145,7 +146,8 @@ export interface StorageUnit
     LedgerStore,
     IdempotencyStore,
     EventStore,
-    OutboxStore
+    OutboxStore,
+    SettingsStore
 {}
 
 export type UnitMode = "read" | "write"
@@ -266,6 +268,7 @@ const makeMemory = Effect.fnUntraced(function*() {
   const idempotency = new MemoryTable<IdempotencyRecord>()
   const events = new MemoryTable<LoggedEvent>()
   const outbox = new MemoryTable<OutboxEntry>()
+  const settings = new MemoryTable<string>()
   let lastPosition = 0
   const writeLock = yield* Semaphore.make(1)
 
@@ -280,7 +283,8 @@ const makeMemory = Effect.fnUntraced(function*() {
       ledger: new StagedTable(ledger),
       idempotency: new StagedTable(idempotency),
       events: new StagedTable(events),
-      outbox: new StagedTable(outbox)
+      outbox: new StagedTable(outbox),
+      settings: new StagedTable(settings)
     }
     const write = memoryWriteIn(mode)
     const update = memoryUpdateWith(write)
@@ -446,6 +450,13 @@ const makeMemory = Effect.fnUntraced(function*() {
       },
       listOutboxEntries(subjectId) {
         return read(() => [...staged.outbox.values()].filter((e) => e.subjectId === subjectId).sort((a, b) => (a.id < b.id ? -1 : 1)))
+      },
+
+      getSetting(name) {
+        return read(() => Option.fromNullishOr(staged.settings.get(name)))
+      },
+      putSetting(name, value) {
+        return write(() => staged.settings.set(name, value))
       },
 
       deleteExpiredIdempotencyRecords(now) {

@@ -151,14 +151,12 @@ export const make = (options: ControlOptions) => {
             permissions: input.permissions,
             ...(input.name === undefined ? {} : { name: input.name })
           }),
-          (credential) => {
-            options.policies.assignToNewKey(credential.keyId)
-            return json(201, {
+          (credential) =>
+            json(201, {
               apiUserId: credential.apiUserId,
               keyId: credential.keyId,
               secret: Redacted.value(credential.secret)
             })
-          }
         ))
     },
     {
@@ -208,10 +206,11 @@ export const make = (options: ControlOptions) => {
       method: "PUT",
       path: "/__control/rate-limit",
       call: withBody(RateLimit, (_, input) =>
-        Effect.sync(() => {
-          options.policies.setPolicyForNewKeys({ limit: input.limit, windowSeconds: input.windowSeconds })
-          return json(200, { limit: input.limit, windowSeconds: input.windowSeconds })
-        }))
+        // Kept with the data (Administration.setRateLimitForNewApiUsers), so every node creates keys alike.
+        Effect.map(
+          Administration.setRateLimitForNewApiUsers({ limit: input.limit, windowSeconds: input.windowSeconds }),
+          (policy) => json(200, { limit: policy.limit, windowSeconds: policy.windowSeconds })
+        ))
     },
     {
       method: "PUT",

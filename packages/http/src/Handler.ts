@@ -170,7 +170,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     Effect.gen(function*() {
       state.keyId = principal.keyId
       const limiter = yield* RateLimiter.RateLimiter
-      const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal.keyId))
+      const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal))
       state.rateHeaders = RateLimitPolicies.headers(decision)
       if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
 

@@ -4,6 +4,7 @@
  * protocol's limit for keys created afterwards.
  */
 import { describe, expect, it } from "vitest"
+import { Ids, type Principal } from "@custody-relay/core"
 import * as RateLimitPolicies from "../src/RateLimitPolicies.js"
 import { allPermissions, makeFixture, record } from "./RelayFixture.js"
 
@@ -53,11 +54,20 @@ describe("rate limits", () => {
     }
   })
 
-  it("LIM-RATE-2: a per-key limit overrides the deployment's", () => {
+  it("LIM-RATE-2: a per-key limit overrides the credential's own budget, which overrides the deployment's", () => {
+    const principal = (keyId: string, rateLimit?: { limit: number; windowSeconds: number }): Principal.Principal => ({
+      apiUserId: Ids.ApiUserId.make("00000000-0000-7000-8000-000000000001"),
+      clientId: null,
+      name: "p",
+      keyId,
+      permissions: [],
+      ...(rateLimit === undefined ? {} : { rateLimit })
+    })
     const policies = RateLimitPolicies.make({ limit: 1000, windowSeconds: 60, perKey: { crk_partner: { limit: 7, windowSeconds: 10 } } })
-    expect(policies.policyFor("crk_partner")).toEqual({ limit: 7, windowSeconds: 10 })
-    expect(policies.policyFor("crk_other")).toEqual({ limit: 1000, windowSeconds: 60 })
-    expect(RateLimitPolicies.make(undefined).policyFor("crk_any")).toEqual(RateLimitPolicies.DEFAULT_POLICY)
+    expect(policies.policyFor(principal("crk_partner", { limit: 3, windowSeconds: 5 }))).toEqual({ limit: 7, windowSeconds: 10 })
+    expect(policies.policyFor(principal("crk_own", { limit: 3, windowSeconds: 5 }))).toEqual({ limit: 3, windowSeconds: 5 })
+    expect(policies.policyFor(principal("crk_other"))).toEqual({ limit: 1000, windowSeconds: 60 })
+    expect(RateLimitPolicies.make(undefined).policyFor(principal("crk_any"))).toEqual(RateLimitPolicies.DEFAULT_POLICY)
   })
 
   it("LIM-RATE-2: the control protocol's PUT /rate-limit applies to API users created afterwards only", async () => {

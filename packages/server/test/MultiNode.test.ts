@@ -115,6 +115,20 @@ describe.skipIf(adminUrl === undefined || adminUrl === "")("two nodes on one Pos
     expect(listed.body["total"]).toBe(3)
   })
 
+  it("LIM-RATE-2: the control's PUT /rate-limit on one node applies to keys the other node creates afterwards, on both nodes", async () => {
+    const [a, b] = nodes
+    if (a === undefined || b === undefined) throw new Error("nodes did not start")
+    const clientId = String((await control(a, "POST", "/clients")).body["clientId"])
+    expect((await control(a, "PUT", "/rate-limit", { limit: 7, windowSeconds: 600 })).status).toBe(200)
+    try {
+      const user = (await control(b, "POST", "/api-users", { clientId, permissions: ["View custody account"] })).body
+      const auth = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]) }
+      for (const node of [a, b]) expect((await json(`${node.url}/relay/v1/accounts`, "GET", auth)).headers.get("x-ratelimit-limit")).toBe("7")
+    } finally {
+      await control(b, "PUT", "/rate-limit", { limit: 40, windowSeconds: 3600 })
+    }
+  })
+
   it("an Idempotency-Key used on one node is replayed by the other, and conflicts there too", async () => {
     const [a, b] = nodes
     if (a === undefined || b === undefined) throw new Error("nodes did not start")

@@ -23,6 +23,7 @@ import * as EventLog from "./stores/EventLog.js"
 import * as IdempotencyKeys from "./stores/IdempotencyKeys.js"
 import * as Ledger from "./stores/Ledger.js"
 import * as OutboxEntries from "./stores/OutboxEntries.js"
+import * as Settings from "./stores/Settings.js"
 import * as Transactions from "./stores/Transactions.js"
 import * as WhitelistedAddresses from "./stores/WhitelistedAddresses.js"
 
@@ -79,7 +80,8 @@ export const makeUnit = (
     ...Ledger.store(parts),
     ...IdempotencyKeys.store(parts),
     ...EventLog.store(parts),
-    ...OutboxEntries.store(parts)
+    ...OutboxEntries.store(parts),
+    ...Settings.store(parts)
   }
 }
 

@@ -431,6 +431,21 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         yield* write((unit) => Effect.forEach([second, leased, later], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
+    it.effect("LIM-RATE-2: settings are kept by name and replaced; an API user's own budget round-trips", () =>
+      Effect.gen(function*() {
+        const name = `setting-${Records.client().id}`
+        assert.isTrue(Option.isNone(yield* read((unit) => unit.getSetting(name))))
+        yield* write((unit) => unit.putSetting(name, "{\"limit\":5}"))
+        yield* write((unit) => unit.putSetting(name, "{\"limit\":7}"))
+        assert.deepStrictEqual(yield* read((unit) => unit.getSetting(name)), Option.some("{\"limit\":7}"))
+        const client = Records.client()
+        const budgeted = Records.apiUser(client.id, { rateLimit: { limit: 3, windowSeconds: 9 } })
+        const plain = Records.apiUser(client.id)
+        yield* write((unit) => Effect.all([unit.insertClient(client), unit.insertApiUser(budgeted), unit.insertApiUser(plain)]))
+        assert.deepStrictEqual(yield* read((unit) => unit.getApiUser(budgeted.id)), Option.some(budgeted))
+        assert.deepStrictEqual(yield* read((unit) => unit.getApiUser(plain.id)), Option.some(plain))
+      }))
+
     it.effect("GEN-5XX-1: a list filter holding U+0000 matches nothing, the same on every engine", () =>
       Effect.gen(function*() {
         const client = Records.client()

@@ -10,6 +10,7 @@ import * as ListIndexes from "./0002_list_indexes.js"
 import * as RateLimitWindows from "./0003_rate_limit_windows.js"
 import * as TransactionCounts from "./0004_transaction_counts.js"
 import * as CommandsEventsOutbox from "./0005_commands_events_outbox.js"
+import * as SettingsAndKeyBudgets from "./0006_settings_and_key_budgets.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -18,7 +19,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0002_list_indexes", ListIndexes.up],
   ["0003_rate_limit_windows", RateLimitWindows.up],
   ["0004_transaction_counts", TransactionCounts.up],
-  ["0005_commands_events_outbox", CommandsEventsOutbox.up]
+  ["0005_commands_events_outbox", CommandsEventsOutbox.up],
+  ["0006_settings_and_key_budgets", SettingsAndKeyBudgets.up]
 ]
 
 /** Migration names, oldest first. */

@@ -22,6 +22,10 @@ const decodePermissions = (text: string): ReadonlyArray<Permission.Permission> =
     : decodeStrictly(text)
 }
 
+const decodeRateLimit = Schema.decodeUnknownSync(
+  Schema.fromJsonString(Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int }))
+)
+
 export const encode = (user: ApiUser.ApiUser): ApiUsersTable => ({
   id: user.id,
   client_id: user.clientId,
@@ -30,6 +34,7 @@ export const encode = (user: ApiUser.ApiUser): ApiUsersTable => ({
   secret_hash: user.secretHash,
   permissions: JSON.stringify(user.permissions),
   revoked_at: user.revokedAt,
+  rate_limit: user.rateLimit === undefined ? null : JSON.stringify(user.rateLimit),
   created_at: user.createdAt,
   updated_at: user.updatedAt
 })
@@ -42,6 +47,7 @@ export const decode = (row: ApiUsersTable): ApiUser.ApiUser => ({
   secretHash: row.secret_hash,
   permissions: decodePermissions(row.permissions),
   revokedAt: row.revoked_at,
+  ...(row.rate_limit === null ? {} : { rateLimit: decodeRateLimit(row.rate_limit) }),
   createdAt: row.created_at,
   updatedAt: row.updated_at
 })

@@ -38,6 +38,8 @@ export interface ApiUsersTable {
   /** JSON array of permission names. */
   readonly permissions: string
   readonly revoked_at: Timestamp.Timestamp | null
+  /** JSON `{limit, windowSeconds}`: the API user's own request budget; null for the deployment's. */
+  readonly rate_limit: string | null
   readonly created_at: Timestamp.Timestamp
   readonly updated_at: Timestamp.Timestamp
 }
@@ -185,6 +187,7 @@ export interface Database {
   readonly idempotency_keys: IdempotencyKeysTable
   readonly domain_events: DomainEventsTable
   readonly outbox_entries: OutboxEntriesTable
+  readonly relay_settings: { readonly name: string; readonly value: string }
   readonly rate_limit_windows: RateLimitWindowsTable
   readonly transaction_counts: TransactionCountsTable
 }

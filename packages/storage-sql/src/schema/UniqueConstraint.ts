@@ -23,6 +23,7 @@ export const primaryKeys: ReadonlyArray<UniqueConstraint> = [
   { name: "ledger_entries_pkey", table: "ledger_entries", columns: ["id"] },
   { name: "idempotency_keys_pkey", table: "idempotency_keys", columns: ["scope", "key"] },
   { name: "outbox_entries_pkey", table: "outbox_entries", columns: ["id"] },
+  { name: "relay_settings_pkey", table: "relay_settings", columns: ["name"] },
   { name: "rate_limit_windows_pkey", table: "rate_limit_windows", columns: ["key", "window_start"] }
 ]
 

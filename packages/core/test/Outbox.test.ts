@@ -78,6 +78,15 @@ const setup = Effect.gen(function*() {
   return { principal, source, initiate }
 })
 
+/** A transfer and a new whitelisted address, both handed to the provider (and, when it is polled, followed). */
+const transferAndAddress = Effect.gen(function*() {
+  const { initiate, principal } = yield* setup
+  const tx = yield* initiate("0.1")
+  const entry = yield* WhitelistedAddresses.create(principal, { name: "Desk", address: validAddress("BTC"), assetType: "BTC" })
+  yield* settleAll
+  return { tx, entry, principal }
+})
+
 const entriesOf = (subjectId: string) => Storage.run("read", (unit) => unit.listOutboxEntries(subjectId))
 
 describe("Outbox", () => {
@@ -155,10 +164,7 @@ describe("Outbox", () => {
   it.effect("TXN-FLOW-1 WL-STATE-1: the live simulated provider completes a transfer and approves an address, each step an event", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* setup
-      const tx = yield* initiate("0.1")
-      const entry = yield* WhitelistedAddresses.create(principal, { name: "Desk", address: validAddress("BTC"), assetType: "BTC" })
-      yield* settleAll
+      const { tx, entry } = yield* transferAndAddress
       assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "COMPLETED")
       const events = yield* Storage.run("read", (unit) => unit.listEvents({ entityId: tx.id }, 0, 100))
       assert.deepStrictEqual(events.map((e) => e.type), [
@@ -179,10 +185,7 @@ describe("Outbox", () => {
   it.effect("a pushed report (the provider's callback, named by its request id) moves the transfer and the address, as events", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* setup
-      const tx = yield* initiate("0.1")
-      const entry = yield* WhitelistedAddresses.create(principal, { name: "Desk", address: validAddress("BTC"), assetType: "BTC" })
-      yield* settleAll
+      const { tx, entry, principal } = yield* transferAndAddress
       // A pushed provider is never polled: only the submission and the registration ran.
       const [submission] = yield* entriesOf(tx.id)
       const [registration] = yield* entriesOf(entry.id)

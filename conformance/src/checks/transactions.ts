@@ -59,7 +59,7 @@ export const initiateResponse = defineCheck({
       const declared = context.profile.transactionStatuses.map((entry) => entry.status)
       context.expect(declared.includes(status.toUpperCase()), "TXN-FLOW-1", `initiate status ${status} is not in the profile (upper-cased)`, result)
       // Whether this transfer needs an approval is the implementation's policy (awaiting_signature is the
-      // interface's example "when an additional approval is required"): any pending status is an answer.
+      // interface's example "when an additional approval is required"): every pending status is an answer.
       context.expect(groupOf(context.profile, status.toUpperCase()) === "pending", "TXN-INIT-2", `a new transaction should be pending, got ${status}`, result)
       const read = await tenant.client.getTransaction(String(body["id"]))
       context.expectStatus(read, 200, "TXN-FLOW-1", "GET /transactions/{id}")

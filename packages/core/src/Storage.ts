@@ -72,6 +72,13 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
   get isUnavailable(): boolean {
     return this.reason._tag === "StorageUnavailable"
   }
+  /**
+   * What a later try may not meet: the database unavailable, or a race (a lock wait past its timeout, a deadlock)
+   * still lost after every re-run. Neither is a fault of the request or of the code.
+   */
+  get isTransient(): boolean {
+    return this.reason._tag === "StorageUnavailable" || this.reason._tag === "StorageConflict"
+  }
   override get message() {
     return `${this.reason._tag}: ${this.reason.message}`
   }

@@ -53,12 +53,12 @@ export const defectMapping: ErrorMapping = { status: 500, code: "INTERNAL_ERROR"
 export const defectMessage = "An unexpected error occurred; quote the requestId when reporting it"
 
 /**
- * What a request answers when the database could not be reached or the connection was lost and re-running its
- * unit did not help: 503 with Retry-After, so a client retries (with its Idempotency-Key: a lost commit leaves
+ * What a request answers when the database could not be reached, the connection was lost, or a lock stayed held,
+ * and re-running its unit did not help: 503 with Retry-After, so a client retries (with its Idempotency-Key: a lost commit leaves
  * the outcome unknown, and the key makes the retry safe).
  */
 export const unavailableMapping: ErrorMapping = { status: 503, code: "STORAGE_UNAVAILABLE" }
-export const unavailableMessage = "The database is unavailable; retry after the time in Retry-After"
+export const unavailableMessage = "The database is unavailable or busy; retry after the time in Retry-After"
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1
 
 /** The table as Markdown rows, in table order, closed by the defect row: docs/http.md holds exactly this text. */
@@ -67,6 +67,6 @@ export const toMarkdown = (): string =>
     "| error | status | code |",
     "|---|---|---|",
     ...Object.entries(errorTable).map(([tag, mapping]) => `| ${tag} | ${mapping.status} | ${mapping.code} |`),
-    `| (the database unavailable, after re-runs; with Retry-After) | ${unavailableMapping.status} | ${unavailableMapping.code} |`,
+    `| (the database unavailable or busy, after re-runs; with Retry-After) | ${unavailableMapping.status} | ${unavailableMapping.code} |`,
     `| (defect: an unexpected failure) | ${defectMapping.status} | ${defectMapping.code} |`
   ].join("\n")

@@ -87,9 +87,12 @@ interface RequestState {
   keyId: string | undefined
 }
 
-/** A defect that is the storage's unavailability (a lost or refused connection), not a bug. */
+/**
+ * A defect that is the storage being unavailable or busy (a lost or refused connection; a lock held past every
+ * re-run's timeout), not a bug: the answer is 503 with Retry-After.
+ */
 const isStorageUnavailable = (cause: Cause.Cause<unknown>): boolean =>
-  cause.reasons.some((reason) => reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.isUnavailable)
+  cause.reasons.some((reason) => reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.isTransient)
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 

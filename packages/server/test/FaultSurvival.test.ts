@@ -148,6 +148,27 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     }
   }, 120_000)
 
+  it("a lock held past every re-run's lock timeout is a 503 with Retry-After; the keyed retry after it is released succeeds once", async () => {
+    const { database, nodes, tenant } = await twoNodes("100", { RELAY_PG_LOCK_TIMEOUT_MILLIS: "100" })
+    const holder = new pg.Client({ connectionString: database })
+    await holder.connect()
+    try {
+      await holder.query("BEGIN")
+      await holder.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [tenant.source])
+      const keyed = { ...tenant.auth, "idempotency-key": "held-past-timeout" }
+      const busy = await send(`${nodes[0].url}/relay/v1/transactions/initiate`, "POST", keyed, transfer(tenant, "1"))
+      expect([busy.status, busy.retryAfter]).toEqual([503, "1"])
+      await holder.query("COMMIT")
+      const retried = await send(`${nodes[1].url}/relay/v1/transactions/initiate`, "POST", keyed, transfer(tenant, "1"))
+      expect(retried.status).toBe(201)
+      expect((await transactionsOf(nodes[0], tenant)).length).toBe(1)
+      await expectReconciled(nodes[0], tenant, "100")
+    } finally {
+      await holder.end().catch(() => undefined)
+      await stopAll(nodes)
+    }
+  }, 120_000)
+
   it("a node started before its database exists waits for it, saying so, and serves once it is there", async () => {
     const name = `relay_late_${process.pid}_${Date.now()}`
     const url = new URL(adminUrl ?? "")

@@ -21,7 +21,6 @@ import * as Page from "./Page.js"
 import type { Permission } from "./Permission.js"
 import type { Principal } from "./Principal.js"
 import * as Relay from "./Relay.js"
-import type { RelayError } from "./RelayError.js"
 import * as Transaction from "./Transaction.js"
 import * as Transactions from "./Transactions.js"
 import * as WhitelistedAddress from "./WhitelistedAddress.js"
@@ -59,7 +58,9 @@ const keyed = <A, E, R>(
 
 const firstPage: Page.PageRequest = { page: Page.DEFAULT_PAGE, limit: Page.DEFAULT_LIMIT }
 
-export type { Principal, RelayError }
+export type { Principal }
+/** The refusals a call may reject with, as classes: `error instanceof RelayError.NotFound` works. */
+export * as RelayError from "./RelayError.js"
 export type { AccountFilter } from "./Account.js"
 export type { NewApiUser } from "./Administration.js"
 export type { PageRequest } from "./Page.js"

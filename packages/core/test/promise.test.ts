@@ -1,6 +1,6 @@
 import { assert, describe, it } from "vitest"
 import { Permission, RelayError } from "@custody-relay/core"
-import { createRelay } from "@custody-relay/core/promise"
+import { createRelay, RelayError as PromiseRelayError } from "@custody-relay/core/promise"
 
 describe("Promise facade", () => {
   it("runs a whole flow with plain promises and rejects with tagged errors", async () => {
@@ -81,6 +81,8 @@ describe("Promise facade", () => {
         (error: unknown) => error
       )
       assert.instanceOf(reused, RelayError.IdempotencyKeyReused)
+      // The facade's own entry exports the error classes too, for code that imports nothing else.
+      assert.instanceOf(reused, PromiseRelayError.IdempotencyKeyReused)
       assert.strictEqual((await relay.outbox.runDue()), 0)
     } finally {
       await relay.dispose()

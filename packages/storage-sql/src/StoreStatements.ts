@@ -11,7 +11,9 @@ import type {
   AccountsTable,
   ApiUsersTable,
   Database,
+  DomainEventsTable,
   LedgerEntriesTable,
+  OutboxEntriesTable,
   TransactionsTable,
   WhitelistedAddressesTable
 } from "./schema/Database.js"
@@ -171,6 +173,8 @@ interface CountStep extends Pick<TransactionsTable, "client_id" | "source_accoun
 const writesOf = (db: Kysely<Database>) => ({
   insertTransaction: byColumns((row: TransactionsTable) => db.insertInto("transactions").values(row)),
   insertLedgerEntry: byColumns((row: LedgerEntriesTable) => db.insertInto("ledger_entries").values(row)),
+  insertEvent: byColumns((row: Omit<DomainEventsTable, "position">) => db.insertInto("domain_events").values(row)),
+  insertOutboxEntry: byColumns((row: OutboxEntriesTable) => db.insertInto("outbox_entries").values(row)),
   countTransactions: byColumns((step: CountStep) =>
     db.insertInto("transaction_counts")
       .values({

@@ -23,10 +23,10 @@ const decode = (row: EventRow): DomainEvent.LoggedEvent => ({
   data: JSON.parse(row.data) as Record<string, unknown>
 })
 
-export const store = ({ db, engine, statements: { rows, write } }: StoreArguments): DomainEvent.EventStore => ({
+export const store = ({ db, engine, statements: { rows, write }, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => ({
   appendEvent(event) {
     return Effect.asVoid(write(
-      db.insertInto("domain_events").values({
+      writes.insertEvent({
         id: event.id,
         type: event.type,
         client_id: event.clientId,

@@ -37,11 +37,11 @@ const decode = (row: OutboxEntriesTable): Outbox.OutboxEntry => ({
   updatedAt: row.updated_at as Outbox.OutboxEntry["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, statements: { first, rows, write } }: StoreArguments): Outbox.OutboxStore => {
+export const store = ({ db, engine, mode, statements: { first, rows, write }, compiled: { writes } }: StoreArguments): Outbox.OutboxStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
   return {
     insertOutboxEntry(entry) {
-      return Effect.asVoid(write(db.insertInto("outbox_entries").values(encode(entry))))
+      return Effect.asVoid(write(writes.insertOutboxEntry(encode(entry))))
     },
     getOutboxEntry(id) {
       return Effect.map(

@@ -11,6 +11,7 @@
 import { Effect, Schema } from "effect"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { DecimalString } from "./Money.js"
+import type * as Page from "./Page.js"
 import type { StorageError } from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 
@@ -165,6 +166,29 @@ export interface EventFilter {
   readonly entityId?: string
 }
 
+/** What the audit trail filters by: every given one must hold. Times are inclusive. */
+export interface TrailFilter {
+  readonly entityType?: EntityType
+  readonly entityId?: string
+  readonly types?: ReadonlyArray<EventType>
+  readonly from?: string
+  readonly to?: string
+}
+
+/** Whether an event satisfies every given filter; the memory store uses it, and SQL adapters mirror it. */
+export const trailMatches = (event: DomainEvent, filter: TrailFilter): boolean =>
+  (filter.entityType === undefined || event.entityType === filter.entityType) &&
+  (filter.entityId === undefined || event.entityId === filter.entityId) &&
+  (filter.types === undefined || filter.types.length === 0 || filter.types.includes(event.type)) &&
+  (filter.from === undefined || event.at >= filter.from) &&
+  (filter.to === undefined || event.at <= filter.to)
+
+/** An event on the wire: the record less its log position. */
+export const EventView = DomainEvent
+export type EventView = DomainEvent
+
+export const toView = ({ position: _, ...event }: LoggedEvent): EventView => event
+
 /** What an event says about its entity, before it is given an id and a time. */
 export interface Change<T extends EventType> {
   readonly type: T
@@ -204,6 +228,8 @@ export interface EventStore {
   readonly appendEvent: (event: DomainEvent) => Op<void>
   /** Events matching `filter` in log order, after `afterPosition`, at most `limit`. */
   readonly listEvents: (filter: EventFilter, afterPosition: number, limit: number) => Op<ReadonlyArray<LoggedEvent>>
+  /** A page of one client's events (every client's, for null) matching `filter`, newest first, with the total. */
+  readonly pageEvents: (clientId: string | null, filter: TrailFilter, page: Page.PageRequest) => Op<Page.Page<LoggedEvent>>
 }
 
 /** Appends the event for `change` in `unit`: the change and its record commit or roll back together. */

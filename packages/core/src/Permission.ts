@@ -4,7 +4,10 @@
  */
 import { Schema } from "effect"
 
-/** The ten permission names, exactly as the interface writes them: they appear verbatim in 403 bodies. */
+/**
+ * The interface's ten permission names, exactly as it writes them (they appear verbatim in 403 bodies), then ours
+ * for our extensions.
+ */
 export const permissionNames = [
   "Initiate new custody account",
   "View custody account",
@@ -15,7 +18,8 @@ export const permissionNames = [
   "View custody transaction status",
   "Approve transaction",
   "Approve new custody account",
-  "Initiate external wallet address"
+  "Initiate external wallet address",
+  "View audit trail"
 ] as const
 
 export const Permission = Schema.Literals(permissionNames)
@@ -37,7 +41,8 @@ export const requiredPermission = {
   "transactions.reject": "Approve transaction",
   "whitelistedAddresses.create": "Initiate external wallet address",
   "whitelistedAddresses.list": "View whitelisted address",
-  "whitelistedAddresses.get": "View whitelisted address"
+  "whitelistedAddresses.get": "View whitelisted address",
+  "auditTrail.list": "View audit trail"
 } as const satisfies Record<string, Permission>
 
 export type Operation = keyof typeof requiredPermission

@@ -13,7 +13,7 @@ import { Context, Effect, Layer, Option, Schema, Semaphore } from "effect"
 import type { Account, AccountFilter, AccountIdentity } from "./Account.js"
 import type { ApiUser } from "./ApiUser.js"
 import type { Client } from "./Client.js"
-import type { EventStore, LoggedEvent } from "./DomainEvent.js"
+import { type EventStore, type LoggedEvent, trailMatches } from "./DomainEvent.js"
 import type { IdempotencyRecord, IdempotencyStore } from "./Idempotency.js"
 import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import type { LedgerEntry } from "./Ledger.js"
@@ -436,6 +436,16 @@ const makeMemory = Effect.fnUntraced(function*() {
             .sort((a, b) => a.position - b.position)
             .slice(0, limit)
         )
+      },
+
+      pageEvents(clientId, filter, request) {
+        return read(() => {
+          const matching = [...staged.events.values()]
+            .filter((e) => (clientId === null || e.clientId === clientId) && trailMatches(e, filter))
+            .sort((a, b) => b.position - a.position)
+          const start = Page.offset(request)
+          return { items: matching.slice(start, start + request.limit), total: matching.length }
+        })
       },
 
       insertOutboxEntry(entry) {

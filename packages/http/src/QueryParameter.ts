@@ -69,6 +69,19 @@ export const uuid = (description: string): QueryParameter<string | undefined> =>
   decode: single((value) => (Ids.isUuid(value) ? Result.succeed(Ids.canonicalUuid(value)) : Result.fail("must be a UUID")), undefined)
 })
 
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/
+
+/** An instant in UTC, ISO 8601 (GEN-TIME-1's form; milliseconds optional), compared as the stored timestamps are. */
+export const timestamp = (description: string): QueryParameter<string | undefined> => ({
+  description,
+  multi: false,
+  schema: { type: "string", format: "date-time" },
+  decode: single((value) => {
+    if (!TIMESTAMP.test(value) || Number.isNaN(Date.parse(value))) return Result.fail("must be an ISO 8601 time in UTC, e.g. 2026-01-31T12:00:00.000Z")
+    return Result.succeed(new Date(value).toISOString())
+  }, undefined)
+})
+
 const normalise = (value: string, caseInsensitive: "upper" | "lower" | false): string =>
   caseInsensitive === "upper" ? value.toUpperCase() : caseInsensitive === "lower" ? value.toLowerCase() : value
 

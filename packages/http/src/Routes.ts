@@ -8,6 +8,8 @@
 import {
   Account,
   Accounts,
+  AuditTrail,
+  DomainEvent,
   FeeEstimate,
   Page,
   Permission,
@@ -142,6 +144,36 @@ const whitelistQuery = {
     caseInsensitive: "upper"
   })
 }
+
+const trailQuery = {
+  page: QueryParameter.page,
+  limit: QueryParameter.limit,
+  entityType: QueryParameter.oneOf({ description: "The kind of record the event is about", values: DomainEvent.entityTypes }),
+  entityId: QueryParameter.uuid("The record the event is about"),
+  type: QueryParameter.manyOf({ description: "Event type; repeat the parameter for several", values: DomainEvent.eventTypes }),
+  from: QueryParameter.timestamp("Events at or after this time"),
+  to: QueryParameter.timestamp("Events at or before this time")
+}
+
+const recordTrailQuery = { page: QueryParameter.page, limit: QueryParameter.limit }
+
+const AuditTrailNote =
+  "Our extension to the interface: the domain events of the caller's client, newest first (docs/lifecycle.md lists " +
+  "every type). Needs \"View audit trail\"; another client's record is 404."
+
+/** The events of one kind of record, by its id (our extension). */
+const recordTrail = (path: string, record: AuditTrail.RecordWithTrail, summary: string) =>
+  define({
+    method: "GET",
+    path,
+    operation: "auditTrail.list",
+    summary,
+    description: AuditTrailNote,
+    extension: true,
+    query: recordTrailQuery,
+    response: Page.PageEnvelope(DomainEvent.EventView),
+    run: (principal, { params, query }) => AuditTrail.ofRecord(principal, record, param(params, "id"), pageOf(query))
+  })
 
 const pageOf = (query: { readonly page: number; readonly limit: number }): Page.PageRequest => ({
   page: query.page,
@@ -310,7 +342,30 @@ export const routes: ReadonlyArray<Route> = [
     summary: "Get a whitelisted address",
     response: WhitelistedAddress.WhitelistedAddressView,
     run: (principal, { params }) => WhitelistedAddresses.get(principal, param(params, "id"))
-  })
+  }),
+  define({
+    method: "GET",
+    path: "/relay/v1/events",
+    operation: "auditTrail.list",
+    summary: "List the audit trail (extension)",
+    description: AuditTrailNote,
+    extension: true,
+    query: trailQuery,
+    response: Page.PageEnvelope(DomainEvent.EventView),
+    run: (principal, { query }) => {
+      const filter: DomainEvent.TrailFilter = {
+        ...(query.entityType === undefined ? {} : { entityType: query.entityType }),
+        ...(query.entityId === undefined ? {} : { entityId: query.entityId }),
+        ...(query.type === undefined ? {} : { types: query.type }),
+        ...(query.from === undefined ? {} : { from: query.from }),
+        ...(query.to === undefined ? {} : { to: query.to })
+      }
+      return AuditTrail.list(principal, filter, pageOf(query))
+    }
+  }),
+  recordTrail("/relay/v1/accounts/{id}/events", "account", "The audit trail of a custody account (extension)"),
+  recordTrail("/relay/v1/transactions/{id}/events", "transaction", "The audit trail of a custody transaction (extension)"),
+  recordTrail("/relay/v1/whitelisted-addresses/{id}/events", "whitelisted_address", "The audit trail of a whitelisted address (extension)")
 ]
 
 /** The permission a route needs, from the core's one table. */

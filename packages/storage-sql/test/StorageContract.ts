@@ -405,6 +405,19 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.isTrue(listed[0]!.position < listed[1]!.position)
         assert.deepStrictEqual(ids(yield* read((unit) => unit.listEvents({ entityId }, listed[0]!.position, 10))), [event("account.approved", 1).id])
         assert.deepStrictEqual(yield* read((unit) => unit.listEvents({ entityId: Records.account(client.id).id }, 0, 10)), [])
+        // The audit trail's pages: newest first, filtered, with the total; another client sees none of them.
+        const page = (filter: Parameters<Storage.StorageUnit["pageEvents"]>[1], limit = 10, clientId: string | null = client.id) =>
+          read((unit) => unit.pageEvents(clientId, filter, { page: 1, limit }))
+        const newestFirst = [event("account.approved", 1).id, event("account.created", 0).id]
+        assert.deepStrictEqual(ids((yield* page({})).items), newestFirst)
+        assert.strictEqual((yield* page({}, 1)).total, 2)
+        assert.deepStrictEqual(ids((yield* page({}, 1)).items), newestFirst.slice(0, 1))
+        assert.deepStrictEqual(ids((yield* page({ types: ["account.created"], entityType: "account", entityId })).items), [event("account.created", 0).id])
+        assert.deepStrictEqual(ids((yield* page({ from: Records.at(1), to: Records.at(1) })).items), [event("account.approved", 1).id])
+        assert.deepStrictEqual((yield* page({ entityType: "transaction" })).total, 0)
+        assert.deepStrictEqual((yield* page({ entityId: "\u0000" })).total, 0)
+        assert.deepStrictEqual((yield* page({}, 10, Records.client().id)).total, 0)
+        assert.isAtLeast((yield* page({ entityId }, 10, null)).total, 2)
       }))
 
     it.effect("outbox: entries due by time and lease, oldest first; updates kept; listed by subject", () =>

@@ -4,8 +4,9 @@
  */
 import type { DomainEvent } from "@custody-relay/core"
 import { Effect } from "effect"
+import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
-import type { StoreArguments } from "../SqlUnit.js"
+import { countOf, emptyPage, matchesNothing, pageOf, type StoreArguments } from "../SqlUnit.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
 
@@ -23,7 +24,7 @@ const decode = (row: EventRow): DomainEvent.LoggedEvent => ({
   data: JSON.parse(row.data) as Record<string, unknown>
 })
 
-export const store = ({ db, engine, statements: { rows, write }, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => ({
+export const store = ({ db, engine, statements: { first, rows, write }, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => ({
   appendEvent(event) {
     return Effect.asVoid(write(
       writes.insertEvent({
@@ -39,6 +40,27 @@ export const store = ({ db, engine, statements: { rows, write }, compiled: { wri
         data: JSON.stringify(event.data)
       })
     ))
+  },
+  pageEvents(clientId, filter, request) {
+    if (matchesNothing(filter)) return Effect.succeed(emptyPage)
+    const { integer, text } = engine.opaque
+    const where = (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
+      const terms: Array<Expression<SqlBool>> = []
+      if (clientId !== null) terms.push(eb("client_id", "=", text(clientId)))
+      if (filter.entityType !== undefined) terms.push(eb("entity_type", "=", text(filter.entityType)))
+      if (filter.entityId !== undefined) terms.push(eb("entity_id", "=", text(filter.entityId)))
+      if (filter.types !== undefined && filter.types.length > 0) terms.push(eb("type", "in", [...filter.types]))
+      if (filter.from !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} >= ${filter.from}`)
+      if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
+      return eb.and(terms)
+    }
+    return pageOf(
+      (limit, offset) =>
+        rows(db.selectFrom("domain_events").selectAll().where(where).orderBy("position", "desc").limit(integer(limit)).offset(integer(offset))),
+      () => Effect.map(first(db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)), countOf),
+      decode,
+      request
+    )
   },
   listEvents(filter, afterPosition, limit) {
     const { integer, text } = engine.opaque

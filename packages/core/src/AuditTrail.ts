@@ -1,0 +1,67 @@
+/**
+ * The audit trail: the domain events of the caller's client, newest first, as our documented extension of the
+ * interface. One permission ("View audit trail") covers it; client scope as everywhere: another client's record
+ * is 404, whether asked for by id or named in a filter. The operator's view across clients has no principal.
+ */
+import { Effect } from "effect"
+import { requireUuid } from "./Accounts.js"
+import * as DomainEvent from "./DomainEvent.js"
+import { AccountId, TransactionId, WhitelistedAddressId } from "./Ids.js"
+import { operation } from "./Operation.js"
+import * as Page from "./Page.js"
+import { authorize, type ClientPrincipal, type Principal, requireOwned } from "./Principal.js"
+import * as Storage from "./Storage.js"
+
+export type RecordWithTrail = "account" | "transaction" | "whitelisted_address"
+
+/** The caller's record of this kind with this id, or NotFound whether it is absent or another client's (SCOPE-1). */
+const requireRecord = (unit: Storage.StorageUnit, caller: ClientPrincipal, record: RecordWithTrail, id: string) => {
+  switch (record) {
+    case "account":
+      return Effect.flatMap(unit.getAccount(AccountId.make(id)), requireOwned(caller, record, id))
+    case "transaction":
+      return Effect.flatMap(unit.getTransaction(TransactionId.make(id)), requireOwned(caller, record, id))
+    case "whitelisted_address":
+      return Effect.flatMap(unit.getWhitelistedAddress(WhitelistedAddressId.make(id)), requireOwned(caller, record, id))
+  }
+}
+
+const envelope = (found: Page.Page<DomainEvent.LoggedEvent>, page: Page.PageRequest) =>
+  Page.envelope({ items: found.items.map(DomainEvent.toView), total: found.total }, page)
+
+/** The caller's client's events matching `filter`, newest first. */
+export const list = operation("AuditTrail.list")(function*(
+  principal: Principal,
+  filter: DomainEvent.TrailFilter,
+  page: Page.PageRequest
+) {
+  const caller = yield* authorize(principal, "auditTrail.list")
+  const found = yield* Storage.run("read", (unit) => unit.pageEvents(caller.clientId, filter, page))
+  return envelope(found, page)
+})
+
+/** The events of one of the caller's records, newest first: 404 when it is absent or another client's. */
+export const ofRecord = operation("AuditTrail.ofRecord")(function*(
+  principal: Principal,
+  record: RecordWithTrail,
+  id: string,
+  page: Page.PageRequest
+) {
+  const caller = yield* authorize(principal, "auditTrail.list")
+  id = yield* requireUuid("id", id)
+  const found = yield* Storage.run("read", (unit) =>
+    Effect.gen(function*() {
+      yield* requireRecord(unit, caller, record, id)
+      return yield* unit.pageEvents(caller.clientId, { entityId: id }, page)
+    }))
+  return envelope(found, page)
+})
+
+/** Every client's events matching `filter`, newest first: the operator's view (administration, no principal). */
+export const acrossClients = operation("AuditTrail.acrossClients")(function*(
+  filter: DomainEvent.TrailFilter,
+  page: Page.PageRequest
+) {
+  const found = yield* Storage.run("read", (unit) => unit.pageEvents(null, filter, page))
+  return envelope(found, page)
+})

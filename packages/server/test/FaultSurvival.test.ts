@@ -22,7 +22,8 @@ import {
   tenantOn,
   transactionsOf,
   transfer,
-  withAdmin
+  withAdmin,
+  withDatabase
 } from "./Tenant.js"
 
 if (!hasPostgres) {
@@ -203,4 +204,48 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     expect(failed).toMatch(/exited with 1/)
     expect(failed).toMatch(/failed to start/)
   }, 60_000)
+})
+
+describe.skipIf(!hasPostgres)("the outbox shared by two nodes on PostgreSQL", () => {
+  it("both nodes' workers carry out the effects of 30 transfers: each submitted once, each completed once, every entry done", async () => {
+    const database = await newPostgresDatabase()
+    const live = {
+      ...serverEnv(database),
+      RELAY_SIMULATED_PROVIDER: "live",
+      RELAY_SIMULATED_STEP_MILLIS: "50",
+      RELAY_PROVIDER_POLL_MILLIS: "20",
+      RELAY_DEFAULT_QUORUM: "0"
+    }
+    const nodes = [await startServer(live), await startServer(live)] as const
+    try {
+      const tenant = await tenantOn(nodes[0], "100")
+      const ids = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+        const answer = await send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))
+        expect(answer.status).toBe(201)
+        return String(JSON.parse(answer.text)["id"])
+      }))
+      const until = Date.now() + 60_000
+      let open = ids.length
+      while (open > 0 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        open = (await transactionsOf(nodes[1], tenant)).filter((t) => t["status"] !== "COMPLETED").length
+      }
+      expect(open).toBe(0)
+      const counts = await withDatabase(database, async (client) => ({
+        events: (await client.query<{ entity_id: string; type: string; n: string }>(
+          "SELECT entity_id, type, count(*) AS n FROM domain_events WHERE type IN ('transaction.submitted', 'transaction.completed') GROUP BY entity_id, type"
+        )).rows,
+        entries: (await client.query<{ kind: string; state: string; n: string }>("SELECT kind, state, count(*) AS n FROM outbox_entries GROUP BY kind, state")).rows
+      }))
+      for (const id of ids) {
+        for (const type of ["transaction.submitted", "transaction.completed"]) {
+          expect(counts.events.find((row) => row.entity_id === id && row.type === type)?.n, `${id} ${type}`).toBe("1")
+        }
+      }
+      expect(counts.entries.filter((row) => row.state !== "done")).toEqual([])
+      expect(counts.entries.find((row) => row.kind === "submitTransfer")?.n).toBe("30")
+    } finally {
+      await stopAll(nodes)
+    }
+  }, 120_000)
 })

@@ -15,8 +15,9 @@ export const hasPostgres = adminUrl !== undefined && adminUrl !== ""
 export const TOKEN = "process-tests-token"
 const databases: Array<string> = []
 
-export const withAdmin = async <A>(work: (client: pg.Client) => Promise<A>): Promise<A> => {
-  const client = new pg.Client({ connectionString: adminUrl })
+/** Runs `work` on a connection to `database` (a URL), closed afterwards. */
+export const withDatabase = async <A>(database: string, work: (client: pg.Client) => Promise<A>): Promise<A> => {
+  const client = new pg.Client({ connectionString: database })
   await client.connect()
   try {
     return await work(client)
@@ -24,6 +25,9 @@ export const withAdmin = async <A>(work: (client: pg.Client) => Promise<A>): Pro
     await client.end()
   }
 }
+
+/** Runs `work` on a connection to the test server's admin database. */
+export const withAdmin = <A>(work: (client: pg.Client) => Promise<A>): Promise<A> => withDatabase(adminUrl ?? "", work)
 
 /** A fresh PostgreSQL database for one test; dropped after the file's tests. */
 export const newPostgresDatabase = async (): Promise<string> => {

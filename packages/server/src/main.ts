@@ -57,6 +57,13 @@ const main = async (): Promise<void> => {
 
   if (config.demo === "always" || (config.demo === "auto" && fresh)) {
     process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), listening.url))
+  } else {
+    // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo.
+    const fresher = isFile ? `remove ${config.database} and start again, or ` : ""
+    process.stdout.write(
+      `OpenAPI document: ${listening.url}/relay/v1/openapi.json\n` +
+        `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.\n`
+    )
   }
 
   process.stdout.write("custody-relay ready\n")

@@ -42,6 +42,8 @@ describe("pnpm start", () => {
     const again = await startServer({ RELAY_DATABASE: database })
     try {
       expect(again.output()).not.toContain("Demo data created")
+      expect(again.output()).toContain("/relay/v1/openapi.json")
+      expect(again.output()).toMatch(/secrets are shown only when they are created.*RELAY_DEMO=always/)
       expect(again.output()).not.toContain(viewerKey)
     } finally {
       await again.stop()

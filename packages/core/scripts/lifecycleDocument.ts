@@ -24,7 +24,8 @@ const effectMeaning: Record<Outbox.EffectKind, string> = {
   submitTransfer: "Hand a transfer that reached its quorum to the provider; record the provider's id (event `transaction.submitted`).",
   followTransfer: "Ask a polled provider where a submitted transfer stands; apply each step it reports as an event, until the transfer ends.",
   registerWhitelistedAddress: "Register a new whitelisted address with the provider; record the provider's id (event `whitelisted_address.registered`).",
-  followWhitelistedAddress: "Ask a polled provider for its review of an address; approve or reject it as the provider says."
+  followWhitelistedAddress: "Ask a polled provider for its review of an address; approve or reject it as the provider says.",
+  deliverWebhook: "Send one domain event to one webhook subscription, signed (Standard Webhooks); after any earlier event of the same record."
 }
 
 const fieldsOf = (schema: unknown): string => {

@@ -11,9 +11,11 @@
 import { Effect, Schema } from "effect"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { DecimalString } from "./Money.js"
+import type { OutboxStore } from "./Outbox.js"
 import type * as Page from "./Page.js"
 import type { StorageError } from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
+import { fanOut, type WebhookStore } from "./Webhook.js"
 
 export const entityTypes = ["client", "api_user", "account", "whitelisted_address", "transaction"] as const
 export const EntityType = Schema.Literals(entityTypes)
@@ -232,6 +234,9 @@ export interface EventStore {
   readonly pageEvents: (clientId: string | null, filter: TrailFilter, page: Page.PageRequest) => Op<Page.Page<LoggedEvent>>
 }
 
-/** Appends the event for `change` in `unit`: the change and its record commit or roll back together. */
-export const append = <T extends EventType>(unit: EventStore, change: Change<T>) =>
-  Effect.flatMap(make(change), unit.appendEvent)
+/**
+ * Appends the event for `change` in `unit`, and a webhook delivery for each subscription that takes it: the
+ * change, its record and its deliveries commit or roll back together.
+ */
+export const append = <T extends EventType>(unit: EventStore & WebhookStore & OutboxStore, change: Change<T>) =>
+  Effect.flatMap(make(change), (event) => Effect.andThen(unit.appendEvent(event), fanOut(unit, event)))

@@ -18,7 +18,13 @@ import * as Timestamp from "./Timestamp.js"
  * What an entry asks for: hand an approved transfer to the provider, follow its progress there, register a
  * whitelisted address, follow its review.
  */
-export const effectKinds = ["submitTransfer", "followTransfer", "registerWhitelistedAddress", "followWhitelistedAddress"] as const
+export const effectKinds = [
+  "submitTransfer",
+  "followTransfer",
+  "registerWhitelistedAddress",
+  "followWhitelistedAddress",
+  "deliverWebhook"
+] as const
 export const EffectKind = Schema.Literals(effectKinds)
 export type EffectKind = typeof EffectKind.Type
 

@@ -17,6 +17,7 @@ import type { RelayServices } from "./Relay.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 import * as Transactions from "./Transactions.js"
+import * as Webhooks from "./Webhooks.js"
 import * as WhitelistedAddresses from "./WhitelistedAddresses.js"
 
 export interface WorkerOptions {
@@ -50,7 +51,16 @@ const handlers: {
   submitTransfer: Transactions.submitToProvider,
   followTransfer: Transactions.followAtProvider,
   registerWhitelistedAddress: WhitelistedAddresses.registerAtProvider,
-  followWhitelistedAddress: WhitelistedAddresses.followReview
+  followWhitelistedAddress: WhitelistedAddresses.followReview,
+  deliverWebhook: Webhooks.deliver
+}
+
+/** What giving an entry up means for its record, beyond the entry's own state. */
+const givenUp: {
+  readonly [K in Outbox.EffectKind]?: (unit: Storage.StorageUnit, subjectId: string) => Effect.Effect<void, unknown, RelayServices>
+} = {
+  submitTransfer: Transactions.failUnsubmitted,
+  deliverWebhook: Webhooks.giveUp
 }
 
 /** The delay before retry number `attempts` (1 for the first retry): exponential, capped, jittered. */
@@ -100,17 +110,18 @@ const recordFailure = (options: WorkerOptions, entry: Outbox.OutboxEntry, cause:
         const found = yield* unit.getOutboxEntry(entry.id)
         if (Option.isNone(found) || found.value.state !== "pending") return
         const attempts = found.value.attempts + 1
-        const givenUp = attempts >= options.maxAttempts
+        const gaveUp = attempts >= options.maxAttempts
         yield* unit.updateOutboxEntry({
           ...found.value,
           attempts,
-          state: givenUp ? "given_up" : "pending",
-          nextAttemptAt: givenUp ? found.value.nextAttemptAt : Timestamp.fromMillis(nowMillis + delay),
+          state: gaveUp ? "given_up" : "pending",
+          nextAttemptAt: gaveUp ? found.value.nextAttemptAt : Timestamp.fromMillis(nowMillis + delay),
           leasedUntil: null,
           lastError,
           updatedAt: now
         })
-        if (givenUp && entry.kind === "submitTransfer") yield* Effect.orDie(Transactions.failUnsubmitted(unit, entry.subjectId))
+        const consequence = givenUp[entry.kind]
+        if (gaveUp && consequence !== undefined) yield* Effect.orDie(consequence(unit, entry.subjectId))
       }))
   })
 

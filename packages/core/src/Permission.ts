@@ -19,7 +19,8 @@ export const permissionNames = [
   "Approve transaction",
   "Approve new custody account",
   "Initiate external wallet address",
-  "View audit trail"
+  "View audit trail",
+  "Manage webhooks"
 ] as const
 
 export const Permission = Schema.Literals(permissionNames)
@@ -42,7 +43,8 @@ export const requiredPermission = {
   "whitelistedAddresses.create": "Initiate external wallet address",
   "whitelistedAddresses.list": "View whitelisted address",
   "whitelistedAddresses.get": "View whitelisted address",
-  "auditTrail.list": "View audit trail"
+  "auditTrail.list": "View audit trail",
+  "webhooks.manage": "Manage webhooks"
 } as const satisfies Record<string, Permission>
 
 export type Operation = keyof typeof requiredPermission

@@ -10,6 +10,7 @@ import { Ids } from "./Ids.js"
 import { RateLimiter } from "./RateLimiter.js"
 import * as Rates from "./Rates.js"
 import { Storage } from "./Storage.js"
+import * as Webhooks from "./Webhooks.js"
 
 /** Every service the operations need. */
 export type RelayServices =
@@ -20,12 +21,14 @@ export type RelayServices =
   | CustodyProvider.SimulatedProviderControls
   | Rates.Rates
   | Ids
+  | Webhooks.WebhookTransport
 
 export interface RelayOptions {
   readonly assets?: Layer.Layer<Assets>
   readonly provider?: Layer.Layer<CustodyProvider.CustodyProvider | CustodyProvider.SimulatedProviderControls>
   readonly rates?: Layer.Layer<Rates.Rates>
   readonly ids?: Layer.Layer<Ids>
+  readonly webhookTransport?: Layer.Layer<Webhooks.WebhookTransport>
 }
 
 /** The domain's services around a given storage (and rate limiter). */
@@ -38,7 +41,8 @@ export const layer = <E, R>(
     options.assets ?? Assets.layer,
     options.provider ?? CustodyProvider.layerSimulated(),
     options.rates ?? Rates.layerStatic(),
-    options.ids ?? Ids.layer
+    options.ids ?? Ids.layer,
+    options.webhookTransport ?? Webhooks.WebhookTransport.layerFetch
   )
 
 /** Everything in memory: for tests, demos and trying the library. */

@@ -166,11 +166,11 @@ export class CustodyProviderFailed extends TaggedRefusal<CustodyProviderFailed>(
 
 /** No record with this id within the caller's client: absent and foreign look the same (SCOPE-1). */
 export class NotFound extends TaggedRefusal<NotFound>()("NotFound", {
-  resource: Schema.Literals(["account", "transaction", "whitelisted_address", "client", "api_user"]),
+  resource: Schema.Literals(["account", "transaction", "whitelisted_address", "client", "api_user", "webhook_subscription", "event"]),
   id: Schema.String
 }) {
   override get message() {
-    return `no ${this.resource.replace("_", " ")} ${this.id}`
+    return `no ${this.resource.replaceAll("_", " ")} ${this.id}`
   }
   /** The found record, or NotFound naming what was looked for. */
   static unlessFound<A>(resource: NotFound["resource"], id: string) {

@@ -20,6 +20,7 @@ import type { LedgerEntry } from "./Ledger.js"
 import type { OutboxEntry, OutboxStore } from "./Outbox.js"
 import * as Page from "./Page.js"
 import type { SettingsStore } from "./Settings.js"
+import type { WebhookDelivery, WebhookStore, WebhookSubscription } from "./Webhook.js"
 import * as Transaction from "./Transaction.js"
 import type { WhitelistedAddress, WhitelistFilter } from "./WhitelistedAddress.js"
 
@@ -154,7 +155,8 @@ export interface StorageUnit
     IdempotencyStore,
     EventStore,
     OutboxStore,
-    SettingsStore
+    SettingsStore,
+    WebhookStore
 {}
 
 export type UnitMode = "read" | "write"
@@ -276,6 +278,8 @@ const makeMemory = Effect.fnUntraced(function*() {
   const events = new MemoryTable<LoggedEvent>()
   const outbox = new MemoryTable<OutboxEntry>()
   const settings = new MemoryTable<string>()
+  const webhookSubscriptions = new MemoryTable<WebhookSubscription>()
+  const webhookDeliveries = new MemoryTable<WebhookDelivery>()
   let lastPosition = 0
   const writeLock = yield* Semaphore.make(1)
 
@@ -291,7 +295,9 @@ const makeMemory = Effect.fnUntraced(function*() {
       idempotency: new StagedTable(idempotency),
       events: new StagedTable(events),
       outbox: new StagedTable(outbox),
-      settings: new StagedTable(settings)
+      settings: new StagedTable(settings),
+      webhookSubscriptions: new StagedTable(webhookSubscriptions),
+      webhookDeliveries: new StagedTable(webhookDeliveries)
     }
     const write = memoryWriteIn(mode)
     const update = memoryUpdateWith(write)
@@ -467,6 +473,48 @@ const makeMemory = Effect.fnUntraced(function*() {
       },
       listOutboxEntries(subjectId) {
         return read(() => [...staged.outbox.values()].filter((e) => e.subjectId === subjectId).sort((a, b) => (a.id < b.id ? -1 : 1)))
+      },
+
+      insertWebhookSubscription(subscription) {
+        return staged.webhookSubscriptions.get(subscription.id)
+          ? Effect.fail(unique("webhook_subscriptions_pkey"))
+          : write(() => staged.webhookSubscriptions.set(subscription.id, subscription))
+      },
+      getWebhookSubscription(id) {
+        return read(() => Option.fromNullishOr(staged.webhookSubscriptions.get(id)))
+      },
+      updateWebhookSubscription(subscription) {
+        return update(staged.webhookSubscriptions, "webhook subscription", subscription.id, subscription)
+      },
+      listWebhookSubscriptions(clientId) {
+        return read(() =>
+          [...staged.webhookSubscriptions.values()].filter((s) => s.clientId === clientId).sort((a, b) => (a.id < b.id ? -1 : 1))
+        )
+      },
+      insertWebhookDelivery(delivery) {
+        return staged.webhookDeliveries.get(delivery.id)
+          ? Effect.fail(unique("webhook_deliveries_pkey"))
+          : write(() => staged.webhookDeliveries.set(delivery.id, delivery))
+      },
+      getWebhookDelivery(id) {
+        return read(() => Option.fromNullishOr(staged.webhookDeliveries.get(id)))
+      },
+      updateWebhookDelivery(delivery) {
+        return update(staged.webhookDeliveries, "webhook delivery", delivery.id, delivery)
+      },
+      listWebhookDeliveries(subscriptionId, limit) {
+        return read(() =>
+          [...staged.webhookDeliveries.values()].filter((d) => d.subscriptionId === subscriptionId)
+            .sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, limit)
+        )
+      },
+      hasEarlierPendingDelivery(delivery) {
+        return read(() =>
+          [...staged.webhookDeliveries.values()].some((d) =>
+            d.subscriptionId === delivery.subscriptionId && d.entityId === delivery.entityId && d.state === "pending" &&
+            (d.eventAt < delivery.eventAt || (d.eventAt === delivery.eventAt && d.eventId < delivery.eventId))
+          )
+        )
       },
 
       getSetting(name) {

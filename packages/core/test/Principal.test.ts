@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import { Accounts, AuditTrail, Permission, type Principal, type Relay, Transactions, WhitelistedAddresses } from "@custody-relay/core"
+import { Accounts, AuditTrail, Permission, type Principal, type Relay, Transactions, Webhooks, WhitelistedAddresses } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { activeAccount, approvedWhitelistEntry, layer, newClient, principalOf } from "./TestWorld.js"
 
@@ -31,12 +31,13 @@ const callsByOperation: Record<Permission.Operation, (p: Principal.Principal) =>
     WhitelistedAddresses.create(p, { name: "x", address: "x", assetType: "BTC" }).pipe(Effect.provide(layer())),
   "whitelistedAddresses.list": (p) => WhitelistedAddresses.list(p, {}, page).pipe(Effect.provide(layer())),
   "whitelistedAddresses.get": (p) => WhitelistedAddresses.get(p, uuid).pipe(Effect.provide(layer())),
-  "auditTrail.list": (p) => AuditTrail.list(p, {}, page).pipe(Effect.provide(layer()))
+  "auditTrail.list": (p) => AuditTrail.list(p, {}, page).pipe(Effect.provide(layer())),
+  "webhooks.manage": (p) => Webhooks.list(p).pipe(Effect.provide(layer()))
 }
 
 describe("Permissions and scope", () => {
-  it("AUTH-PERM-1: the table names the interface's ten permissions exactly as it writes them, and our one for the audit trail", () => {
-    assert.strictEqual(new Set(Object.values(Permission.requiredPermission)).size, 11)
+  it("AUTH-PERM-1: the table names the interface's ten permissions exactly as it writes them, and ours for the audit trail and webhooks", () => {
+    assert.strictEqual(new Set(Object.values(Permission.requiredPermission)).size, 12)
     assert.deepStrictEqual([...new Set(Object.values(Permission.requiredPermission))].sort(), [...Permission.permissionNames].sort())
   })
 

@@ -16,7 +16,8 @@ import {
   Relay,
   RelayConfig,
   RelayError,
-  Storage
+  Storage,
+  Webhooks
 } from "@custody-relay/core"
 import { Cause, type Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
 import * as Control from "./Control.js"
@@ -60,6 +61,8 @@ export interface HandlerOptions<E = never> {
    * OutboxWorker.run())`), e.g. to run it in another process.
    */
   readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
+  /** Webhook deliveries' timeout, the secret rotation grace, and whether private targets are allowed. */
+  readonly webhooks?: Partial<Webhooks.WebhookSettingsShape>
 }
 
 /**
@@ -120,6 +123,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
+    Layer.succeed(Webhooks.WebhookSettings, { ...Webhooks.WebhookSettings.defaultValue(), ...options.webhooks }),
     Logger.layer([logs === undefined ? outputLogger : logs.logger]),
     Layer.succeed(References.MinimumLogLevel, logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, "Info")),
     Layer.succeed(References.TracerEnabled, options.tracing ?? false)

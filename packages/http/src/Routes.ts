@@ -18,6 +18,8 @@ import {
   type RelayError,
   Transaction,
   Transactions,
+  Webhook,
+  Webhooks,
   WhitelistedAddress,
   WhitelistedAddresses
 } from "@custody-relay/core"
@@ -174,6 +176,13 @@ const recordTrail = (path: string, record: AuditTrail.RecordWithTrail, summary: 
     response: Page.PageEnvelope(DomainEvent.EventView),
     run: (principal, { params, query }) => AuditTrail.ofRecord(principal, record, param(params, "id"), pageOf(query))
   })
+
+const WebhooksNote =
+  "Our extension to the interface: webhook subscriptions of the caller's client (docs/webhooks.md). Needs " +
+  "\"Manage webhooks\". Deliveries are signed with the Standard Webhooks scheme."
+
+/** A page of a plain list, in the interface's envelope. */
+const listEnvelope = <A>(items: ReadonlyArray<A>) => Page.envelope({ items: [...items], total: items.length }, { page: 1, limit: Math.max(1, items.length) })
 
 const pageOf = (query: { readonly page: number; readonly limit: number }): Page.PageRequest => ({
   page: query.page,
@@ -365,7 +374,92 @@ export const routes: ReadonlyArray<Route> = [
   }),
   recordTrail("/relay/v1/accounts/{id}/events", "account", "The audit trail of a custody account (extension)"),
   recordTrail("/relay/v1/transactions/{id}/events", "transaction", "The audit trail of a custody transaction (extension)"),
-  recordTrail("/relay/v1/whitelisted-addresses/{id}/events", "whitelisted_address", "The audit trail of a whitelisted address (extension)")
+  recordTrail("/relay/v1/whitelisted-addresses/{id}/events", "whitelisted_address", "The audit trail of a whitelisted address (extension)"),
+  define({
+    method: "POST",
+    path: "/relay/v1/webhooks",
+    operation: "webhooks.manage",
+    summary: "Subscribe a URL to events (extension)",
+    description: WebhooksNote + " The answer carries the signing secret, shown only this once.",
+    extension: true,
+    successStatus: 201,
+    body: Webhook.NewSubscriptionInput,
+    response: Webhook.SubscriptionWithSecret,
+    run: (principal, { body }) => Webhooks.subscribe(principal, body)
+  }),
+  define({
+    method: "GET",
+    path: "/relay/v1/webhooks",
+    operation: "webhooks.manage",
+    summary: "List webhook subscriptions (extension)",
+    description: WebhooksNote,
+    extension: true,
+    response: Page.PageEnvelope(Webhook.SubscriptionView),
+    run: (principal) => Effect.map(Webhooks.list(principal), listEnvelope)
+  }),
+  define({
+    method: "GET",
+    path: "/relay/v1/webhooks/{id}",
+    operation: "webhooks.manage",
+    summary: "Get a webhook subscription (extension)",
+    description: WebhooksNote,
+    extension: true,
+    response: Webhook.SubscriptionView,
+    run: (principal, { params }) => Webhooks.get(principal, param(params, "id"))
+  }),
+  define({
+    method: "POST",
+    path: "/relay/v1/webhooks/{id}/rotate-secret",
+    operation: "webhooks.manage",
+    summary: "Rotate a webhook subscription's signing secret (extension)",
+    description: WebhooksNote + " The old secret keeps signing beside the new one for a grace period (24 h by default).",
+    extension: true,
+    response: Webhook.SubscriptionWithSecret,
+    run: (principal, { params }) => Webhooks.rotateSecret(principal, param(params, "id"))
+  }),
+  define({
+    method: "POST",
+    path: "/relay/v1/webhooks/{id}/enable",
+    operation: "webhooks.manage",
+    summary: "Enable a webhook subscription (extension)",
+    description: WebhooksNote,
+    extension: true,
+    response: Webhook.SubscriptionView,
+    run: (principal, { params }) => Webhooks.setEnabled(principal, param(params, "id"), true)
+  }),
+  define({
+    method: "POST",
+    path: "/relay/v1/webhooks/{id}/disable",
+    operation: "webhooks.manage",
+    summary: "Disable a webhook subscription (extension)",
+    description: WebhooksNote,
+    extension: true,
+    response: Webhook.SubscriptionView,
+    run: (principal, { params }) => Webhooks.setEnabled(principal, param(params, "id"), false)
+  }),
+  define({
+    method: "GET",
+    path: "/relay/v1/webhooks/{id}/deliveries",
+    operation: "webhooks.manage",
+    summary: "A webhook subscription's delivery log (extension)",
+    description: WebhooksNote + " Newest first: each delivery's state, attempts, last status, error and latency.",
+    extension: true,
+    query: recordTrailQuery,
+    response: Page.PageEnvelope(Webhook.DeliveryView),
+    run: (principal, { params, query }) =>
+      Effect.map(Webhooks.deliveries(principal, param(params, "id"), query.limit), listEnvelope)
+  }),
+  define({
+    method: "POST",
+    path: "/relay/v1/webhooks/{id}/redeliver",
+    operation: "webhooks.manage",
+    summary: "Deliver again one event, or every event since a time (extension)",
+    description: WebhooksNote + " Give exactly one of eventId and since; the deliveries keep the events' webhook-id.",
+    extension: true,
+    body: Webhook.RedeliverInput,
+    response: Schema.Struct({ redelivered: Schema.Int }),
+    run: (principal, { params, body }) => Webhooks.redeliver(principal, param(params, "id"), body)
+  })
 ]
 
 /** The permission a route needs, from the core's one table. */

@@ -25,6 +25,7 @@ import * as Ledger from "./stores/Ledger.js"
 import * as OutboxEntries from "./stores/OutboxEntries.js"
 import * as Settings from "./stores/Settings.js"
 import * as Transactions from "./stores/Transactions.js"
+import * as Webhooks from "./stores/Webhooks.js"
 import * as WhitelistedAddresses from "./stores/WhitelistedAddresses.js"
 
 export interface SqlStorageOptions {
@@ -81,7 +82,8 @@ export const makeUnit = (
     ...IdempotencyKeys.store(parts),
     ...EventLog.store(parts),
     ...OutboxEntries.store(parts),
-    ...Settings.store(parts)
+    ...Settings.store(parts),
+    ...Webhooks.store(parts)
   }
 }
 

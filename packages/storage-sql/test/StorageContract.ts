@@ -459,6 +459,56 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* read((unit) => unit.getApiUser(plain.id)), Option.some(plain))
       }))
 
+    it.effect("webhooks: subscriptions kept and listed per client; deliveries logged newest first; the order check per record", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const subscription = {
+          id: Records.client().id,
+          clientId: client.id,
+          url: "https://hooks.example.com/ä",
+          eventTypes: ["account.created"],
+          enabled: true,
+          disabledReason: null,
+          secret: "whsec_c2VjcmV0",
+          previousSecret: null,
+          previousSecretUntil: null,
+          createdAt: Records.at(0),
+          updatedAt: Records.at(0)
+        }
+        yield* write((unit) => unit.insertWebhookSubscription(subscription))
+        const disabled = { ...subscription, enabled: false, disabledReason: "dead", previousSecret: "whsec_b2xk", previousSecretUntil: Records.at(9) }
+        yield* write((unit) => unit.updateWebhookSubscription(disabled))
+        assert.deepStrictEqual(yield* read((unit) => unit.getWebhookSubscription(subscription.id)), Option.some(disabled))
+        assert.deepStrictEqual(yield* read((unit) => unit.listWebhookSubscriptions(client.id)), [disabled])
+        assert.deepStrictEqual(yield* read((unit) => unit.listWebhookSubscriptions(Records.client().id)), [])
+        const delivery = (n: number, entityId: string) => ({
+          id: `0000000${n}-0000-7000-8000-${client.id.slice(-12)}`,
+          subscriptionId: subscription.id,
+          clientId: client.id,
+          eventId: `event-${n}`,
+          entityId,
+          eventAt: Records.at(n),
+          payload: `{"n":${n}}`,
+          state: "pending" as const,
+          attempts: 0,
+          lastStatus: null,
+          lastError: null,
+          lastLatencyMillis: null,
+          createdAt: Records.at(n),
+          updatedAt: Records.at(n)
+        })
+        const [first, second, other] = [delivery(1, "a"), delivery(2, "a"), delivery(3, "b")]
+        yield* write((unit) => Effect.forEach([first, second, other], unit.insertWebhookDelivery, { discard: true }))
+        assert.isFalse(yield* read((unit) => unit.hasEarlierPendingDelivery(first)))
+        assert.isTrue(yield* read((unit) => unit.hasEarlierPendingDelivery(second)))
+        assert.isFalse(yield* read((unit) => unit.hasEarlierPendingDelivery(other)))
+        const delivered = { ...first, state: "delivered" as const, attempts: 2, lastStatus: 200, lastLatencyMillis: 12, updatedAt: Records.at(5) }
+        yield* write((unit) => unit.updateWebhookDelivery(delivered))
+        assert.isFalse(yield* read((unit) => unit.hasEarlierPendingDelivery(second)))
+        assert.deepStrictEqual(yield* read((unit) => unit.getWebhookDelivery(first.id)), Option.some(delivered))
+        assert.deepStrictEqual(ids(yield* read((unit) => unit.listWebhookDeliveries(subscription.id, 2))), [other.id, second.id])
+      }))
+
     it.effect("GEN-5XX-1: a list filter holding U+0000 matches nothing, the same on every engine", () =>
       Effect.gen(function*() {
         const client = Records.client()

@@ -11,6 +11,7 @@ import * as RateLimitWindows from "./0003_rate_limit_windows.js"
 import * as TransactionCounts from "./0004_transaction_counts.js"
 import * as CommandsEventsOutbox from "./0005_commands_events_outbox.js"
 import * as SettingsAndKeyBudgets from "./0006_settings_and_key_budgets.js"
+import * as Webhooks from "./0007_webhooks.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -20,7 +21,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0003_rate_limit_windows", RateLimitWindows.up],
   ["0004_transaction_counts", TransactionCounts.up],
   ["0005_commands_events_outbox", CommandsEventsOutbox.up],
-  ["0006_settings_and_key_budgets", SettingsAndKeyBudgets.up]
+  ["0006_settings_and_key_budgets", SettingsAndKeyBudgets.up],
+  ["0007_webhooks", Webhooks.up]
 ]
 
 /** Migration names, oldest first. */

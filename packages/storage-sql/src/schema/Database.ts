@@ -141,6 +141,39 @@ export interface DomainEventsTable {
   readonly data: string
 }
 
+export interface WebhookSubscriptionsTable {
+  readonly id: string
+  readonly client_id: string
+  readonly url: string
+  /** JSON array of event types; empty: every type. */
+  readonly event_types: string
+  /** 1 or 0 (SQLite has no boolean). */
+  readonly enabled: number
+  readonly disabled_reason: string | null
+  readonly secret: string
+  readonly previous_secret: string | null
+  readonly previous_secret_until: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface WebhookDeliveriesTable {
+  readonly id: string
+  readonly subscription_id: string
+  readonly client_id: string
+  readonly event_id: string
+  readonly entity_id: string
+  readonly event_at: string
+  readonly payload: string
+  readonly state: string
+  readonly attempts: number
+  readonly last_status: number | null
+  readonly last_error: string | null
+  readonly last_latency_millis: number | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
 export interface OutboxEntriesTable {
   readonly id: string
   readonly kind: string
@@ -188,6 +221,8 @@ export interface Database {
   readonly domain_events: DomainEventsTable
   readonly outbox_entries: OutboxEntriesTable
   readonly relay_settings: { readonly name: string; readonly value: string }
+  readonly webhook_subscriptions: WebhookSubscriptionsTable
+  readonly webhook_deliveries: WebhookDeliveriesTable
   readonly rate_limit_windows: RateLimitWindowsTable
   readonly transaction_counts: TransactionCountsTable
 }

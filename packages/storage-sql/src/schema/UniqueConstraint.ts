@@ -24,6 +24,8 @@ export const primaryKeys: ReadonlyArray<UniqueConstraint> = [
   { name: "idempotency_keys_pkey", table: "idempotency_keys", columns: ["scope", "key"] },
   { name: "outbox_entries_pkey", table: "outbox_entries", columns: ["id"] },
   { name: "relay_settings_pkey", table: "relay_settings", columns: ["name"] },
+  { name: "webhook_subscriptions_pkey", table: "webhook_subscriptions", columns: ["id"] },
+  { name: "webhook_deliveries_pkey", table: "webhook_deliveries", columns: ["id"] },
   { name: "rate_limit_windows_pkey", table: "rate_limit_windows", columns: ["key", "window_start"] }
 ]
 

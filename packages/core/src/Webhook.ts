@@ -1,0 +1,141 @@
+/**
+ * Webhook subscriptions and deliveries: the records, their store, and the fan-out that turns each domain event
+ * into one delivery per matching subscription, in the unit of work that appends the event (so a delivery exists
+ * exactly when its event committed). Deliveries are carried out by the outbox worker (see Webhooks).
+ */
+import { Effect, Option, Schema, Struct } from "effect"
+import type { DomainEvent } from "./DomainEvent.js"
+import { ClientId, Ids } from "./Ids.js"
+import * as Outbox from "./Outbox.js"
+import type { StorageError } from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+
+export const WebhookSubscription = Schema.Struct({
+  id: Schema.String,
+  clientId: ClientId,
+  url: Schema.String,
+  /** The event types delivered; empty: every type. */
+  eventTypes: Schema.Array(Schema.String),
+  enabled: Schema.Boolean,
+  /** Why the relay disabled it (its receiver kept failing), or null. */
+  disabledReason: Schema.NullOr(Schema.String),
+  /** The signing secret (`whsec_…`): shown once, at creation or rotation. */
+  secret: Schema.String,
+  /** The secret before the last rotation, still signing until `previousSecretUntil`. */
+  previousSecret: Schema.NullOr(Schema.String),
+  previousSecretUntil: Schema.NullOr(Timestamp.Timestamp),
+  createdAt: Timestamp.Timestamp,
+  updatedAt: Timestamp.Timestamp
+})
+export type WebhookSubscription = typeof WebhookSubscription.Type
+
+export const deliveryStates = ["pending", "delivered", "failed", "skipped"] as const
+
+export const WebhookDelivery = Schema.Struct({
+  id: Schema.String,
+  subscriptionId: Schema.String,
+  clientId: ClientId,
+  /** The event's id: also the `webhook-id` a receiver de-duplicates by, the same on every attempt. */
+  eventId: Schema.String,
+  entityId: Schema.String,
+  /** The event's time: deliveries of one record go out in this order, one after another. */
+  eventAt: Timestamp.Timestamp,
+  /** The JSON body, fixed when the delivery is made, so every attempt sends the same bytes. */
+  payload: Schema.String,
+  state: Schema.Literals(deliveryStates),
+  attempts: Schema.Int,
+  lastStatus: Schema.NullOr(Schema.Int),
+  lastError: Schema.NullOr(Schema.String),
+  lastLatencyMillis: Schema.NullOr(Schema.Int),
+  createdAt: Timestamp.Timestamp,
+  updatedAt: Timestamp.Timestamp
+})
+export type WebhookDelivery = typeof WebhookDelivery.Type
+
+/** A subscription as its owner reads it: never a secret. */
+export const SubscriptionView = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  eventTypes: Schema.Array(Schema.String),
+  enabled: Schema.Boolean,
+  disabledReason: Schema.NullOr(Schema.String),
+  previousSecretValidUntil: Schema.NullOr(Timestamp.Timestamp),
+  createdAt: Timestamp.Timestamp,
+  updatedAt: Timestamp.Timestamp
+})
+
+/** The answer to a subscription or a rotation: the view and the signing secret, shown this once. */
+export const SubscriptionWithSecret = Schema.Struct({ ...SubscriptionView.fields, secret: Schema.String })
+
+/** One entry of a subscription's delivery log. */
+export const DeliveryView = WebhookDelivery.mapFields(Struct.omit(["payload", "clientId"]))
+
+export const NewSubscriptionInput = Schema.Struct({
+  url: Schema.String.check(Schema.isMaxLength(2000)),
+  eventTypes: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMaxLength(64))).check(Schema.isMaxLength(64)))
+})
+
+export const RedeliverInput = Schema.Struct({
+  eventId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(64))),
+  since: Schema.optionalKey(Timestamp.Timestamp)
+})
+
+type Op<A> = Effect.Effect<A, StorageError>
+
+export interface WebhookStore {
+  readonly insertWebhookSubscription: (subscription: WebhookSubscription) => Op<void>
+  readonly getWebhookSubscription: (id: string) => Op<Option.Option<WebhookSubscription>>
+  readonly updateWebhookSubscription: (subscription: WebhookSubscription) => Op<void>
+  /** A client's subscriptions, oldest first. */
+  readonly listWebhookSubscriptions: (clientId: ClientId) => Op<ReadonlyArray<WebhookSubscription>>
+  readonly insertWebhookDelivery: (delivery: WebhookDelivery) => Op<void>
+  readonly getWebhookDelivery: (id: string) => Op<Option.Option<WebhookDelivery>>
+  readonly updateWebhookDelivery: (delivery: WebhookDelivery) => Op<void>
+  /** A subscription's deliveries, newest first, at most `limit`. */
+  readonly listWebhookDeliveries: (subscriptionId: string, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
+  /** Whether a delivery of the same record made before this one is still pending for the subscription. */
+  readonly hasEarlierPendingDelivery: (delivery: WebhookDelivery) => Op<boolean>
+}
+
+export const matches = (subscription: WebhookSubscription, type: string): boolean =>
+  subscription.enabled && (subscription.eventTypes.length === 0 || subscription.eventTypes.includes(type))
+
+/** The event's JSON body as delivered (the same record the audit trail shows). */
+export const payloadOf = (event: DomainEvent): string => JSON.stringify(event)
+
+/** A delivery of `event` to `subscription`, written with its outbox entry in `unit`. */
+export const enqueueDelivery = Effect.fnUntraced(function*(
+  unit: WebhookStore & Outbox.OutboxStore,
+  subscription: WebhookSubscription,
+  event: DomainEvent
+) {
+  const now = yield* Timestamp.now
+  const delivery: WebhookDelivery = {
+    id: yield* (yield* Ids).next,
+    subscriptionId: subscription.id,
+    clientId: subscription.clientId,
+    eventId: event.id,
+    entityId: event.entityId,
+    eventAt: event.at,
+    payload: payloadOf(event),
+    state: "pending",
+    attempts: 0,
+    lastStatus: null,
+    lastError: null,
+    lastLatencyMillis: null,
+    createdAt: now,
+    updatedAt: now
+  }
+  yield* unit.insertWebhookDelivery(delivery)
+  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id)
+  return delivery
+})
+
+/** One delivery per enabled subscription of the event's client that takes its type, in the event's unit. */
+export const fanOut = (unit: WebhookStore & Outbox.OutboxStore, event: DomainEvent) =>
+  event.clientId === null
+    ? Effect.void
+    : Effect.flatMap(unit.listWebhookSubscriptions(event.clientId), (subscriptions) =>
+      Effect.forEach(subscriptions.filter((s) => matches(s, event.type)), (s) => enqueueDelivery(unit, s, event), {
+        discard: true
+      }))

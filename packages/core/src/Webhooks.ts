@@ -1,0 +1,331 @@
+/**
+ * Webhooks, our extension: a client subscribes a URL to event types and receives each matching domain event,
+ * signed with the Standard Webhooks scheme (`webhook-id`, `webhook-timestamp`, `webhook-signature:
+ * v1,<base64 HMAC-SHA256 of id.timestamp.body>`, secrets `whsec_…`), so receivers verify with the reference
+ * libraries in any language.
+ *
+ * Delivery is an outbox effect (see Outbox, OutboxWorker): after commit, never under a lock, at least once (a
+ * receiver de-duplicates by `webhook-id`, the event's id), retried with the worker's backoff (about a day), in
+ * order per record (a delivery waits while an earlier one of the same record is pending), each attempt logged on
+ * the delivery (status, latency, error). A subscription whose delivery is given up is disabled, with the reason.
+ * A rotated secret keeps signing beside the new one for a grace period, so receivers can switch without a gap.
+ */
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Webhook as StandardWebhook } from "standardwebhooks"
+import * as DomainEvent from "./DomainEvent.js"
+import { Ids } from "./Ids.js"
+import { operation } from "./Operation.js"
+import * as Outbox from "./Outbox.js"
+import { authorize, type ClientPrincipal, type Principal } from "./Principal.js"
+import { InvalidRequest, NotFound } from "./RelayError.js"
+import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+import * as Webhook from "./Webhook.js"
+
+/** What sends one delivery: an HTTP POST; its answer's status, or a failure (no answer, a timeout). */
+export class WebhookTransport extends Context.Service<WebhookTransport, {
+  readonly post: (
+    url: string,
+    headers: Readonly<Record<string, string>>,
+    body: string,
+    timeoutMillis: number
+  ) => Effect.Effect<{ readonly status: number }, WebhookNotDelivered>
+}>()("@custody-relay/core/WebhookTransport") {
+  /** The Web platform's `fetch`, with the timeout as an abort signal; redirects are not followed. */
+  static readonly layerFetch: Layer.Layer<WebhookTransport> = Layer.succeed(
+    WebhookTransport,
+    WebhookTransport.of({
+      post: (url, headers, body, timeoutMillis) =>
+        Effect.tryPromise({
+          try: async (signal) => {
+            const response = await fetch(url, {
+              method: "POST",
+              headers: { "content-type": "application/json", ...headers },
+              body,
+              redirect: "manual",
+              signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMillis)])
+            })
+            await response.body?.cancel()
+            return { status: response.status }
+          },
+          catch: (cause) => new WebhookNotDelivered({ detail: cause instanceof Error ? cause.message : String(cause) })
+        })
+    })
+  )
+}
+
+/** A delivery attempt that got no 2xx answer. */
+export class WebhookNotDelivered extends Schema.TaggedError<WebhookNotDelivered>()("WebhookNotDelivered", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return this.detail
+  }
+}
+
+export interface WebhookSettingsShape {
+  /** How long one delivery waits for its answer. */
+  readonly timeoutMillis: number
+  /** How long a rotated secret keeps signing beside the new one. */
+  readonly rotationGraceSeconds: number
+  /** Whether a subscription may target loopback, private and link-local addresses (see the default's note). */
+  readonly allowPrivateTargets: boolean
+}
+
+/** How webhooks behave; an embedder may provide another. */
+export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@custody-relay/core/WebhookSettings", {
+  defaultValue: () => ({
+    /** How long one delivery waits for its answer. */
+    timeoutMillis: 10_000,
+    /** How long a rotated secret keeps signing beside the new one. */
+    rotationGraceSeconds: 24 * 60 * 60,
+    /**
+     * Whether a subscription may target loopback, private and link-local addresses. Off: a client could otherwise
+     * make the relay call its own network (SSRF). Only literal addresses and `localhost` are recognised: names are
+     * not resolved here, so a name that resolves to a private address is the deployment's egress policy to stop.
+     */
+    allowPrivateTargets: false
+  })
+})
+
+const SECRET_BYTES = 24
+
+const newSecret = Effect.sync(() => {
+  const bytes = crypto.getRandomValues(new Uint8Array(SECRET_BYTES))
+  return `whsec_${btoa(String.fromCharCode(...bytes))}`
+})
+
+const PRIVATE_HOST = /^(?:localhost|127\.|10\.|192\.168\.|169\.254\.|172\.(?:1[6-9]|2\d|3[01])\.|0\.|\[?::1\]?$|\[?f[cd][0-9a-f]{2}:|\[?fe80:)/i
+
+/** A target a subscription may have: http(s), no credentials in it, and (unless allowed) no private address. */
+const requireTarget = (url: string, allowPrivate: boolean) => {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return Effect.fail(InvalidRequest.field("url", "must be an absolute http or https URL"))
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return Effect.fail(InvalidRequest.field("url", "must be http or https"))
+  if (parsed.username !== "" || parsed.password !== "") return Effect.fail(InvalidRequest.field("url", "must not carry credentials"))
+  if (url.length > 2000) return Effect.fail(InvalidRequest.field("url", "must be at most 2000 characters"))
+  if (!allowPrivate && PRIVATE_HOST.test(parsed.hostname)) {
+    return Effect.fail(InvalidRequest.field("url", "must not target a loopback, private or link-local address"))
+  }
+  return Effect.succeed(parsed.toString())
+}
+
+const requireTypes = (types: ReadonlyArray<string>) => {
+  const unknown = types.filter((type) => !(DomainEvent.eventTypes as ReadonlyArray<string>).includes(type))
+  return unknown.length === 0 ? Effect.succeed(types) : Effect.fail(InvalidRequest.field("eventTypes", `unknown event types: ${unknown.join(", ")}`))
+}
+
+/** A subscription as its owner reads it: never a secret. */
+export const toView = (s: Webhook.WebhookSubscription) => ({
+  id: s.id,
+  url: s.url,
+  eventTypes: s.eventTypes,
+  enabled: s.enabled,
+  disabledReason: s.disabledReason,
+  previousSecretValidUntil: s.previousSecretUntil,
+  createdAt: s.createdAt,
+  updatedAt: s.updatedAt
+})
+
+const findOwned = (unit: Storage.StorageUnit, caller: ClientPrincipal, id: string) =>
+  Effect.flatMap(unit.getWebhookSubscription(id), (found) =>
+    Option.isSome(found) && found.value.clientId === caller.clientId
+      ? Effect.succeed(found.value)
+      // Absent or another client's: the same NotFound (SCOPE-1).
+      : Effect.fail(new NotFound({ resource: "webhook_subscription", id })))
+
+export interface NewSubscription {
+  readonly url: string
+  readonly eventTypes?: ReadonlyArray<string>
+}
+
+/** Subscribes a URL; the answer carries the signing secret, the only time it is shown. */
+export const subscribe = operation("Webhooks.subscribe")(function*(principal: Principal, input: NewSubscription) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  const settings = yield* WebhookSettings
+  const url = yield* requireTarget(input.url, settings.allowPrivateTargets)
+  const eventTypes = yield* requireTypes(input.eventTypes ?? [])
+  const now = yield* Timestamp.now
+  const subscription: Webhook.WebhookSubscription = {
+    id: yield* (yield* Ids).next,
+    clientId: caller.clientId,
+    url,
+    eventTypes: [...eventTypes],
+    enabled: true,
+    disabledReason: null,
+    secret: yield* newSecret,
+    previousSecret: null,
+    previousSecretUntil: null,
+    createdAt: now,
+    updatedAt: now
+  }
+  yield* Storage.run("write", (unit) => unit.insertWebhookSubscription(subscription))
+  return { ...toView(subscription), secret: subscription.secret }
+})
+
+export const list = operation("Webhooks.list")(function*(principal: Principal) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  const found = yield* Storage.run("read", (unit) => unit.listWebhookSubscriptions(caller.clientId))
+  return found.map(toView)
+})
+
+export const get = operation("Webhooks.get")(function*(principal: Principal, id: string) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  return toView(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
+})
+
+/** A new signing secret (shown once); the old one keeps signing beside it for the grace period. */
+export const rotateSecret = operation("Webhooks.rotateSecret")(function*(principal: Principal, id: string) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  const secret = yield* newSecret
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const { rotationGraceSeconds } = yield* WebhookSettings
+  const rotated = yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* findOwned(unit, caller, id)
+      const next: Webhook.WebhookSubscription = {
+        ...current,
+        secret,
+        previousSecret: current.secret,
+        previousSecretUntil: Timestamp.fromMillis(nowMillis + rotationGraceSeconds * 1000),
+        updatedAt: Timestamp.fromMillis(nowMillis)
+      }
+      yield* unit.updateWebhookSubscription(next)
+      return next
+    }))
+  return { ...toView(rotated), secret }
+})
+
+/** Turns a subscription on (clearing why it was disabled) or off. */
+export const setEnabled = operation("Webhooks.setEnabled")(function*(principal: Principal, id: string, enabled: boolean) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  const now = yield* Timestamp.now
+  return toView(yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const current = yield* findOwned(unit, caller, id)
+      const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, updatedAt: now }
+      yield* unit.updateWebhookSubscription(next)
+      return next
+    })))
+})
+
+/** The delivery log of a subscription, newest first (no payload: the audit trail has the events). */
+export const deliveries = operation("Webhooks.deliveries")(function*(principal: Principal, id: string, limit: number) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  const found = yield* Storage.run("read", (unit) =>
+    Effect.flatMap(findOwned(unit, caller, id), () => unit.listWebhookDeliveries(id, limit)))
+  return found.map(({ payload: _, clientId: __, ...delivery }) => delivery)
+})
+
+/**
+ * Delivers again one event (by id) or every event since a time, to this subscription: new deliveries, each
+ * signed anew with the same `webhook-id`, so a receiver that had them de-duplicates them.
+ */
+export const redeliver = operation("Webhooks.redeliver")(function*(
+  principal: Principal,
+  id: string,
+  what: { readonly eventId?: string; readonly since?: string }
+) {
+  const caller = yield* authorize(principal, "webhooks.manage")
+  if ((what.eventId === undefined) === (what.since === undefined)) {
+    return yield* InvalidRequest.field("eventId", "give exactly one of eventId and since")
+  }
+  return yield* Storage.run("write", (unit) =>
+    Effect.gen(function*() {
+      const subscription = yield* findOwned(unit, caller, id)
+      const events = yield* unit.pageEvents(caller.clientId, what.since === undefined ? {} : { from: what.since }, { page: 1, limit: 1000 })
+      const chosen = events.items
+        .filter((e) => (what.eventId === undefined || e.id === what.eventId) && Webhook.matches({ ...subscription, enabled: true }, e.type))
+        .reverse()
+      if (what.eventId !== undefined && chosen.length === 0) return yield* new NotFound({ resource: "event", id: what.eventId })
+      for (const event of chosen) yield* Webhook.enqueueDelivery(unit, subscription, DomainEvent.toView(event))
+      return { redelivered: chosen.length }
+    }))
+})
+
+const signatureOf = (subscription: Webhook.WebhookSubscription, messageId: string, at: Date, body: string, now: string) => {
+  const secrets = subscription.previousSecret !== null && subscription.previousSecretUntil !== null && subscription.previousSecretUntil > now
+    ? [subscription.secret, subscription.previousSecret]
+    : [subscription.secret]
+  return secrets.map((secret) => new StandardWebhook(secret).sign(messageId, at, body)).join(" ")
+}
+
+/** Outbox effect: sends one delivery, after any earlier one of the same record, and logs the attempt. */
+export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
+  const found = yield* Storage.run("read", (unit) =>
+    Effect.gen(function*() {
+      const delivery = yield* unit.getWebhookDelivery(entry.subjectId)
+      if (Option.isNone(delivery)) return Option.none()
+      const subscription = yield* unit.getWebhookSubscription(delivery.value.subscriptionId)
+      const waiting = yield* unit.hasEarlierPendingDelivery(delivery.value)
+      return Option.map(subscription, (s) => ({ delivery: delivery.value, subscription: s, waiting }))
+    }))
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const now = Timestamp.fromMillis(nowMillis)
+  if (Option.isNone(found) || found.value.delivery.state !== "pending" || !found.value.subscription.enabled) {
+    return yield* Storage.run("write", (unit) =>
+      Effect.gen(function*() {
+        if (Option.isSome(found) && found.value.delivery.state === "pending") {
+          yield* unit.updateWebhookDelivery({ ...found.value.delivery, state: "skipped", lastError: "subscription disabled", updatedAt: now })
+        }
+        yield* Outbox.settle(unit, entry, Outbox.done)
+      }))
+  }
+  const { delivery, subscription, waiting } = found.value
+  // In order per record: an earlier delivery of the same record goes first.
+  if (waiting) return yield* Storage.run("write", (unit) => Outbox.settle(unit, entry, Outbox.again(Timestamp.fromMillis(nowMillis + 200))))
+  const { timeoutMillis } = yield* WebhookSettings
+  const at = new Date(nowMillis)
+  const headers = {
+    "webhook-id": delivery.eventId,
+    "webhook-timestamp": String(Math.floor(nowMillis / 1000)),
+    "webhook-signature": signatureOf(subscription, delivery.eventId, at, delivery.payload, now)
+  }
+  const started = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const answer = yield* Effect.result((yield* WebhookTransport).post(subscription.url, headers, delivery.payload, timeoutMillis).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(timeoutMillis),
+      orElse: () => Effect.fail(new WebhookNotDelivered({ detail: `no answer within ${timeoutMillis} ms` }))
+    })
+  ))
+  const latency = (yield* Effect.clockWith((clock) => clock.currentTimeMillis)) - started
+  const status = answer._tag === "Success" ? answer.success.status : null
+  const delivered = status !== null && status >= 200 && status < 300
+  const logged: Webhook.WebhookDelivery = {
+    ...delivery,
+    state: delivered ? "delivered" : "pending",
+    attempts: delivery.attempts + 1,
+    lastStatus: status,
+    lastError: delivered ? null : answer._tag === "Failure" ? answer.failure.detail : `answered ${status}`,
+    lastLatencyMillis: Math.round(latency),
+    updatedAt: now
+  }
+  yield* Storage.run("write", (unit) =>
+    Effect.andThen(unit.updateWebhookDelivery(logged), delivered ? Outbox.settle(unit, entry, Outbox.done) : Effect.void))
+  if (!delivered) return yield* new WebhookNotDelivered({ detail: logged.lastError ?? "not delivered" })
+})
+
+/**
+ * What follows when the outbox gives a delivery up: the delivery failed, and its subscription is disabled with
+ * the reason, so a dead receiver costs the relay nothing more until its owner enables it again.
+ */
+export const giveUp = Effect.fnUntraced(function*(unit: Storage.StorageUnit, deliveryId: string) {
+  const delivery = yield* unit.getWebhookDelivery(deliveryId)
+  if (Option.isNone(delivery)) return
+  const now = yield* Timestamp.now
+  yield* unit.updateWebhookDelivery({ ...delivery.value, state: "failed", updatedAt: now })
+  const subscription = yield* unit.getWebhookSubscription(delivery.value.subscriptionId)
+  if (Option.isSome(subscription) && subscription.value.enabled) {
+    yield* unit.updateWebhookSubscription({
+      ...subscription.value,
+      enabled: false,
+      disabledReason: `delivery of event ${delivery.value.eventId} given up after ${delivery.value.attempts} attempts: ${delivery.value.lastError ?? "no answer"}`,
+      updatedAt: now
+    })
+  }
+})
+

@@ -1,0 +1,197 @@
+/**
+ * Webhooks end to end (our extension): a real receiver (node:http) subscribes, a custody flow runs through HTTP,
+ * and the receiver gets every event, in order per record, each verified with the `standardwebhooks` reference
+ * library; a receiver that fails its first attempts still gets each event exactly once after retries (it
+ * de-duplicates by webhook-id); a dead receiver's subscription is disabled after the policy's attempts while
+ * everything else keeps working; a rotated secret and the old one both sign during the grace period.
+ */
+import { createServer, type Server } from "node:http"
+import { Webhook } from "standardwebhooks"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
+
+interface Received {
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+/** A receiver on a free port that answers `statusFor(n)` to its n-th request (from 0) and keeps every request. */
+const receiver = async (statusFor: (n: number) => number = () => 200) => {
+  const received: Array<Received> = []
+  let count = 0
+  const server: Server = createServer((request, response) => {
+    let body = ""
+    request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+    request.on("end", () => {
+      const status = statusFor(count++)
+      if (status < 300) {
+        const headers: Record<string, string> = {}
+        for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers[name] = value
+        received.push({ headers, body })
+      }
+      response.writeHead(status).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const address = server.address()
+  const port = typeof address === "object" && address !== null ? address.port : 0
+  return { url: `http://127.0.0.1:${port}/hooks`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+const fast = { idleMillis: 5, baseBackoffMillis: 10, maxBackoffMillis: 40, maxAttempts: 4 }
+const fixtures: Array<Fixture> = []
+const open = (): Fixture => {
+  const fixture = makeFixture({ outbox: fast, webhooks: { allowPrivateTargets: true } })
+  fixtures.push(fixture)
+  return fixture
+}
+afterAll(() => Promise.all(fixtures.map((f) => f.dispose())))
+
+const until = async (done: () => boolean | Promise<boolean>, millis = 10_000) => {
+  const deadline = Date.now() + millis
+  while (!(await done()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+}
+
+/** A flow that changes an account, an address and a transaction, all through the API. */
+const custodyFlow = async (fixture: Fixture, tenant: Tenant) => {
+  const as = fixture.as(tenant.admin)
+  const account = await as.post("/relay/v1/accounts", { name: "Hooked", workspace: "custody", assetId: "BTC" })
+  await as.post("/relay/v1/accounts/approve", { accountId: record(account.body)["id"] })
+  await as.post("/relay/v1/whitelisted-addresses", { name: "Desk", address: "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", assetType: "BTC" })
+  const tx = await as.post("/relay/v1/transactions/initiate", {
+    sourceAccountId: tenant.source,
+    destinationId: tenant.whitelisted,
+    destinationType: "external",
+    amount: "0.25",
+    assetType: "BTC"
+  })
+  await fixture.as(tenant.approver).post(`/relay/v1/transactions/${String(record(tx.body)["id"])}/approve`, {})
+}
+
+/** The client's events from the audit trail, oldest first. */
+const trail = async (fixture: Fixture, tenant: Tenant) =>
+  (record((await fixture.as(tenant.admin).get("/relay/v1/events?limit=100")).body)["items"] as ReadonlyArray<Record<string, unknown>>).toReversed()
+
+describe("webhooks", () => {
+  let close: Array<() => Promise<void>> = []
+  afterEach(async () => {
+    await Promise.all(close.map((c) => c()))
+    close = []
+  })
+
+  it("every event of a custody flow reaches the receiver, in order per record, signed (verified with standardwebhooks)", async () => {
+    const fixture = open()
+    const tenant = await makeTenant(fixture)
+    const target = await receiver()
+    close.push(target.close)
+    const subscribed = await fixture.as(tenant.admin).post("/relay/v1/webhooks", { url: target.url })
+    expect(subscribed.status).toBe(201)
+    const secret = String(record(subscribed.body)["secret"])
+    expect(secret).toMatch(/^whsec_/)
+    const since = (await trail(fixture, tenant)).length
+    await custodyFlow(fixture, tenant)
+    // The outbox worker adds events of its own (a registration, a submission): wait until every event so far
+    // has been received.
+    let events: ReadonlyArray<Record<string, unknown>> = []
+    await until(async () => {
+      events = (await trail(fixture, tenant)).slice(since)
+      return events.length > 0 && target.received.length === events.length
+    })
+    expect(target.received.length).toBe(events.length)
+    const verifier = new Webhook(secret)
+    const delivered = target.received.map((r) => verifier.verify(r.body, r.headers) as Record<string, unknown>)
+    expect(new Set(delivered.map((e) => e["id"]))).toEqual(new Set(events.map((e) => e["id"])))
+    expect(target.received.every((r, i) => r.headers["webhook-id"] === delivered[i]?.["id"])).toBe(true)
+    for (const entityId of new Set(events.map((e) => e["entityId"]))) {
+      const expected = events.filter((e) => e["entityId"] === entityId).map((e) => e["id"])
+      expect(delivered.filter((e) => e["entityId"] === entityId).map((e) => e["id"]), String(entityId)).toEqual(expected)
+    }
+    // The secret is shown once: never in a read or a log.
+    expect((await fixture.as(tenant.admin).get("/relay/v1/webhooks")).text).not.toContain(secret)
+  })
+
+  it("a receiver that fails its first attempts gets each event exactly once after retries (de-duplicated by webhook-id)", async () => {
+    const fixture = open()
+    const tenant = await makeTenant(fixture)
+    const target = await receiver((n) => (n < 3 ? 503 : 200))
+    close.push(target.close)
+    const subscribed = await fixture.as(tenant.admin).post("/relay/v1/webhooks", { url: target.url, eventTypes: ["account.created", "account.approved"] })
+    const id = String(record(subscribed.body)["id"])
+    await custodyFlow(fixture, tenant)
+    await until(() => new Set(target.received.map((r) => r.headers["webhook-id"])).size >= 2)
+    const ids = target.received.map((r) => r.headers["webhook-id"])
+    expect(new Set(ids).size).toBe(2)
+    expect(target.received.map((r) => JSON.parse(r.body)["type"])).toEqual(["account.created", "account.approved"])
+    const logOf = async () =>
+      record((await fixture.as(tenant.admin).get(`/relay/v1/webhooks/${id}/deliveries`)).body)["items"] as ReadonlyArray<Record<string, unknown>>
+    // The receiver answers before the relay records the answer: wait for the log to say so.
+    await until(async () => (await logOf()).every((d) => d["state"] === "delivered"))
+    const log = await logOf()
+    expect(log.map((d) => d["state"])).toEqual(["delivered", "delivered"])
+    expect(log.reduce((sum, d) => sum + Number(d["attempts"]), 0)).toBe(5)
+    expect(log.every((d) => d["lastStatus"] === 200 && typeof d["lastLatencyMillis"] === "number")).toBe(true)
+    // Redelivery of one event: the same webhook-id again, for the receiver to de-duplicate.
+    const first = String(ids[0])
+    expect(record((await fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/redeliver`, { eventId: first })).body)["redelivered"]).toBe(1)
+    await until(() => target.received.length >= 3)
+    expect(target.received.at(-1)?.headers["webhook-id"]).toBe(first)
+  })
+
+  it("a dead receiver's subscription is disabled with its reason after the policy's attempts; the API keeps answering", async () => {
+    const fixture = open()
+    const tenant = await makeTenant(fixture)
+    const target = await receiver(() => 500)
+    close.push(target.close)
+    const subscribed = await fixture.as(tenant.admin).post("/relay/v1/webhooks", { url: target.url, eventTypes: ["account.created"] })
+    const id = String(record(subscribed.body)["id"])
+    await fixture.as(tenant.admin).post("/relay/v1/accounts", { name: "Dead end", workspace: "custody", assetId: "BTC" })
+    await until(async () => record((await fixture.as(tenant.admin).get(`/relay/v1/webhooks/${id}`)).body)["enabled"] === false)
+    const view = record((await fixture.as(tenant.admin).get(`/relay/v1/webhooks/${id}`)).body)
+    expect(view["enabled"]).toBe(false)
+    expect(String(view["disabledReason"])).toMatch(/given up after 4 attempts: answered 500/)
+    expect((await fixture.as(tenant.admin).get("/relay/v1/accounts")).status).toBe(200)
+    // Enabled again by its owner, it takes new events.
+    expect(record((await fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/enable`, {})).body)["enabled"]).toBe(true)
+  })
+
+  it("a rotated secret and the old one both sign during the grace period", async () => {
+    const fixture = open()
+    const tenant = await makeTenant(fixture)
+    const target = await receiver()
+    close.push(target.close)
+    const subscribed = await fixture.as(tenant.admin).post("/relay/v1/webhooks", { url: target.url, eventTypes: ["account.created"] })
+    const id = String(record(subscribed.body)["id"])
+    const old = String(record(subscribed.body)["secret"])
+    const rotated = await fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/rotate-secret`, {})
+    const fresh = String(record(rotated.body)["secret"])
+    expect(fresh).not.toBe(old)
+    expect(record(rotated.body)["previousSecretValidUntil"]).toEqual(expect.any(String))
+    await fixture.as(tenant.admin).post("/relay/v1/accounts", { name: "Rotated", workspace: "custody", assetId: "BTC" })
+    await until(() => target.received.length >= 1)
+    const delivery = target.received[0]!
+    expect(() => new Webhook(fresh).verify(delivery.body, delivery.headers)).not.toThrow()
+    expect(() => new Webhook(old).verify(delivery.body, delivery.headers)).not.toThrow()
+  })
+
+  it("targets are checked: http(s) only, no credentials, no private address by default; the permission's exact 403", async () => {
+    const fixture = makeFixture()
+    fixtures.push(fixture)
+    const tenant = await makeTenant(fixture)
+    const as = fixture.as(tenant.admin)
+    for (const url of ["ftp://example.com/x", "https://user:pass@example.com/x", "http://127.0.0.1:9/x", "http://10.0.0.1/x", "http://[::1]/x", "not a url"]) {
+      expect((await as.post("/relay/v1/webhooks", { url })).status, url).toBe(400)
+    }
+    expect((await as.post("/relay/v1/webhooks", { url: "https://hooks.example.com/x", eventTypes: ["no.such.event"] })).status).toBe(400)
+    expect((await as.post("/relay/v1/webhooks", { url: "https://hooks.example.com/x" })).status).toBe(201)
+    const viewer = await fixture.createUser(tenant.clientId, ["View custody account"])
+    const refused = await fixture.as(viewer).get("/relay/v1/webhooks")
+    expect(refused.status).toBe(403)
+    expect(refused.body).toEqual({ message: "Missing required API scope: Manage webhooks" })
+    const other = await makeTenant(fixture)
+    const created = await fixture.as(other.admin).post("/relay/v1/webhooks", { url: "https://hooks.example.com/y" })
+    expect(created.status, created.text).toBe(201)
+    const theirs = String(record(created.body)["id"])
+    const foreign = await as.get(`/relay/v1/webhooks/${theirs}`)
+    expect(foreign.status, foreign.text).toBe(404)
+  })
+})

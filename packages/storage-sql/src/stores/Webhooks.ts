@@ -1,0 +1,126 @@
+/** Webhook subscriptions and deliveries (core `Webhook.WebhookStore`) on SQL; event types as a JSON array. */
+import type { Webhook } from "@custody-relay/core"
+import { Effect, Option } from "effect"
+import { sql, type SqlBool } from "kysely"
+import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../schema/Database.js"
+import { expectOneRow, type StoreArguments } from "../SqlUnit.js"
+
+const encodeSubscription = (s: Webhook.WebhookSubscription): WebhookSubscriptionsTable => ({
+  id: s.id,
+  client_id: s.clientId,
+  url: s.url,
+  event_types: JSON.stringify(s.eventTypes),
+  enabled: s.enabled ? 1 : 0,
+  disabled_reason: s.disabledReason,
+  secret: s.secret,
+  previous_secret: s.previousSecret,
+  previous_secret_until: s.previousSecretUntil,
+  created_at: s.createdAt,
+  updated_at: s.updatedAt
+})
+
+const decodeSubscription = (row: WebhookSubscriptionsTable): Webhook.WebhookSubscription => ({
+  id: row.id,
+  clientId: row.client_id as Webhook.WebhookSubscription["clientId"],
+  url: row.url,
+  eventTypes: JSON.parse(row.event_types) as ReadonlyArray<string>,
+  enabled: Number(row.enabled) === 1,
+  disabledReason: row.disabled_reason,
+  secret: row.secret,
+  previousSecret: row.previous_secret,
+  previousSecretUntil: row.previous_secret_until as Webhook.WebhookSubscription["previousSecretUntil"],
+  createdAt: row.created_at as Webhook.WebhookSubscription["createdAt"],
+  updatedAt: row.updated_at as Webhook.WebhookSubscription["updatedAt"]
+})
+
+const encodeDelivery = (d: Webhook.WebhookDelivery): WebhookDeliveriesTable => ({
+  id: d.id,
+  subscription_id: d.subscriptionId,
+  client_id: d.clientId,
+  event_id: d.eventId,
+  entity_id: d.entityId,
+  event_at: d.eventAt,
+  payload: d.payload,
+  state: d.state,
+  attempts: d.attempts,
+  last_status: d.lastStatus,
+  last_error: d.lastError,
+  last_latency_millis: d.lastLatencyMillis,
+  created_at: d.createdAt,
+  updated_at: d.updatedAt
+})
+
+const decodeDelivery = (row: WebhookDeliveriesTable): Webhook.WebhookDelivery => ({
+  id: row.id,
+  subscriptionId: row.subscription_id,
+  clientId: row.client_id as Webhook.WebhookDelivery["clientId"],
+  eventId: row.event_id,
+  entityId: row.entity_id,
+  eventAt: row.event_at as Webhook.WebhookDelivery["eventAt"],
+  payload: row.payload,
+  state: row.state as Webhook.WebhookDelivery["state"],
+  attempts: Number(row.attempts),
+  lastStatus: row.last_status === null ? null : Number(row.last_status),
+  lastError: row.last_error,
+  lastLatencyMillis: row.last_latency_millis === null ? null : Number(row.last_latency_millis),
+  createdAt: row.created_at as Webhook.WebhookDelivery["createdAt"],
+  updatedAt: row.updated_at as Webhook.WebhookDelivery["updatedAt"]
+})
+
+export const store = ({ db, engine, mode, statements: { first, rows, write } }: StoreArguments): Webhook.WebhookStore => {
+  const locks = mode === "write" && engine.locksRowsForWrite
+  return {
+    insertWebhookSubscription(subscription) {
+      return Effect.asVoid(write(db.insertInto("webhook_subscriptions").values(encodeSubscription(subscription))))
+    },
+    getWebhookSubscription(id) {
+      return Effect.map(
+        first(db.selectFrom("webhook_subscriptions").selectAll().where("id", "=", id).$if(locks, (qb) => qb.forNoKeyUpdate())),
+        (row) => (row === undefined ? Option.none() : Option.some(decodeSubscription(row)))
+      )
+    },
+    updateWebhookSubscription(subscription) {
+      const { id, ...changes } = encodeSubscription(subscription)
+      return Effect.flatMap(write(db.updateTable("webhook_subscriptions").set(changes).where("id", "=", id)), expectOneRow("webhook_subscriptions", id))
+    },
+    listWebhookSubscriptions(clientId) {
+      return Effect.map(
+        rows(db.selectFrom("webhook_subscriptions").selectAll().where("client_id", "=", clientId).orderBy("id")),
+        (found) => found.map(decodeSubscription)
+      )
+    },
+    insertWebhookDelivery(delivery) {
+      return Effect.asVoid(write(db.insertInto("webhook_deliveries").values(encodeDelivery(delivery))))
+    },
+    getWebhookDelivery(id) {
+      return Effect.map(
+        first(db.selectFrom("webhook_deliveries").selectAll().where("id", "=", id).$if(locks, (qb) => qb.forNoKeyUpdate())),
+        (row) => (row === undefined ? Option.none() : Option.some(decodeDelivery(row)))
+      )
+    },
+    updateWebhookDelivery(delivery) {
+      const { id, ...changes } = encodeDelivery(delivery)
+      return Effect.flatMap(write(db.updateTable("webhook_deliveries").set(changes).where("id", "=", id)), expectOneRow("webhook_deliveries", id))
+    },
+    listWebhookDeliveries(subscriptionId, limit) {
+      return Effect.map(
+        rows(db.selectFrom("webhook_deliveries").selectAll().where("subscription_id", "=", subscriptionId).orderBy("id", "desc").limit(limit)),
+        (found) => found.map(decodeDelivery)
+      )
+    },
+    hasEarlierPendingDelivery(delivery) {
+      return Effect.map(
+        first(
+          db.selectFrom("webhook_deliveries").select("id")
+            .where("subscription_id", "=", delivery.subscriptionId)
+            .where("entity_id", "=", delivery.entityId)
+            // A literal, so SQLite sees the partial index's predicate.
+            .where("state", "=", sql.lit("pending"))
+            .where(sql<SqlBool>`(${sql.ref("event_at")} < ${delivery.eventAt} or (${sql.ref("event_at")} = ${delivery.eventAt} and ${sql.ref("event_id")} < ${delivery.eventId}))`)
+            .limit(1)
+        ),
+        (row) => row !== undefined
+      )
+    }
+  }
+}

@@ -29,19 +29,22 @@ export interface WorkerOptions {
   readonly batch: number
   /** Failed attempts before an entry is given up. */
   readonly maxAttempts: number
-  /** The first retry's delay; each next one doubles, up to `maxBackoffMillis`, then jittered down to half. */
+  /** The first retry's delay; each next one doubles, up to `maxBackoffMillis`, then jittered down to three quarters. */
   readonly baseBackoffMillis: number
   readonly maxBackoffMillis: number
 }
 
-/** Defaults: 20 attempts over about a day (0.5 s doubling to a 2 h cap). */
+/**
+ * Defaults: 20 attempts over more than a day, whatever the jitter (0.5 s doubling to an 8 h cap: the retries' delays
+ * add up to 25 to 33 hours), so a receiver or a provider that is down overnight still gets its effects.
+ */
 export const defaults: WorkerOptions = {
   idleMillis: 200,
   leaseMillis: 60_000,
   batch: 16,
   maxAttempts: 20,
   baseBackoffMillis: 500,
-  maxBackoffMillis: 2 * 60 * 60 * 1000
+  maxBackoffMillis: 8 * 60 * 60 * 1000
 }
 
 /** What carries out each kind of entry. */
@@ -63,11 +66,18 @@ const givenUp: {
   deliverWebhook: Webhooks.giveUp
 }
 
-/** The delay before retry number `attempts` (1 for the first retry): exponential, capped, jittered. */
+/** The longest delay before retry number `attempts` (1 for the first retry): exponential, capped. */
+export const backoffCeilingMillis = (options: WorkerOptions, attempts: number): number =>
+  Math.min(options.maxBackoffMillis, options.baseBackoffMillis * 2 ** Math.min(attempts - 1, 30))
+
+/** Jitter takes a delay down to at most this share of its ceiling, so retries of one outage spread out. */
+export const JITTER_FLOOR = 0.75
+
+/** The delay before retry number `attempts`: its ceiling, jittered between three quarters and all of it. */
 export const backoffMillis = (options: WorkerOptions, attempts: number) =>
   Effect.map(Random.next, (random) => {
-    const ceiling = Math.min(options.maxBackoffMillis, options.baseBackoffMillis * 2 ** Math.min(attempts - 1, 30))
-    return Math.round(ceiling / 2 + (ceiling / 2) * random)
+    const ceiling = backoffCeilingMillis(options, attempts)
+    return Math.round(ceiling * (JITTER_FLOOR + (1 - JITTER_FLOOR) * random))
   })
 
 /**

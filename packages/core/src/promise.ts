@@ -13,7 +13,9 @@ import { Effect, Fiber, type Layer, ManagedRuntime, Redacted } from "effect"
 import * as Account from "./Account.js"
 import * as Accounts from "./Accounts.js"
 import * as Administration from "./Administration.js"
+import * as AuditTrail from "./AuditTrail.js"
 import * as Authentication from "./Authentication.js"
+import type * as DomainEvent from "./DomainEvent.js"
 import * as Idempotency from "./Idempotency.js"
 import { decoder } from "./Input.js"
 import * as OutboxWorker from "./OutboxWorker.js"
@@ -135,8 +137,14 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
         }))),
       revokeApiUser: (apiUserId: string) => run(Effect.asVoid(Administration.revokeApiUser(apiUserId))),
       setPermissions: (apiUserId: string, permissions: ReadonlyArray<Permission>) =>
-        run(Effect.asVoid(Administration.setPermissions(apiUserId, permissions)))
+        run(Effect.asVoid(Administration.setPermissions(apiUserId, permissions))),
+      /** The audit trail across every client, newest first: the operator's view. */
+      auditTrail: (filter: DomainEvent.TrailFilter = {}, page?: Page.PageRequest) =>
+        withPage(page, (p) => AuditTrail.acrossClients(filter, p))
     },
+    /** The audit trail of the caller's client, newest first (needs "View audit trail"). */
+    auditTrail: (principal: Principal, filter: DomainEvent.TrailFilter = {}, page?: Page.PageRequest) =>
+      withPage(page, (p) => AuditTrail.list(principal, filter, p)),
     outbox: {
       /**
        * Starts the outbox worker (provider calls after commit: submissions, registrations, progress); answers a

@@ -90,6 +90,13 @@ const transferAndAddress = Effect.gen(function*() {
 const entriesOf = (subjectId: string) => Storage.run("read", (unit) => unit.listOutboxEntries(subjectId))
 
 describe("Outbox", () => {
+  it("the default retries of an effect span more than a day, whatever the jitter (a receiver down overnight still gets it)", () => {
+    const o = OutboxWorker.defaults
+    const retries = Array.from({ length: o.maxAttempts - 1 }, (_, i) => OutboxWorker.backoffCeilingMillis(o, i + 1))
+    const shortest = retries.reduce((sum, ceiling) => sum + ceiling * OutboxWorker.JITTER_FLOOR, 0)
+    assert.isAbove(shortest, 24 * 60 * 60 * 1000)
+  })
+
   it.effect("a provider that fails 3 times and then succeeds gets each transfer exactly once; the entry shows its attempts", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 3, gate: undefined }
     return Effect.gen(function*() {

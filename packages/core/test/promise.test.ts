@@ -84,6 +84,10 @@ describe("Promise facade", () => {
       // The facade's own entry exports the error classes too, for code that imports nothing else.
       assert.instanceOf(reused, PromiseRelayError.IdempotencyKeyReused)
       assert.strictEqual((await relay.outbox.runDue()), 0)
+      // The audit trail: the client's own through the caller, every client's for the operator.
+      const mine = await relay.auditTrail(me, { types: ["account.created"] })
+      assert.deepStrictEqual(mine.items.map((e) => e.entityId), [first.id])
+      assert.isAtLeast((await relay.administration.auditTrail({ entityId: first.id })).total, 1)
     } finally {
       await relay.dispose()
     }

@@ -29,7 +29,7 @@ type Event = Record<string, unknown>
 const itemsOf = (body: unknown): ReadonlyArray<Event> => record(body)["items"] as ReadonlyArray<Event>
 
 describe("audit trail", () => {
-  it("lists the client's events newest first in the list envelope, each with its actor and no secret", async () => {
+  it("PAGE-1 PAGE-2 SCOPE-1: lists the client's events newest first in the list envelope, each with its actor and no secret", async () => {
     const answer = await fixture.as(tenant.admin).get("/relay/v1/events?limit=100")
     expect(answer.status).toBe(200)
     const body = record(answer.body)
@@ -60,7 +60,7 @@ describe("audit trail", () => {
     expect(itemsOf((await as.get("/relay/v1/events?from=2000-01-01T00:00:00Z&limit=1")).body).length).toBe(1)
   })
 
-  it("the events of one record, by its id: newest first; another client's record is 404, a malformed id 400", async () => {
+  it("SCOPE-1 ACC-GET-1: the events of one record, by its id: newest first; another client's record is 404, a malformed id 400", async () => {
     const as = fixture.as(tenant.admin)
     const ofAccount = await as.get(`/relay/v1/accounts/${tenant.source}/events`)
     expect(ofAccount.status).toBe(200)
@@ -82,9 +82,21 @@ describe("audit trail", () => {
     expect(refused.body).toEqual({ message: "Missing required API scope: View audit trail" })
   })
 
-  it("bad filters are 400 and name the parameter", async () => {
+  it("PAGE-3 PAGE-4: bad filters and page values are 400; pages walk every event once with totalPages = ceil(total / limit)", async () => {
     const as = fixture.as(tenant.admin)
-    for (const query of ["type=nope", "entityType=ledger", "from=yesterday", "to=2026-13-01T00:00:00Z", "entityId=x", "limit=101"]) {
+    const all = itemsOf((await as.get("/relay/v1/events?limit=100")).body).map((e) => e["id"])
+    const walked: Array<unknown> = []
+    for (let page = 1; ; page++) {
+      const body = record((await as.get(`/relay/v1/events?limit=3&page=${page}`)).body)
+      expect(body["totalPages"]).toBe(Math.ceil(Number(body["total"]) / 3))
+      const items = itemsOf(body)
+      expect(items.length).toBeLessThanOrEqual(3)
+      walked.push(...items.map((e) => e["id"]))
+      if (page >= Number(body["totalPages"])) break
+    }
+    expect(walked).toEqual(all)
+    expect((await fixture.as(tenant.admin).get(`/relay/v1/accounts/${tenant.source}/events?page=0`)).status).toBe(400)
+    for (const query of ["type=nope", "entityType=ledger", "from=yesterday", "to=2026-13-01T00:00:00Z", "entityId=x", "limit=101", "page=0", "limit=-1", "page=1.5", "page=1&page=2"]) {
       const answer = await as.get(`/relay/v1/events?${query}`)
       expect(answer.status, query).toBe(400)
     }

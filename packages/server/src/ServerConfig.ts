@@ -21,6 +21,8 @@ export interface ServerConfig {
   /** The share of simulated transfers that fail after broadcast, in percent. */
   readonly simulatedFailurePercent: number
   readonly providerPollMillis: number
+  /** Whether webhook subscriptions may target loopback and private addresses (off: see Webhooks.WebhookSettings). */
+  readonly webhooksAllowPrivateTargets: boolean
   /** How long to wait for an unreachable database at start-up, retrying. */
   readonly databaseStartupTimeoutSeconds: number
   /** PostgreSQL only: connections, connections kept for reads, and the waits that bound a request. */
@@ -73,6 +75,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
     simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
     providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", 1000, 10, 3_600_000),
+    webhooksAllowPrivateTargets: oneOf(env, "RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS", ["true", "false"], "false") === "true",
     databaseStartupTimeoutSeconds: integer(env, "RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS", 60, 0, 86_400),
     postgres: {
       poolMax: integer(env, "RELAY_PG_POOL_MAX", 10, 2, 1000),

@@ -8,7 +8,7 @@
  * await relay.close()
  * ```
  */
-import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage } from "@custody-relay/core"
+import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage, type Webhooks } from "@custody-relay/core"
 import { makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
 import type { Logger, LogLevel } from "effect"
 import * as StorageLayer from "./StorageLayer.js"
@@ -39,6 +39,8 @@ export interface RelayOptions {
   readonly providerPollMillis?: number
   /** The outbox worker's settings, or false to run none in this process. */
   readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
+  /** Webhook settings (timeout, rotation grace, private targets). */
+  readonly webhooks?: Partial<Webhooks.WebhookSettingsShape>
   /** PostgreSQL's pool and lock waits, and how long to wait for an unreachable database at start-up. */
   readonly databaseSettings?: StorageLayer.DatabaseSettings
   readonly maxBodyBytes?: number
@@ -67,6 +69,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
       })
     }),
     ...(options.outbox === undefined ? {} : { outbox: options.outbox }),
+    ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
     config,
     logLevel: options.logLevel ?? "Warn",
     ...(options.controlToken === undefined ? {} : { controlToken: options.controlToken }),

@@ -38,6 +38,7 @@ const main = async (): Promise<void> => {
       failureShare: config.simulatedFailurePercent / 100
     },
     providerPollMillis: config.providerPollMillis,
+    webhooks: { allowPrivateTargets: config.webhooksAllowPrivateTargets },
     databaseSettings: {
       startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
       pool: {

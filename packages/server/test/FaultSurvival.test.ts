@@ -5,7 +5,10 @@
  * the database exists. Both processes stay up, every request gets an answer (a 5xx only as 503 with Retry-After),
  * nothing is half-written, balances reconcile. Needs RELAY_TEST_PG_URL; skipped with a printed reason when unset.
  */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import pg from "pg"
+import { Webhook } from "standardwebhooks"
 import { afterAll, describe, expect, it } from "vitest"
 import { type ServerProcess, startServer } from "./ServerProcess.js"
 import {
@@ -246,6 +249,49 @@ describe.skipIf(!hasPostgres)("the outbox shared by two nodes on PostgreSQL", ()
       expect(counts.entries.find((row) => row.kind === "submitTransfer")?.n).toBe("30")
     } finally {
       await stopAll(nodes)
+    }
+  }, 120_000)
+})
+
+describe.skipIf(!hasPostgres)("webhooks delivered by two nodes on PostgreSQL", () => {
+  it("each event reaches the receiver once between the two nodes' workers, verified", async () => {
+    const received: Array<{ readonly id: string; readonly body: string; readonly headers: Record<string, string> }> = []
+    const receiver = createServer((request, response) => {
+      let body = ""
+      request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+      request.on("end", () => {
+        const headers: Record<string, string> = {}
+        for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers[name] = value
+        received.push({ id: headers["webhook-id"] ?? "", body, headers })
+        response.writeHead(204).end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    const port = (receiver.address() as AddressInfo).port
+    const database = await newPostgresDatabase()
+    const env = { ...serverEnv(database), RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RELAY_DEFAULT_QUORUM: "0" }
+    const nodes = [await startServer(env), await startServer(env)] as const
+    try {
+      const tenant = await tenantOn(nodes[0], "100")
+      const user = JSON.parse((await control(nodes[0], "POST", "/api-users", { clientId: tenant.clientId, permissions: ["Manage webhooks", "View audit trail"] })).text)
+      const manager = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]) }
+      const subscribed = await send(`${nodes[1].url}/relay/v1/webhooks`, "POST", manager, { url: `http://127.0.0.1:${port}/hooks` })
+      expect(subscribed.status).toBe(201)
+      const secret = String(JSON.parse(subscribed.text)["secret"])
+      await Promise.all(Array.from({ length: 20 }, (_, i) =>
+        send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))))
+      const trail = async () => Number(JSON.parse((await send(`${nodes[0].url}/relay/v1/events?limit=1&from=${encodeURIComponent(String(JSON.parse(subscribed.text)["createdAt"]))}`, "GET", manager)).text)["total"])
+      const until = Date.now() + 30_000
+      while (Date.now() < until && new Set(received.map((r) => r.id)).size < (await trail())) await new Promise((resolve) => setTimeout(resolve, 100))
+      const events = await trail()
+      expect(events).toBeGreaterThanOrEqual(40)
+      expect(received.length).toBe(events)
+      expect(new Set(received.map((r) => r.id)).size).toBe(events)
+      const verifier = new Webhook(secret)
+      for (const delivery of received) verifier.verify(delivery.body, delivery.headers)
+    } finally {
+      await stopAll(nodes)
+      await new Promise((resolve) => receiver.close(resolve))
     }
   }, 120_000)
 })

@@ -20,6 +20,7 @@ describe("configFromEnv", () => {
       simulatedStepMillis: 1000,
       simulatedFailurePercent: 0,
       providerPollMillis: 1000,
+      webhooksAllowPrivateTargets: false,
       databaseStartupTimeoutSeconds: 60,
       postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000 }
     })
@@ -42,6 +43,7 @@ describe("configFromEnv", () => {
       RELAY_SIMULATED_FAILURE_PERCENT: "10",
       RELAY_PROVIDER_POLL_MILLIS: "100",
       RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "5",
+      RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
       RELAY_PG_POOL_MAX: "20",
       RELAY_PG_READ_RESERVE: "4",
       RELAY_PG_CONNECTION_TIMEOUT_MILLIS: "2000",
@@ -61,6 +63,7 @@ describe("configFromEnv", () => {
       simulatedStepMillis: 250,
       simulatedFailurePercent: 10,
       providerPollMillis: 100,
+      webhooksAllowPrivateTargets: true,
       databaseStartupTimeoutSeconds: 5,
       postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000 }
     })

@@ -76,16 +76,17 @@ export const serverEnv = (database: string) => ({
 })
 
 export interface Tenant {
+  readonly clientId: string
   readonly auth: Record<string, string>
   readonly source: string
   readonly destination: string
 }
 
-/** A client with one credential, a funded BTC source account and an active BTC destination, made through `node`. */
 /** A call of the test control protocol on `node`. */
 export const control = (node: ServerProcess, method: string, path: string, body?: unknown) =>
   send(`${node.url}/__control${path}`, method, { "x-control-token": TOKEN }, body)
 
+/** A client with one credential, a funded BTC source account and an active BTC destination, made through `node`. */
 export const tenantOn = async (node: ServerProcess, funds: string): Promise<Tenant> => {
   const clientId = String(field(await control(node, "POST", "/clients"), "clientId"))
   const permissions = [
@@ -107,7 +108,7 @@ export const tenantOn = async (node: ServerProcess, funds: string): Promise<Tena
   const source = await open("Source")
   const destination = await open("Destination")
   await control(node, "POST", `/accounts/${source}/credit`, { amount: funds })
-  return { auth, source, destination }
+  return { clientId, auth, source, destination }
 }
 
 export const transfer = (tenant: Tenant, amount: string) => ({

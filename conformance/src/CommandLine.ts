@@ -57,6 +57,32 @@ const readJson = async (file: string): Promise<unknown> => JSON.parse(await read
 const credentialOf = (value: unknown): { keyId: string; secret: string } | undefined =>
   isRecord(value) && typeof value["keyId"] === "string" && typeof value["secret"] === "string" ? { keyId: value["keyId"], secret: value["secret"] } : undefined
 
+/** Why a fetch failed, as its cause names it (ECONNREFUSED, ENOTFOUND, ...) when it has one. */
+const causeOf = (error: unknown): string => {
+  const cause: unknown = error instanceof Error ? error.cause : undefined
+  const code = typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
+  if (code !== undefined) return code
+  if (cause instanceof Error) return cause.message
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** What stops a run before any check: the target or the control unreachable, or the control's token refused. */
+const harnessProblem = async (baseUrl: string, control: Control | HttpControlOptions | undefined): Promise<string | undefined> => {
+  try {
+    await fetch(baseUrl.replace(/\/+$/, "") + "/relay/v1/accounts", { signal: AbortSignal.timeout(10_000) })
+  } catch (error) {
+    return `cannot reach the target at ${baseUrl}: ${causeOf(error)}`
+  }
+  if (control === undefined || !("token" in control) || typeof control.url !== "string") return undefined
+  try {
+    const answer = await fetch(control.url.replace(/\/+$/, "") + "/profile", { headers: { "x-control-token": control.token }, signal: AbortSignal.timeout(10_000) })
+    if (answer.status === 401) return `the control at ${control.url} refuses the control token (401)`
+  } catch (error) {
+    return `cannot reach the control at ${control.url}: ${causeOf(error)}`
+  }
+  return undefined
+}
+
 export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: CliOverrides = {}): Promise<number> => {
   const { values, positionals } = parseArgs({
     args: [...argv],
@@ -114,6 +140,15 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     const secondary = credentialOf(credentials["secondary"])
     const set: BlackBoxCredentials = secondary === undefined ? { primary } : { primary, secondary }
     blackBox = { credentials: set, profile: config["profile"] }
+  }
+  // A target or control that cannot be reached, or a refused control token, is the harness's problem, not 56
+  // failures of the implementation: say which, and exit 2.
+  if (baseUrl !== undefined) {
+    const unreachable = await harnessProblem(baseUrl, control)
+    if (unreachable !== undefined) {
+      io.stderr(`harness: ${unreachable}\n`)
+      return 2
+    }
   }
   if (positionals[0] === "doctor") {
     const result = await runDoctor(new Transport(target), makeControl(target, control), blackBox?.profile)

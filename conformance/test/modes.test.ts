@@ -3,6 +3,7 @@
  * black-box mode from pre-made credentials, capability gating, and the vacuity warning.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
+import { type AddressInfo, createServer as createNetServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createRelay } from "@custody-relay/server"
@@ -44,6 +45,22 @@ describe("targets", () => {
     expect(report.target).toBe(server.baseUrl)
     expect(code).toBe(0)
   }, 120_000)
+
+  it("a target that is not running or a refused control token is a harness problem: named, exit 2, no check run", async () => {
+    const err: Array<string> = []
+    const out: Array<string> = []
+    const io = { stdout: (text: string) => void out.push(text), stderr: (text: string) => void err.push(text), isTty: false }
+    const probe = createNetServer()
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve))
+    const closed = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`
+    await new Promise((resolve) => probe.close(resolve))
+    expect(await runCli(["--base-url", closed, "--control-token", token], io)).toBe(2)
+    expect(err.join("")).toContain(`harness: cannot reach the target at ${closed}: ECONNREFUSED`)
+    err.length = 0
+    expect(await runCli(["--base-url", server.baseUrl, "--control-url", `${server.baseUrl}/__control`, "--control-token", "wrong"], io)).toBe(2)
+    expect(err.join("")).toMatch(/refuses the control token \(401\)/)
+    expect(out.join("")).toBe("")
+  })
 
   it("reads the target, control and black-box credentials from a --config file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-config-"))

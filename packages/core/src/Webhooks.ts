@@ -237,8 +237,14 @@ export const redeliver = operation("Webhooks.redeliver")(function*(
   return yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
       const subscription = yield* findOwned(unit, caller, id)
-      const events = yield* unit.pageEvents(caller.clientId, what.since === undefined ? {} : { from: what.since }, { page: 1, limit: 1000 })
-      const chosen = events.items
+      // Every matching event, walking the trail's pages (newest first), then sent oldest first.
+      const found: Array<DomainEvent.LoggedEvent> = []
+      for (let page = 1; ; page++) {
+        const events = yield* unit.pageEvents(caller.clientId, what.since === undefined ? {} : { from: what.since }, { page, limit: 100 })
+        found.push(...events.items)
+        if (page * 100 >= events.total || events.items.length === 0) break
+      }
+      const chosen = found
         .filter((e) => (what.eventId === undefined || e.id === what.eventId) && Webhook.matches({ ...subscription, enabled: true }, e.type))
         .reverse()
       if (what.eventId !== undefined && chosen.length === 0) return yield* new NotFound({ resource: "event", id: what.eventId })

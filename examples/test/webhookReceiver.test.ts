@@ -10,7 +10,7 @@ afterAll(() => Promise.all(closers.map((close) => close())))
 
 describe("examples/webhookReceiver.ts", () => {
   it("receives a relay's events, verified, each once; a forged delivery is refused", async () => {
-    const handler = makeHandler({ controlToken: "t", outbox: { idleMillis: 5 }, webhooks: { allowPrivateTargets: true } })
+    const handler = makeHandler({ controlToken: "t", logLevel: "Warn", outbox: { idleMillis: 5 }, webhooks: { allowPrivateTargets: true } })
     closers.push(() => handler.dispose())
     const relay = await serve(handler, { port: 0 })
     closers.push(() => relay.close())

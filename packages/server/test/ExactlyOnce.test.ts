@@ -82,44 +82,60 @@ const engines = [
   { name: "PostgreSQL", skip: !hasPostgres, database: newPostgresDatabase }
 ]
 
+/**
+ * A burst of keyed initiations of `amountOf(key)` from a source holding `funds`, with the server killed
+ * (SIGKILL) mid-burst `ROUNDS` times and restarted on the same database; then every key retried until it has a
+ * final answer (201, or a 400 refusal). Answers the answers per key, the last server and the tenant.
+ */
+const burstThroughKills = async (database: string, funds: string, amountOf: (index: number) => string) => {
+  const env = serverEnv(database)
+  let server = await startServer(env)
+  const tenant = await tenantOn(server, funds)
+  const keys = Array.from({ length: KEYS }, (_, i) => `burst-${i}`)
+  const answers = new Map<string, Array<Answer>>(keys.map((key) => [key, []]))
+  let cutOff = 0
+  let answered = 0
+  const fire = (node: ServerProcess, key: string) =>
+    send(`${node.url}/relay/v1/transactions/initiate`, "POST", { ...tenant.auth, "idempotency-key": key }, transfer(tenant, amountOf(keys.indexOf(key))))
+      .then((answer) => {
+        answered++
+        answers.get(key)?.push(answer)
+      })
+      // The process died under the request: no answer, retried below.
+      .catch(() => {
+        cutOff++
+      })
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const node = server
+      // The kill lands mid-burst: after a random number of answers, while the rest are being served.
+      const killAfter = 1 + Math.floor(Math.random() * (KEYS - 2))
+      answered = 0
+      const inFlight = keys.map((key) => fire(node, key))
+      for (let waited = 0; answered < killAfter && waited < 5000; waited += 2) await new Promise((resolve) => setTimeout(resolve, 2))
+      await node.stop("SIGKILL")
+      await Promise.all(inFlight)
+      server = await startServer(env)
+    }
+    // Every key until it has a final answer (a 5xx while a node restarts would be retried too).
+    const final = (key: string) => (answers.get(key) ?? []).some((a) => a.status === 201 || a.status === 400)
+    for (const key of keys) {
+      for (let attempt = 0; attempt < 20 && !final(key); attempt++) await fire(server, key)
+    }
+  } catch (error) {
+    await server.stop("SIGKILL")
+    throw error
+  }
+  console.log(`ExactlyOnce: ${cutOff} requests cut off by the kills, ${KEYS} keys, ${ROUNDS} kills`)
+  return { keys, answers, server, tenant }
+}
+
 for (const engine of engines) {
   describe.skipIf(engine.skip)(`exactly-once through crashes: ${engine.name}`, () => {
     it(`a burst of ${KEYS} keyed initiations, the server killed with SIGKILL ${ROUNDS} times, every key retried until answered: one transaction per key`, async () => {
-      const database = await engine.database()
-      const env = serverEnv(database)
-      let server = await startServer(env)
       const funds = "100"
-      const tenant = await tenantOn(server, funds)
-      const keys = Array.from({ length: KEYS }, (_, i) => `burst-${i}`)
-      const answers = new Map<string, Array<Answer>>(keys.map((key) => [key, []]))
-      let cutOff = 0
-      let answered = 0
-      const fire = (node: ServerProcess, key: string) =>
-        send(`${node.url}/relay/v1/transactions/initiate`, "POST", { ...tenant.auth, "idempotency-key": key }, transfer(tenant, `0.0${(keys.indexOf(key) % 9) + 1}`))
-          .then((answer) => {
-            answered++
-            answers.get(key)?.push(answer)
-          })
-          // The process died under the request: no answer, retried below.
-          .catch(() => {
-            cutOff++
-          })
+      const { keys, answers, server, tenant } = await burstThroughKills(await engine.database(), funds, (i) => `0.0${(i % 9) + 1}`)
       try {
-        for (let round = 0; round < ROUNDS; round++) {
-          const node = server
-          // The kill lands mid-burst: after a random number of answers, while the rest are being served.
-          const killAfter = 1 + Math.floor(Math.random() * (KEYS - 2))
-          answered = 0
-          const inFlight = keys.map((key) => fire(node, key))
-          for (let waited = 0; answered < killAfter && waited < 5000; waited += 2) await new Promise((resolve) => setTimeout(resolve, 2))
-          await node.stop("SIGKILL")
-          await Promise.all(inFlight)
-          server = await startServer(env)
-        }
-        // Every key until it is answered with a 2xx (a 5xx while a node restarts would be retried too).
-        for (const key of keys) {
-          for (let attempt = 0; attempt < 20 && !(answers.get(key) ?? []).some((a) => a.status === 201); attempt++) await fire(server, key)
-        }
         const ids = new Set<string>()
         for (const key of keys) {
           const succeeded = (answers.get(key) ?? []).filter((a) => a.status === 201)
@@ -128,10 +144,32 @@ for (const engine of engines) {
           expect((answers.get(key) ?? []).every((a) => a.status === 201), `key ${key}: ${(answers.get(key) ?? []).map((a) => a.status).join(",")}`).toBe(true)
           ids.add(String(field(succeeded[0]!, "id")))
         }
-        console.log(`ExactlyOnce ${engine.name}: ${cutOff} requests cut off by the kills, ${KEYS} keys, ${ROUNDS} kills`)
         expect(ids.size).toBe(KEYS)
         const stored = await transactionsOf(server, tenant)
         expect(new Set(stored.map((t) => String(t["id"])))).toEqual(ids)
+        await expectReconciled(server, tenant, funds)
+      } finally {
+        await server.stop("SIGKILL")
+      }
+    }, 120_000)
+
+    it("TXN-INIT-1: the same through kills with funds for three transfers only: three keys get their transfer, every other key a refusal that kept nothing", async () => {
+      const funds = "1"
+      const { keys, answers, server, tenant } = await burstThroughKills(await engine.database(), funds, () => "0.3")
+      try {
+        const accepted = new Set<string>()
+        for (const key of keys) {
+          const all = answers.get(key) ?? []
+          const succeeded = all.filter((a) => a.status === 201)
+          expect(all.some((a) => a.status === 201 || a.status === 400), `key ${key} has a final answer`).toBe(true)
+          // A key is either a transfer, replayed byte for byte, or refused: never both.
+          expect(succeeded.length === 0 || all.every((a) => a.status === 201), `key ${key}: ${all.map((a) => a.status).join(",")}`).toBe(true)
+          expect(new Set(succeeded.map((a) => a.text)).size).toBeLessThanOrEqual(1)
+          if (succeeded.length > 0) accepted.add(String(field(succeeded[0]!, "id")))
+        }
+        expect(accepted.size).toBe(3)
+        const stored = await transactionsOf(server, tenant)
+        expect(new Set(stored.map((t) => String(t["id"])))).toEqual(accepted)
         await expectReconciled(server, tenant, funds)
       } finally {
         await server.stop("SIGKILL")

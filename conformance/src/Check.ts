@@ -29,6 +29,14 @@ export interface Violation {
   readonly exchanges: ReadonlyArray<string>
 }
 
+/** Thrown when the profile does not declare what a check needs (the approval calls, say): not-applicable. */
+export class NotDeclared extends Error {
+  constructor(what: string) {
+    super(`the profile does not declare ${what}`)
+    this.name = "NotDeclared"
+  }
+}
+
 /** Thrown to stop a check at a violation. */
 export class CheckFailure extends Error {
   constructor(readonly violation: Violation) {

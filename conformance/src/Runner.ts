@@ -3,7 +3,7 @@
  * tenants), classifies every outcome, applies the implementation's expected failures, and returns the
  * conformance statement. Usable from any test runner.
  */
-import { CheckContext, CheckFailure, type Check } from "./Check.js"
+import { CheckContext, CheckFailure, NotDeclared, type Check } from "./Check.js"
 import { allChecks } from "./checks/index.js"
 import { CapabilityMissing, ControlError, controlProtocolVersion, gateControl, HttpControl, recordSecrets, type Control } from "./Control.js"
 import { runDoctor, type DoctorResult } from "./Doctor.js"
@@ -140,7 +140,7 @@ const runOne = async (
     await Promise.race([check.run(context), timeout])
   } catch (error) {
     if (error instanceof CheckFailure) context.violations.push(error.violation)
-    else if (error instanceof CapabilityMissing) missing = error.message
+    else if (error instanceof CapabilityMissing || error instanceof NotDeclared) missing = error.message
     else if (error instanceof ControlError) harness = `control call failed: ${error.message}`
     else if (error instanceof FixtureFailure) harness = [error.message, ...error.exchanges].join("\n")
     else if (error instanceof CheckTimeout) harness = error.message

@@ -1,7 +1,7 @@
 import { Decimal } from "decimal.js"
 import { describe, expect, it } from "vitest"
 import { sequentiallyExplainable } from "../src/checks/concurrency.js"
-import { RelayModel } from "../src/checks/model.js"
+import { balances, RelayModel } from "../src/checks/model.js"
 import { parseProfile } from "../src/Profile.js"
 import { checkSeed, selectChecks } from "../src/Runner.js"
 import { allChecks } from "../src/checks/index.js"
@@ -64,32 +64,48 @@ describe("sequential explanations of concurrent initiations", () => {
 
 describe("the reference model", () => {
   it("moves a pending account once and refuses a second decision", () => {
-    const model = new RelayModel()
-    model.accounts.push({ id: "a", assetId: "BTC", status: "pending_approval", balance: new Decimal(0) })
+    const model = new RelayModel(undefined)
+    model.accounts.push({ id: "a", assetId: "BTC", status: "pending_approval", balance: balances(0) })
     const account = model.accounts[0]!
     expect(model.decide(account, "approved")).toBe(true)
     expect(model.decide(account, "rejected")).toBe(false)
     expect(account.status).toBe("approved")
   })
 
-  it("reserves on initiation, releases on failure, settles and credits on completion", () => {
-    const model = new RelayModel()
-    model.accounts.push({ id: "s", assetId: "BTC", status: "active", balance: new Decimal(10) }, { id: "d", assetId: "BTC", status: "active", balance: new Decimal(0) })
-    const base = { sourceId: "s", destinationId: "d", destinationType: "internal" as const, amount: new Decimal(2), reserved: new Decimal("2.5"), group: "pending" as const }
+  it("TXN-FLOW-1: reserves on initiation, releases on failure, settles and credits on completion, under each funds reading", () => {
+    const model = new RelayModel(undefined)
+    model.accounts.push({ id: "s", assetId: "BTC", status: "active", balance: balances(10) }, { id: "d", assetId: "BTC", status: "active", balance: balances(0) })
+    const base = { sourceId: "s", destinationId: "d", destinationType: "internal" as const, amount: new Decimal(2), fee: new Decimal("0.5"), group: "pending" as const }
     model.reserve({ ...base, id: "t1" })
     model.reserve({ ...base, id: "t2" })
-    expect(model.accountById("s")?.balance.toFixed()).toBe("5")
+    const source = model.accountById("s")!
+    expect([source.balance["amount-and-fee"].toFixed(), source.balance.amount.toFixed()]).toEqual(["5", "6"])
     expect(model.advance(model.transactions[0]!, "failed")).toBe(true)
-    expect(model.accountById("s")?.balance.toFixed()).toBe("7.5")
+    expect([source.balance["amount-and-fee"].toFixed(), source.balance.amount.toFixed()]).toEqual(["7.5", "8"])
     expect(model.advance(model.transactions[1]!, "completed")).toBe(true)
-    expect(model.accountById("d")?.balance.toFixed()).toBe("2")
+    expect([source.balance["amount-and-fee"].toFixed(), source.balance.amount.toFixed()]).toEqual(["7.5", "7.5"])
+    expect(model.accountById("d")?.balance.amount.toFixed()).toBe("2")
     expect(model.advance(model.transactions[1]!, "failed")).toBe(false)
   })
 
+  it("TXN-FLOW-1: an undeclared funds model keeps the readings the observed balances fit, and fails when none fits", () => {
+    const model = new RelayModel(undefined)
+    model.accounts.push({ id: "s", assetId: "BTC", status: "active", balance: balances(10) })
+    const source = model.accountById("s")!
+    model.reserve({ id: "t", sourceId: "s", destinationId: "d", destinationType: "external", amount: new Decimal(2), fee: new Decimal(1), group: "pending" })
+    expect(model.observe(source, new Decimal(8))).toBe(true)
+    expect(model.readings).toEqual(["amount"])
+    expect(model.observe(source, new Decimal(7))).toBe(false)
+    const declared = new RelayModel("amount-and-fee")
+    declared.accounts.push({ id: "s", assetId: "BTC", status: "active", balance: balances(10) })
+    declared.reserve({ id: "t", sourceId: "s", destinationId: "d", destinationType: "external", amount: new Decimal(2), fee: new Decimal(1), group: "pending" })
+    expect(declared.observe(declared.accountById("s")!, new Decimal(8))).toBe(false)
+  })
+
   it("refuses initiation from inactive sources and to unusable destinations", () => {
-    const model = new RelayModel()
-    const active = { id: "s", assetId: "BTC", status: "active" as const, balance: new Decimal(1) }
-    const pending = { id: "p", assetId: "BTC", status: "pending_approval" as const, balance: new Decimal(0) }
+    const model = new RelayModel(undefined)
+    const active = { id: "s", assetId: "BTC", status: "active" as const, balance: balances(1) }
+    const pending = { id: "p", assetId: "BTC", status: "pending_approval" as const, balance: balances(0) }
     expect(model.expectedInitiation(pending, { kind: "internal", account: active })).toBe("inactive-source")
     expect(model.expectedInitiation(active, { kind: "internal", account: pending })).toBe("bad-destination")
     expect(model.expectedInitiation(active, { kind: "external", entry: { id: "w", assetType: "BTC", status: "PENDING" } })).toBe("bad-destination")
@@ -106,7 +122,7 @@ describe("runner helpers", () => {
 
   it("select by exact id or by tag, and refuse unknown ids", () => {
     expect(selectChecks(allChecks, ["txn.precision.boundary"], undefined).map((check) => check.id)).toEqual(["txn.precision.boundary"])
-    expect(selectChecks(allChecks, undefined, ["concurrency"]).length).toBe(3)
+    expect(selectChecks(allChecks, undefined, ["concurrency"]).length).toBe(4)
     expect(() => selectChecks(allChecks, ["txn.precision"], undefined)).toThrow(/unknown check/)
   })
 })

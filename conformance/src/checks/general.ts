@@ -5,6 +5,7 @@
 import fc from "fast-check"
 import { defineCheck } from "../Check.js"
 import { endpointPath, endpoints } from "../Endpoints.js"
+import { atPointer } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import { randomUuid } from "./records.js"
 
@@ -116,6 +117,11 @@ export const errorBodies = defineCheck({
       context.expect(isRecord(result.json), "ERR-BODY-1", "an error body should be a JSON object", result)
       const body = result.json as Record<string, unknown>
       bodies.push([body, result])
+      const pointer = context.profile.errorMessagePointer
+      if (typeof pointer === "string") {
+        const message = atPointer(body, pointer)
+        context.expect(typeof message === "string" && message.length > 0, "ERR-BODY-1", `the profile declares the error message at ${pointer || "(the whole body)"}; this body has ${JSON.stringify(message) ?? "nothing"} there`, result)
+      }
     }
     // One shape: every field that most error bodies carry (the profile's error body) appears, with the same JSON
     // type, in every error body; detail fields that only some errors carry are allowed.

@@ -1,6 +1,7 @@
 /** Every check of the kit, in run order. Ids are stable and never reused. */
 import type { Check } from "../Check.js"
 import { accountChecks } from "./accounts.js"
+import { approvalChecks } from "./approvals.js"
 import { authChecks, secretNotLogged } from "./auth.js"
 import { concurrencyChecks } from "./concurrency.js"
 import { generalChecks } from "./general.js"
@@ -19,6 +20,7 @@ export const allChecks: ReadonlyArray<Check> = [
   ...accountChecks,
   ...whitelistChecks,
   ...transactionChecks,
+  ...approvalChecks,
   ...modelChecks,
   ...concurrencyChecks,
   ...limitChecks,

@@ -3,16 +3,19 @@
  * command sequences (create, approve, reject, activate, fund, whitelist, initiate, advance, list, get) against the
  * target and the model, comparing every answer. Each run (and each shrink) starts from a fresh tenant.
  *
- * Funds follow the profile's state machine as the kit reads it (TXN-FLOW-1): initiation reserves the amount, plus
- * the network fee when the fee is paid in the same asset; failure releases the reservation; completion settles it
- * and credits an internal destination. An initiation beyond the available balance is refused with 400, 409 or 422.
+ * Funds follow the profile's funds model (TXN-FLOW-1, docs/control-protocol.md "funds"): initiation reserves the
+ * amount, and the network fee when it is paid in the same asset ("amount-and-fee") or only the amount, the fee
+ * being charged at completion ("amount"); failure releases the reservation; completion credits an internal
+ * destination. A profile that declares no funds model is held to whichever reading its answers fit: the model
+ * follows every reading and drops each one an observed balance contradicts, failing only when none is left.
+ * An initiation beyond the available balance is refused with 400, 409 or 422.
  */
 import { Decimal } from "decimal.js"
 import fc from "fast-check"
 import { defineCheck, type CheckContext } from "../Check.js"
 import { ControlError } from "../Control.js"
 import type { Tenant } from "../Fixtures.js"
-import { groupOf, type AssetProfile, type TransactionGroup } from "../Profile.js"
+import { fundsReadings, groupOf, type AssetProfile, type FundsReading, type TransactionGroup } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
 import { envelopeOf, estimatedFeeText } from "./records.js"
@@ -20,11 +23,16 @@ import { envelopeOf, estimatedFeeText } from "./records.js"
 export type AccountState = "pending_approval" | "approved" | "rejected" | "active"
 export type WhitelistState = "PENDING" | "APPROVED" | "REJECTED" | "ARCHIVED"
 
+/** An available balance under each funds reading the model still follows. */
+export type Balances = Record<FundsReading, Decimal>
+
+export const balances = (value: Decimal.Value): Balances => ({ "amount-and-fee": new Decimal(value), amount: new Decimal(value) })
+
 export interface ModelAccount {
   readonly id: string
   readonly assetId: string
   status: AccountState
-  balance: Decimal
+  balance: Balances
 }
 export interface ModelWhitelist {
   readonly id: string
@@ -37,12 +45,18 @@ export interface ModelTransaction {
   readonly destinationId: string
   readonly destinationType: "internal" | "external"
   readonly amount: Decimal
-  readonly reserved: Decimal
+  /** The network fee when it is paid in the transfer's own asset, else 0. */
+  readonly fee: Decimal
   group: TransactionGroup
 }
 
 /** The reference model: plain data and the rules the kit expects the target to follow. */
 export class RelayModel {
+  /** The funds readings not yet contradicted by the target: the declared one, or all of them. */
+  readings: ReadonlyArray<FundsReading>
+  constructor(declared: FundsReading | undefined) {
+    this.readings = declared === undefined ? fundsReadings : [declared]
+  }
   readonly accounts: Array<ModelAccount> = []
   readonly whitelist: Array<ModelWhitelist> = []
   readonly transactions: Array<ModelTransaction> = []
@@ -75,10 +89,31 @@ export class RelayModel {
     return "ok"
   }
 
+  /** What a reading holds back at initiation. */
+  static reservation(reading: FundsReading, transaction: Pick<ModelTransaction, "amount" | "fee">): Decimal {
+    return reading === "amount-and-fee" ? transaction.amount.plus(transaction.fee) : transaction.amount
+  }
+
   reserve(transaction: ModelTransaction): void {
     const source = this.accountById(transaction.sourceId)
-    if (source !== undefined) source.balance = source.balance.minus(transaction.reserved)
+    if (source !== undefined) for (const reading of fundsReadings) source.balance[reading] = source.balance[reading].minus(RelayModel.reservation(reading, transaction))
     this.transactions.push(transaction)
+  }
+
+  credit(account: ModelAccount, amount: Decimal): void {
+    for (const reading of fundsReadings) account.balance[reading] = account.balance[reading].plus(amount)
+  }
+
+  /** Keeps the readings under which the account's balance is the observed one; false when none is left. */
+  observe(account: ModelAccount, observed: Decimal): boolean {
+    const left = this.readings.filter((reading) => account.balance[reading].eq(observed))
+    if (left.length === 0) return false
+    this.readings = left
+    return true
+  }
+
+  describeBalance(account: ModelAccount): string {
+    return this.readings.map((reading) => `${account.balance[reading].toString()} (${reading})`).join(" or ")
   }
 
   /** Advance a pending transaction; false when it is no longer pending (the target answers 409). */
@@ -86,10 +121,13 @@ export class RelayModel {
     if (transaction.group !== "pending") return false
     transaction.group = to
     const source = this.accountById(transaction.sourceId)
-    if (to === "failed" && source !== undefined) source.balance = source.balance.plus(transaction.reserved)
+    if (to === "failed" && source !== undefined) {
+      for (const reading of fundsReadings) source.balance[reading] = source.balance[reading].plus(RelayModel.reservation(reading, transaction))
+    }
+    if (to === "completed" && source !== undefined) source.balance.amount = source.balance.amount.minus(transaction.fee)
     if (to === "completed" && transaction.destinationType === "internal") {
       const destination = this.accountById(transaction.destinationId)
-      if (destination !== undefined) destination.balance = destination.balance.plus(transaction.amount)
+      if (destination !== undefined) this.credit(destination, transaction.amount)
     }
     return true
   }
@@ -113,7 +151,7 @@ const statusIs = (real: Real, result: HttpResult, allowed: ReadonlyArray<number>
 
 const field = (result: HttpResult, name: string): unknown => (isRecord(result.json) ? result.json[name] : undefined)
 
-const readBalance = async (real: Real, account: ModelAccount, what: string): Promise<void> => {
+const readBalance = async (real: Real, model: RelayModel, account: ModelAccount, what: string): Promise<void> => {
   const result = await real.tenant.client.getAccount(account.id)
   statusIs(real, result, [200], ["ACC-GET-1"], `GET account (${what})`)
   const status = field(result, "status")
@@ -122,7 +160,8 @@ const readBalance = async (real: Real, account: ModelAccount, what: string): Pro
   if ((account.status === "active") !== (typeof address === "string" && address.length > 0)) fail(real, ["ACC-ADDR-1"], `${what}: an account in ${account.status} has address ${JSON.stringify(address)}`, result)
   const balance = field(result, "availableBalance")
   if (typeof balance !== "string" || !/^-?\d+(\.\d+)?$/.test(balance)) return fail(real, ["GEN-DEC-1"], `${what}: availableBalance ${JSON.stringify(balance)} is not a decimal string`, result)
-  if (!new Decimal(balance).eq(account.balance)) fail(real, ["TXN-FLOW-1"], `${what}: the model's available balance is ${account.balance.toString()}, the target's ${balance}`, result)
+  const expected = model.describeBalance(account)
+  if (!model.observe(account, new Decimal(balance))) fail(real, ["TXN-FLOW-1"], `${what}: the model's available balance is ${expected}, the target's ${balance}`, result)
 }
 
 type Cmd = fc.AsyncCommand<RelayModel, Real>
@@ -137,7 +176,7 @@ class CreateAccount implements Cmd {
     const result = await real.tenant.client.createAccount({ name: real.context.fixtures.uniqueName("model"), workspace: this.workspace, assetId: this.asset.assetId })
     statusIs(real, result, [201], ["ACC-CREATE-1"], "create account")
     if (field(result, "status") !== "pending_approval" || field(result, "address") !== null) fail(real, ["ACC-CREATE-1"], "a new account is not pending_approval with a null address", result)
-    model.accounts.push({ id: String(field(result, "id")), assetId: this.asset.assetId, status: "pending_approval", balance: new Decimal(0) })
+    model.accounts.push({ id: String(field(result, "id")), assetId: this.asset.assetId, status: "pending_approval", balance: balances(0) })
   }
   toString(): string {
     return `createAccount(${this.asset.assetId}, ${this.workspace})`
@@ -165,7 +204,7 @@ class Decide implements Cmd {
         if (field(read, "status") === "active") account.status = "active"
       }
     } else statusIs(real, result, [400, 409], ["ACC-APPR-2"], `${this.to === "approved" ? "approve" : "reject"} an account already ${account.status}`)
-    await readBalance(real, account, "after a decision")
+    await readBalance(real, model, account, "after a decision")
   }
   toString(): string {
     return `${this.to === "approved" ? "approve" : "reject"}Account(#${this.index})`
@@ -186,7 +225,7 @@ class Activate implements Cmd {
     if (account === undefined) return
     await real.context.control.activateAccount(account.id)
     account.status = "active"
-    await readBalance(real, account, "after activation")
+    await readBalance(real, model, account, "after activation")
   }
   toString(): string {
     return `activate(approved #${this.index})`
@@ -206,8 +245,9 @@ class Fund implements Cmd {
     const account = candidates[this.index % candidates.length]
     if (account === undefined) return
     const answer = await real.context.control.creditAccount(account.id, this.amount.toFixed())
-    account.balance = account.balance.plus(this.amount)
-    if (!new Decimal(answer.availableBalance).eq(account.balance)) fail(real, ["TXN-FLOW-1"], `after a credit of ${this.amount.toFixed()} the control reports ${answer.availableBalance}, the model ${account.balance.toString()}`)
+    model.credit(account, this.amount)
+    const expected = model.describeBalance(account)
+    if (!model.observe(account, new Decimal(answer.availableBalance))) fail(real, ["TXN-FLOW-1"], `after a credit of ${this.amount.toFixed()} the control reports ${answer.availableBalance}, the model ${expected}`)
   }
   toString(): string {
     return `fund(active #${this.index}, ${this.amount.toFixed()})`
@@ -302,14 +342,20 @@ class Initiate implements Cmd {
     statusIs(real, fee, [200, 400, 409, 422], ["TXN-FEE-1"], "calculate-fee of a well-formed transfer")
     const feeAsset = field(fee, "feeAssetType")
     const estimate = field(fee, "estimatedFee")
-    const estimatedCost = this.amount.plus(feeAsset === source.assetId && typeof estimate === "number" ? new Decimal(estimatedFeeText(fee)) : 0)
+    const estimatedFee = feeAsset === source.assetId && typeof estimate === "number" ? new Decimal(estimatedFeeText(fee)) : new Decimal(0)
+    const estimatedCost = this.amount.plus(estimatedFee)
+    const available = model.describeBalance(source)
+    // Affordable under every reading left: amount and fee are both covered. Beyond it under every reading: not even
+    // the amount is. In between, whether the fee must be covered at initiation is the funds model's, and both pass.
+    const affordable = fee.status === 200 && model.readings.every((reading) => estimatedCost.lte(source.balance[reading]))
+    const beyond = fee.status !== 200 || model.readings.every((reading) => this.amount.gt(source.balance[reading]))
     const result = await real.tenant.client.initiate(body)
-    if (fee.status !== 200 || estimatedCost.gt(source.balance)) {
-      if (result.status === 201) fail(real, ["TXN-FLOW-1"], `initiate of ${estimatedCost.toString()} (amount with fee) succeeded with ${source.balance.toString()} available`, fee, result)
+    if (beyond || (!affordable && result.status !== 201)) {
+      if (result.status === 201) fail(real, ["TXN-FLOW-1"], `initiate of ${estimatedCost.toString()} (amount with fee) succeeded with ${available} available`, fee, result)
       statusIs(real, result, [400, 409, 422], ["TXN-FLOW-1"], "initiate beyond the available balance")
       return
     }
-    statusIs(real, result, [201], ["TXN-INIT-1"], `initiate ${this.amount.toFixed()} with ${source.balance.toString()} available`)
+    statusIs(real, result, [201], ["TXN-INIT-1"], `initiate ${this.amount.toFixed()} with ${available} available`)
     const id = String(field(result, "id"))
     const status = String(field(result, "status"))
     if (groupOf(real.context.profile, status.toUpperCase()) !== "pending") fail(real, ["TXN-INIT-2", "TXN-FLOW-1"], `a new transaction is ${status}, not in the pending group`, result)
@@ -317,9 +363,8 @@ class Initiate implements Cmd {
     statusIs(real, detail, [200], ["TXN-GET-1"], "GET the new transaction")
     const networkFee = field(detail, "networkFee")
     const fees = typeof networkFee === "string" && /^\d+(\.\d+)?$/.test(networkFee) ? new Decimal(networkFee) : new Decimal(0)
-    const reserved = this.amount.plus(feeAsset === source.assetId ? fees : 0)
-    model.reserve({ id, sourceId: source.id, destinationId, destinationType: destination.kind, amount: this.amount, reserved, group: "pending" })
-    await readBalance(real, source, "after initiation")
+    model.reserve({ id, sourceId: source.id, destinationId, destinationType: destination.kind, amount: this.amount, fee: feeAsset === source.assetId ? fees : new Decimal(0), group: "pending" })
+    await readBalance(real, model, source, "after initiation")
   }
   toString(): string {
     return `initiate(#${this.sourceIndex} -> ${this.external ? "whitelist" : "account"} #${this.destinationIndex}, ${this.amount.toFixed()})`
@@ -355,7 +400,7 @@ class Advance implements Cmd {
     if (groupOf(real.context.profile, status) !== transaction.group) fail(real, ["TXN-FLOW-1", "TXN-LIST-2"], `the transaction reads ${status}; the model has it ${transaction.group}`, read)
     for (const id of [transaction.sourceId, transaction.destinationId]) {
       const account = model.accountById(id)
-      if (account !== undefined) await readBalance(real, account, `after advancing to ${this.to}`)
+      if (account !== undefined) await readBalance(real, model, account, `after advancing to ${this.to}`)
     }
   }
   toString(): string {
@@ -376,7 +421,8 @@ class ListAccounts implements Cmd {
       const item = page.items.find((candidate) => candidate["id"] === account.id)
       if (item === undefined) return fail(real, ["SCOPE-2"], `account ${account.id} is missing from the list`)
       if (item["status"] !== account.status) fail(real, ["ACC-APPR-1"], `account ${account.id} lists as ${String(item["status"])}, the model has ${account.status}`)
-      if (typeof item["availableBalance"] !== "string" || !new Decimal(item["availableBalance"]).eq(account.balance)) fail(real, ["TXN-FLOW-1"], `account ${account.id} lists balance ${String(item["availableBalance"])}, the model ${account.balance.toString()}`)
+      const expected = model.describeBalance(account)
+      if (typeof item["availableBalance"] !== "string" || !/^-?\d+(\.\d+)?$/.test(item["availableBalance"]) || !model.observe(account, new Decimal(item["availableBalance"]))) fail(real, ["TXN-FLOW-1"], `account ${account.id} lists balance ${String(item["availableBalance"])}, the model ${expected}`)
     }
   }
   toString(): string {
@@ -438,13 +484,13 @@ export const modelSequences = defineCheck({
         // A fresh tenant for every run and every shrink step: isolation without resets.
         await fc.asyncModelRun(async () => {
           const tenant = await context.fixtures.tenant()
-          const model = new RelayModel()
+          const model = new RelayModel(context.profile.funds)
           // A funded starting point, so that most generated commands find something to act on.
           const asset = assets[0]
           if (asset !== undefined) {
             for (const balance of ["100", "0"]) {
               const account = await context.fixtures.activeAccount(tenant, asset.assetId, balance)
-              model.accounts.push({ id: account.id, assetId: asset.assetId, status: "active", balance: new Decimal(balance) })
+              model.accounts.push({ id: account.id, assetId: asset.assetId, status: "active", balance: balances(balance) })
             }
             const entry = await context.fixtures.whitelist(tenant, asset.assetId, "APPROVED")
             model.whitelist.push({ id: entry.id, assetType: asset.assetId, status: "APPROVED" })

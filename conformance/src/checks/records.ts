@@ -220,3 +220,27 @@ export const randomUuid = (): string => crypto.randomUUID()
 
 /** The 400 answers with an error body used in several checks. */
 export const isClientError = (status: number): boolean => status >= 400 && status < 500
+
+/**
+ * The encodings of a filter with several values the kit sends (WL-LIST-1, ACC-LIST-1: "several values accepted",
+ * the encoding not shown). A profile that declares one is held to it ("both": each must work); a silent profile
+ * passes when either encoding gives the right list.
+ */
+export const severalValues = (
+  context: CheckContext,
+  name: string,
+  values: ReadonlyArray<string>
+): { readonly queries: ReadonlyArray<Record<string, string | ReadonlyArray<string>>>; readonly each: boolean } => {
+  const repeated = { [name]: values }
+  const comma = { [name]: values.join(",") }
+  switch (context.profile.multiValueFilters) {
+    case "repeat":
+      return { queries: [repeated], each: true }
+    case "comma":
+      return { queries: [comma], each: true }
+    case "both":
+      return { queries: [repeated, comma], each: true }
+    default:
+      return { queries: [repeated, comma], each: false }
+  }
+}

@@ -98,6 +98,8 @@ export const recordShapes = defineCheck({
       context.expectStatus(detail, 200, "TXN-SHAPE-2", "GET /transactions/{id}")
       const body = expectShape(context, transactionDetailShape, detail, ["TXN-SHAPE-2", "TXN-SHAPE-3", "GEN-TIME-1", "GEN-DEC-1"], "detail")
       context.expect(body["destinationType"] === wireType, "TXN-SHAPE-2", `destinationType should read ${wireType}`, detail)
+      const types = context.profile.transactionTypes
+      if (types !== undefined) context.expect(types.includes(String(body["transactionType"])), "TXN-SHAPE-2", `transactionType ${String(body["transactionType"])} is not one the profile declares (${types.join(", ")})`, detail)
       const status = await tenant.client.getTransactionStatus(id)
       context.expectStatus(status, 200, "TXN-SHAPE-4", "GET /transactions/{id}/status")
       const statusBody = expectShape(context, transactionStatusShape, status, ["TXN-SHAPE-4", "GEN-TIME-1"], "status record")
@@ -364,6 +366,11 @@ export const feeNoSideEffect = defineCheck({
     context.expect((await transactionCount(context, tenant, "TXN-FEE-1")) === 0, "TXN-FEE-1", "calculate-fee stored a transaction")
     const after = await balanceOf(context, tenant, source.id, "TXN-FEE-1")
     context.expect(after.eq(before), "TXN-FEE-1", `calculate-fee changed the available balance from ${before.toString()} to ${after.toString()}`)
+    // Whether calculate-fee checks funds is not shown: the profile may say, else either answer passes.
+    const beyond = await tenant.client.calculateFee(transfer(source, destination.id, before.plus(1000).toFixed()))
+    const checksFunds = context.profile.calculateFeeChecksFunds
+    const allowed = checksFunds === true ? [400, 409, 422] : checksFunds === false ? [200] : [200, 400, 409, 422]
+    context.expectStatus(beyond, allowed, "TXN-FEE-1", `calculate-fee beyond the available balance (profile: checksFunds ${String(checksFunds ?? "not declared")})`)
     const pendingWhitelist = await context.fixtures.whitelist(tenant, source.assetId, "PENDING")
     const bodies: ReadonlyArray<[string, Record<string, unknown>]> = [
       ["an unknown destination", transfer(source, randomUuid(), "1")],

@@ -13,6 +13,7 @@ import {
   CustodyProvider,
   Permission,
   type Relay,
+  RelayConfig,
   RelayError,
   Transaction,
   Transactions,
@@ -232,8 +233,10 @@ export const make = (options: ControlOptions) => {
       method: "GET",
       path: "/__control/profile",
       call: () =>
-        Asset.Assets.use((assets) =>
-          Effect.succeed(json(200, {
+        Effect.gen(function*() {
+          const assets = yield* Asset.Assets
+          const config = yield* RelayConfig.RelayConfig
+          return json(200, {
             name: "custody-relay",
             version,
             interfaceVersion,
@@ -248,8 +251,20 @@ export const make = (options: ControlOptions) => {
             transactionStatuses: Transaction.statuses.map((status) => ({ status, group: Transaction.groupOf[status] })),
             whitelistStatuses: WhitelistedAddress.statuses,
             rateLimit: options.policies.deploymentDefault,
-            capabilities
-          })))
+            capabilities,
+            // Control protocol v1.2: our answers where the interface says "not shown", so the kit holds us to them.
+            errorBody: { messagePointer: "/message" },
+            transactionTypes: ["WITHDRAWAL"],
+            multiValueFilters: "both",
+            calculateFee: { checksFunds: false },
+            funds: { reserve: "amount-and-fee" },
+            approvals: {
+              required: config.defaultRequiredApprovals,
+              approve: "POST /relay/v1/transactions/{id}/approve",
+              reject: "POST /relay/v1/transactions/{id}/reject"
+            }
+          })
+        })
     }
   ]
   const match = Router.make(table)

@@ -20,6 +20,9 @@ export interface AssetProfile {
 export type FundsReading = "amount-and-fee" | "amount"
 export const fundsReadings: ReadonlyArray<FundsReading> = ["amount-and-fee", "amount"]
 
+/** The funds readings a check holds the target to: the declared one, or every one the interface allows. */
+export const readingsOf = (profile: { readonly funds?: FundsReading | undefined }): ReadonlyArray<FundsReading> => (profile.funds === undefined ? fundsReadings : [profile.funds])
+
 export type MultiValueEncoding = "repeat" | "comma" | "both"
 
 /**

@@ -15,7 +15,7 @@ import fc from "fast-check"
 import { defineCheck, type CheckContext } from "../Check.js"
 import { ControlError } from "../Control.js"
 import type { Tenant } from "../Fixtures.js"
-import { fundsReadings, groupOf, type AssetProfile, type FundsReading, type TransactionGroup } from "../Profile.js"
+import { fundsReadings, groupOf, readingsOf, type AssetProfile, type FundsReading, type TransactionGroup } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
 import { envelopeOf, estimatedFeeText } from "./records.js"
@@ -55,7 +55,7 @@ export class RelayModel {
   /** The funds readings not yet contradicted by the target: the declared one, or all of them. */
   readings: ReadonlyArray<FundsReading>
   constructor(declared: FundsReading | undefined) {
-    this.readings = declared === undefined ? fundsReadings : [declared]
+    this.readings = readingsOf({ funds: declared })
   }
   readonly accounts: Array<ModelAccount> = []
   readonly whitelist: Array<ModelWhitelist> = []

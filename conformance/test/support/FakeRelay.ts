@@ -54,6 +54,9 @@ interface Transaction {
   feeAsset: string
   assetType: string
   status: string
+  initiatorKey: string
+  approvals: Array<string>
+  rejectedBy: string | null
   createdAt: string
   updatedAt: string
 }
@@ -75,6 +78,7 @@ export interface FakeOptions {
    * implementation the kit must pass (issue 14's false failures).
    */
   readonly variant?: FakeVariant
+  readonly fault?: FakeFault
 }
 
 export interface FakeVariant {
@@ -86,11 +90,34 @@ export interface FakeVariant {
   readonly noFeeEstimationFirst?: boolean
   /** calculate-fee refuses (400) an amount plus fee beyond the available balance. */
   readonly feeChecksFunds?: boolean
-  /** A new transaction needs no approval: initiate answers pending_provider_approval. */
-  readonly noApprovalNeeded?: boolean
-  /** Several values of a list filter only as one comma-separated value (a repeated key: the last one counts). */
-  readonly commaOnly?: boolean
+  /** Several values of a list filter only as one comma-separated value (a repeated key: the last one counts), or only repeated. */
+  readonly multiValue?: "comma" | "repeat"
+  /** Approvals a new transaction needs (1 by default); 0 sends it on at once. */
+  readonly quorum?: number
+  /** How decisions are called: `/transactions/{id}/approve` (default) or `/transactions/approve` with `{transactionId}`. */
+  readonly decisionCalls?: "path" | "body"
+  /** Status names of its own (pending QUEUED, completed CONFIRMED, failed REJECTED and CANCELLED). */
+  readonly statusNames?: "own"
+  /** Approval of an account activates it at once (the control's activate answers the current state). */
+  readonly activateOnApproval?: boolean
+  /** Whitelist creation answers 200, not 201. */
+  readonly whitelistCreate200?: boolean
+  /** Initiation reserves only the amount; the fee is charged at completion. */
+  readonly reserveAmountOnly?: boolean
+  /** The profile declares every choice above (control protocol v1.2); otherwise it is silent on them. */
+  readonly declare?: boolean
 }
+
+/** Faults of the quorum workflow, which a wrapper around a handler cannot make: each one the kit must catch. */
+export type FakeFault =
+  | "initiator-approves"
+  | "approver-counted-twice"
+  | "quorum-one-early"
+  | "rejection-ignored"
+  | "approval-needs-initiate-permission"
+  | "decisions-race"
+  | "rejection-keeps-funds"
+  | "awaiting-without-policy"
 
 const permissionOf: Record<string, string> = {
   "GET /accounts": "View custody account",
@@ -105,11 +132,19 @@ const permissionOf: Record<string, string> = {
   "POST /transactions/initiate": "Initiate account transactions",
   "POST /whitelisted-addresses": "Initiate external wallet address",
   "GET /whitelisted-addresses": "View whitelisted address",
-  "GET /whitelisted-addresses/:id": "View whitelisted address"
+  "GET /whitelisted-addresses/:id": "View whitelisted address",
+  "POST /transactions/:id/approve": "Approve transaction",
+  "POST /transactions/:id/reject": "Approve transaction",
+  "POST /transactions/approve": "Approve transaction",
+  "POST /transactions/reject": "Approve transaction"
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const groups: Record<string, string> = { AWAITING_SIGNATURE: "pending", PENDING_PROVIDER_APPROVAL: "pending", COMPLETED: "completed", FAILED: "failed" }
+/** Status names by step, and their list groups: ours by default, or an implementation's own (statusNames: "own"). */
+const statusSets = {
+  default: { awaiting: "AWAITING_SIGNATURE", approved: "PENDING_PROVIDER_APPROVAL", completed: "COMPLETED", failed: "FAILED", rejected: "FAILED", groups: { AWAITING_SIGNATURE: "pending", PENDING_PROVIDER_APPROVAL: "pending", COMPLETED: "completed", FAILED: "failed" } },
+  own: { awaiting: "AWAITING_SIGNATURE", approved: "QUEUED", completed: "CONFIRMED", failed: "CANCELLED", rejected: "REJECTED", groups: { AWAITING_SIGNATURE: "pending", QUEUED: "pending", CONFIRMED: "completed", REJECTED: "failed", CANCELLED: "failed" } }
+} as const
 
 const SOL = { assetId: "SOL", precision: 9, chainType: "solana", feeAsset: "SOL", feeEstimation: false, sampleAddresses: { valid: ["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin", "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"], invalid: ["0x52908400098527886E0F7030069857D2E4169EE7", "short"] } }
 
@@ -125,6 +160,16 @@ export class FakeRelay {
   private counter = 0
 
   constructor(private readonly options: FakeOptions) {}
+
+  private get names() {
+    return statusSets[this.options.variant?.statusNames ?? "default"]
+  }
+  private groupOf(status: string): string | undefined {
+    return (this.names.groups as Record<string, string>)[status]
+  }
+  private get quorum(): number {
+    return this.options.variant?.quorum ?? 1
+  }
 
   readonly handler = async (request: Request): Promise<Response> => {
     const url = new URL(request.url)
@@ -158,6 +203,23 @@ export class FakeRelay {
   private get assets() {
     return this.options.variant?.noFeeEstimationFirst === true ? [SOL, ...fakeAssets.map((asset) => ({ ...asset, feeEstimation: true }))] : fakeAssets
   }
+  /** The approval calls are always declared (the kit cannot guess them); the other choices when `declare` is set. */
+  private declarations(): Record<string, unknown> {
+    const variant = this.options.variant ?? {}
+    const calls = variant.decisionCalls === "body"
+      ? { approve: 'POST /relay/v1/transactions/approve {"transactionId":"{id}"}', reject: 'POST /relay/v1/transactions/reject {"transactionId":"{id}"}' }
+      : { approve: "POST /relay/v1/transactions/{id}/approve", reject: "POST /relay/v1/transactions/{id}/reject" }
+    const approvals = { approvals: { required: this.quorum, ...calls } }
+    if (variant.declare !== true) return approvals
+    return {
+      ...approvals,
+      errorBody: { messagePointer: variant.errorBody === "nested" ? "/error/detail" : "/message" },
+      transactionTypes: [variant.transactionType ?? "WITHDRAWAL"],
+      multiValueFilters: variant.multiValue ?? "both",
+      calculateFee: { checksFunds: variant.feeChecksFunds === true },
+      funds: { reserve: variant.reserveAmountOnly === true ? "amount" : "amount-and-fee" }
+    }
+  }
   private has(capability: string): boolean {
     return !(this.options.without ?? []).includes(capability)
   }
@@ -184,10 +246,11 @@ export class FakeRelay {
         interfaceVersion: "v1",
         assets: this.assets.map(({ feeAsset: _feeAsset, ...asset }) => asset),
         accountStatuses: ["pending_approval", "approved", "rejected", "active"],
-        transactionStatuses: Object.entries(groups).map(([status, group]) => ({ status, group })),
+        transactionStatuses: Object.entries(this.names.groups).map(([status, group]) => ({ status, group })),
         whitelistStatuses: ["PENDING", "APPROVED", "REJECTED", "ARCHIVED"],
         rateLimit: this.rateLimit,
-        capabilities
+        capabilities,
+        ...this.declarations()
       })
     }
     if (method === "GET" && path === "/logs") {
@@ -253,14 +316,14 @@ export class FakeRelay {
       if (!this.has("transactions.advance")) return unsupported
       const transaction = this.transactions.get(parts[1] ?? "")
       if (transaction === undefined) return this.error(404, "no transaction", "NOT_FOUND")
-      if (groups[transaction.status] !== "pending") return this.error(409, "not pending", "CONFLICT")
+      if (this.groupOf(transaction.status) !== "pending") return this.error(409, "not pending", "CONFLICT")
       const source = this.accounts.get(transaction.sourceAccountId)
-      const reserved = transaction.amount.plus(transaction.feeAsset === transaction.assetType ? transaction.fee : 0)
       if (body["to"] === "failed") {
-        transaction.status = "FAILED"
-        if (source !== undefined) source.balance = source.balance.plus(reserved)
+        transaction.status = this.names.failed
+        if (source !== undefined) source.balance = source.balance.plus(this.reserved(transaction))
       } else {
-        transaction.status = "COMPLETED"
+        transaction.status = this.names.completed
+        if (source !== undefined && this.options.variant?.reserveAmountOnly === true) source.balance = source.balance.minus(this.sameAssetFee(transaction))
         const destination = transaction.destinationType === "internal" ? this.accounts.get(transaction.destinationId) : undefined
         if (destination !== undefined) destination.balance = destination.balance.plus(transaction.amount)
       }
@@ -281,6 +344,14 @@ export class FakeRelay {
     return this.error(404, "unknown control call", "NOT_FOUND")
   }
 
+  private sameAssetFee(transaction: Pick<Transaction, "fee" | "feeAsset" | "assetType">): Decimal {
+    return transaction.feeAsset === transaction.assetType ? transaction.fee : new Decimal(0)
+  }
+  /** What initiation held back: the amount, and the fee in the same asset unless the fee waits for completion. */
+  private reserved(transaction: Pick<Transaction, "amount" | "fee" | "feeAsset" | "assetType">): Decimal {
+    return this.options.variant?.reserveAmountOnly === true ? transaction.amount : transaction.amount.plus(this.sameAssetFee(transaction))
+  }
+
   private route(method: string, path: string): { key: string; id: string | undefined } {
     const parts = path.split("/").filter((part) => part.length > 0)
     const [resource, second, third] = parts
@@ -288,12 +359,14 @@ export class FakeRelay {
     if (parts.length === 2 && method === "POST") return { key: `POST /${resource}/${second}`, id: undefined }
     if (parts.length === 2) return { key: `GET /${resource}/:id`, id: second }
     if (parts.length === 3 && third === "status") return { key: `GET /${resource}/:id/status`, id: second }
+    if (parts.length === 3 && method === "POST" && (third === "approve" || third === "reject")) return { key: `POST /${resource}/:id/${third}`, id: second }
     return { key: "none", id: undefined }
   }
 
   private async relay(request: Request, url: URL): Promise<Response> {
     const { key, id } = this.route(request.method, url.pathname.slice("/relay/v1".length))
-    const permission = permissionOf[key]
+    const decision = /^POST \/transactions(\/:id)?\/(approve|reject)$/.test(key)
+    const permission = decision && this.options.fault === "approval-needs-initiate-permission" ? "Initiate account transactions" : permissionOf[key]
     if (permission === undefined) return this.error(404, "not found", "NOT_FOUND")
     const user = this.users.get(request.headers.get("x-api-key") ?? "")
     if (user === undefined || user.revoked || user.secret !== request.headers.get("x-api-secret")) return this.error(401, "invalid credentials", "UNAUTHORIZED")
@@ -310,7 +383,7 @@ export class FakeRelay {
     const limitHeaders = { "x-ratelimit-limit": String(user.limit), "x-ratelimit-remaining": String(user.limit - user.used), "x-ratelimit-reset": reset }
     if (!user.permissions.has(permission)) return this.json(403, { message: `Missing required API scope: ${permission}` })
     if (user.clientId === null) return this.error(403, "credential is not client-scoped", "FORBIDDEN")
-    const response = await this.serve(key, id, request, url, user.clientId)
+    const response = await this.serve(key, id, request, url, user.clientId, user.keyId)
     limitHeaders && Object.entries(limitHeaders).forEach(([name, value]) => response.headers.set(name, value))
     return response
   }
@@ -346,15 +419,16 @@ export class FakeRelay {
   }
 
   private multi(url: URL, name: string): Array<string> {
-    if (this.options.variant?.commaOnly === true) {
+    if (this.options.variant?.multiValue === "comma") {
       const last = url.searchParams.getAll(name).at(-1)
       return last === undefined ? [] : last.split(",")
     }
+    if (this.options.variant?.multiValue === "repeat") return url.searchParams.getAll(name)
     return url.searchParams.getAll(name).flatMap((value) => value.split(","))
   }
 
-  private async serve(key: string, id: string | undefined, request: Request, url: URL, clientId: string): Promise<Response> {
-    const needsBody = request.method === "POST"
+  private async serve(key: string, id: string | undefined, request: Request, url: URL, clientId: string, keyId: string): Promise<Response> {
+    const needsBody = request.method === "POST" && !key.startsWith("POST /transactions/:id/")
     const body = needsBody ? await this.body(request) : {}
     if (body === undefined) return this.error(400, "the body must be a JSON object", "VALIDATION")
     const mine = <T extends { clientId: string }>(map: Map<string, T>, value: string | undefined): T | undefined => {
@@ -403,14 +477,19 @@ export class FakeRelay {
         if (account === undefined) return this.error(404, "account not found", "NOT_FOUND")
         if (account.status !== "pending_approval") return this.error(409, "already processed", "CONFLICT")
         account.status = key.endsWith("approve") ? "approved" : "rejected"
-        return this.json(200, { accountId, status: account.status })
+        const answer = this.json(200, { accountId, status: account.status })
+        if (account.status === "approved" && this.options.variant?.activateOnApproval === true) {
+          account.status = "active"
+          account.address = `addr-${account.assetId.toLowerCase()}-${account.id.slice(0, 8)}`
+        }
+        return answer
       }
       case "GET /transactions": {
         const status = (url.searchParams.get("status") ?? "all").toLowerCase()
         if (!["all", "pending", "completed", "failed"].includes(status)) return this.error(400, "status", "VALIDATION")
         const accountId = url.searchParams.get("accountId")
         const items = [...this.transactions.values()].filter(
-          (t) => t.clientId === clientId && (status === "all" || groups[t.status] === status) && (accountId === null || t.sourceAccountId === accountId || t.destinationId === accountId) && (url.searchParams.get("assetType") === null || t.assetType === url.searchParams.get("assetType"))
+          (t) => t.clientId === clientId && (status === "all" || this.groupOf(t.status) === status) && (accountId === null || t.sourceAccountId === accountId || t.destinationId === accountId) && (url.searchParams.get("assetType") === null || t.assetType === url.searchParams.get("assetType"))
         )
         return this.page(url, items.map((t) => this.transactionItem(t)))
       }
@@ -421,7 +500,7 @@ export class FakeRelay {
         if (t === undefined) return this.error(404, "transaction not found", "NOT_FOUND")
         if (key.endsWith("status")) return this.json(200, { id: t.id, status: t.status, subStatus: null, updatedAt: t.updatedAt })
         const { destinationType: _destinationType, ...item } = this.transactionItem(t)
-        return this.json(200, { ...item, destinationType: `${t.destinationType}_wallet`, providerTransactionId: null, subStatus: null, transactionType: this.options.variant?.transactionType ?? "WITHDRAWAL", approvals: { createdBy: "api", createdAt: t.createdAt, signedBy: null, signedAt: null, approvedBy: null, approvedAt: null, providerApprovedAt: null, rejectedBy: null, rejectedAt: null } })
+        return this.json(200, { ...item, destinationType: `${t.destinationType}_wallet`, providerTransactionId: null, subStatus: null, transactionType: this.options.variant?.transactionType ?? "WITHDRAWAL", approvals: { createdBy: t.initiatorKey, createdAt: t.createdAt, signedBy: null, signedAt: null, approvedBy: t.approvals.at(-1) ?? null, approvedAt: t.approvals.length > 0 ? t.updatedAt : null, providerApprovedAt: null, rejectedBy: t.rejectedBy, rejectedAt: t.rejectedBy === null ? null : t.updatedAt } })
       }
       case "POST /transactions/calculate-fee":
       case "POST /transactions/initiate": {
@@ -449,10 +528,11 @@ export class FakeRelay {
           return this.json(200, { assetType, amount, estimatedFee: fee.toNumber(), feeAssetType: asset.feeAsset })
         }
         if (reserved.gt(source.balance)) return this.error(400, "insufficient funds", "INSUFFICIENT_FUNDS")
-        source.balance = source.balance.minus(reserved)
         const now = this.now()
-        const status = this.options.variant?.noApprovalNeeded === true ? "PENDING_PROVIDER_APPROVAL" : "AWAITING_SIGNATURE"
-        const t: Transaction = { id: crypto.randomUUID(), clientId, sourceAccountId: source.id, destinationId: String(destinationId), destinationType, amount: new Decimal(amount), fee, feeAsset: asset.feeAsset, assetType: asset.assetId, status, createdAt: now, updatedAt: now }
+        const awaits = this.quorum > 0 || this.options.fault === "awaiting-without-policy"
+        const status = awaits ? this.names.awaiting : this.names.approved
+        const t: Transaction = { id: crypto.randomUUID(), clientId, sourceAccountId: source.id, destinationId: String(destinationId), destinationType, amount: new Decimal(amount), fee, feeAsset: asset.feeAsset, assetType: asset.assetId, status, initiatorKey: keyId, approvals: [], rejectedBy: null, createdAt: now, updatedAt: now }
+        source.balance = source.balance.minus(this.reserved(t))
         this.transactions.set(t.id, t)
         return this.json(201, { id: t.id, status: status.toLowerCase(), sourceAccountId, destinationId, destinationType, amount, assetType, createdAt: now })
       }
@@ -465,7 +545,7 @@ export class FakeRelay {
         if (description !== undefined && (typeof description !== "string" || description.length > 500)) return this.error(400, "description", "VALIDATION")
         const entry: Whitelist = { id: crypto.randomUUID(), clientId, providerId: crypto.randomUUID(), name, address, description: (description as string | undefined) ?? null, status: "PENDING", assetType: asset.assetId }
         this.whitelist.set(entry.id, entry)
-        return this.json(201, { id: entry.id, name, address, description: entry.description, status: "PENDING", assetType: entry.assetType })
+        return this.json(this.options.variant?.whitelistCreate200 === true ? 200 : 201, { id: entry.id, name, address, description: entry.description, status: "PENDING", assetType: entry.assetType })
       }
       case "GET /whitelisted-addresses": {
         const statuses = this.multi(url, "status")
@@ -481,8 +561,43 @@ export class FakeRelay {
         const { clientId: _clientId, ...record } = entry
         return this.json(200, record)
       }
+      case "POST /transactions/:id/approve":
+      case "POST /transactions/:id/reject":
+      case "POST /transactions/approve":
+      case "POST /transactions/reject": {
+        const transactionId = id ?? body["transactionId"]
+        if (typeof transactionId !== "string" || !uuidPattern.test(transactionId)) return this.error(400, "invalid id", "VALIDATION")
+        const t = mine(this.transactions, transactionId)
+        if (t === undefined) return this.error(404, "transaction not found", "NOT_FOUND")
+        return this.decide(t, key.endsWith("approve") ? "approve" : "reject", keyId)
+      }
       default:
         return this.error(404, "not found", "NOT_FOUND")
     }
+  }
+
+  /** One approver's decision: distinct approvers, never the initiator, quorum at N, one rejection ends it. */
+  private async decide(t: Transaction, decision: "approve" | "reject", keyId: string): Promise<Response> {
+    const fault = this.options.fault
+    const ignoresRejection = fault === "rejection-ignored" && decision === "reject"
+    if (t.status !== this.names.awaiting) return this.error(409, "not awaiting approval", "CONFLICT")
+    if (t.initiatorKey === keyId && fault !== "initiator-approves") return this.error(403, "the initiator cannot decide", "INITIATOR")
+    if (t.approvals.includes(keyId) && fault !== "approver-counted-twice") return this.error(409, "already decided", "CONFLICT")
+    // The faulty variant reads, waits and writes, so two decisions in flight both see the state before either.
+    if (fault === "decisions-race") await new Promise((resolve) => setTimeout(resolve, 5))
+    if (fault !== "decisions-race" && t.status !== this.names.awaiting) return this.error(409, "not awaiting approval", "CONFLICT")
+    t.updatedAt = this.now()
+    if (decision === "reject") {
+      if (ignoresRejection) return this.json(200, { id: t.id, status: t.status })
+      t.rejectedBy = keyId
+      t.status = this.names.rejected
+      const source = this.accounts.get(t.sourceAccountId)
+      if (source !== undefined && fault !== "rejection-keeps-funds") source.balance = source.balance.plus(this.reserved(t))
+      return this.json(200, { id: t.id, status: t.status })
+    }
+    t.approvals.push(keyId)
+    const needed = fault === "quorum-one-early" ? Math.max(1, this.quorum - 1) : this.quorum
+    if (t.approvals.length >= needed) t.status = this.names.approved
+    return this.json(200, { id: t.id, status: t.status })
   }
 }

@@ -42,7 +42,7 @@ const variants: ReadonlyArray<readonly [string, FakeVariant]> = [
   ["all of them at once, declared", { ...all, declare: true }]
 ]
 
-describe("the kit against compliant implementations that choose otherwise", () => {
+describe.concurrent("the kit against compliant implementations that choose otherwise", () => {
   for (const [name, variant] of variants) {
     it(name, async () => {
       const fake = new FakeRelay({ token: "t", variant })

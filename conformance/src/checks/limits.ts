@@ -81,4 +81,36 @@ export const rateLimitBurst = defineCheck({
   }
 })
 
-export const limitChecks = [rateLimitBurst]
+export const rateLimitWindow = defineCheck({
+  id: "limit.rate.window",
+  title: "A limited key is served again once its window has passed, as Retry-After said",
+  requirements: ["LIM-RATE-1", "LIM-RATE-2"],
+  tags: ["limits"],
+  needs: ["control", "rate-limit"],
+  async run(context) {
+    const declared = context.profile.rateLimit
+    const limit = 3
+    const windowSeconds = 1
+    let tenant: Tenant
+    await context.control.setRateLimit(limit, windowSeconds)
+    try {
+      tenant = await context.fixtures.tenant()
+    } finally {
+      await context.control.setRateLimit(declared.limit, declared.windowSeconds)
+    }
+    let limited: HttpResult | undefined
+    for (let sent = 0; sent < limit + 2 && limited === undefined; sent += 1) {
+      const result = await tenant.client.listAccounts()
+      if (result.status === 429) limited = result
+    }
+    if (limited === undefined) return context.fail("LIM-RATE-1", `${limit + 2} requests against a limit of ${limit} per ${windowSeconds} s got no 429`)
+    const retryAfter = Number(limited.headers.get("retry-after"))
+    context.expect(Number.isInteger(retryAfter) && retryAfter >= 0 && retryAfter <= windowSeconds + 1, "LIM-RATE-1", `Retry-After should be seconds within the ${windowSeconds} s window, got ${limited.headers.get("retry-after")}`, limited)
+    // Wait out what Retry-After said (at most the window and a second), then the key must be served again.
+    await new Promise((resolve) => setTimeout(resolve, (Math.min(Math.max(retryAfter, 0), windowSeconds + 1) + 0.3) * 1000))
+    const again = await tenant.client.listAccounts()
+    context.expectStatus(again, 200, ["LIM-RATE-1", "LIM-RATE-2"], `a request after waiting Retry-After (${retryAfter} s) past a ${windowSeconds} s window`)
+  }
+})
+
+export const limitChecks = [rateLimitBurst, rateLimitWindow]

@@ -10,6 +10,7 @@ import { defineCheck, type CheckContext } from "../Check.js"
 import type { AccountFixture, Tenant } from "../Fixtures.js"
 import { groupOf, type AssetProfile } from "../Profile.js"
 import { isRecord } from "../Shape.js"
+import type { HttpResult } from "../Transport.js"
 import { byIdCheck } from "./accounts.js"
 import {
   envelopeOf,
@@ -224,8 +225,21 @@ export const externalDestination = defineCheck({
     context.expectStatus(await tenant.client.initiate(transfer(source, approved.id, "1", "external")), 201, ["TXN-DEST-1", "WL-STATE-1"], "initiate to an APPROVED address")
     await context.control.setWhitelistStatus(approved.id, "ARCHIVED")
     await refused("an ARCHIVED address", approved.id)
+    // An APPROVED address of another asset: a transfer of this asset cannot go there. Whether that is 400 (the
+    // asset does not match) or 404 (no usable destination) is not shown; it is refused and stores nothing.
+    const otherAsset = context.profile.assets.find((asset) => asset.assetId !== source.assetId && asset.sampleAddresses.valid.length > 0)
+    if (otherAsset !== undefined) {
+      const foreignAsset = await context.fixtures.whitelist(tenant, otherAsset.assetId, "APPROVED")
+      for (const [what, result] of [["calculate-fee", await tenant.client.calculateFee(transfer(source, foreignAsset.id, "1", "external"))], ["initiate", await tenant.client.initiate(transfer(source, foreignAsset.id, "1", "external"))]] as const) {
+        context.expect(refusedAsInvalid(result), "TXN-DEST-1", `${what} of ${source.assetId} to an APPROVED ${otherAsset.assetId} address answered ${result.status}; it should be refused (400 or 404)`, result)
+      }
+    }
+    context.expect((await transactionCount(context, tenant, "TXN-DEST-1")) === 1, "TXN-DEST-1", "a refused external initiation stored a transaction")
   }
 })
+
+/** A refusal of an unusable destination: 400 or 404, the two answers the interface gives for bad transfers. */
+const refusedAsInvalid = (result: HttpResult): boolean => result.status === 400 || result.status === 404
 
 export const internalDestination = defineCheck({
   id: "txn.destination.internal",
@@ -250,6 +264,16 @@ export const internalDestination = defineCheck({
       context.expectStatus(await tenant.client.calculateFee(transfer(source, id, "1")), 404, ["TXN-DEST-2", "TXN-FEE-1"], `calculate-fee to ${what}`)
       context.expectStatus(await tenant.client.initiate(transfer(source, id, "1")), 404, "TXN-DEST-2", `initiate to ${what}`)
     }
+    // The source itself, and an active account of another asset, are no destination for this transfer.
+    const otherAsset = context.profile.assets.find((asset) => asset.assetId !== source.assetId)
+    const unusable: Array<[string, string]> = [["the source account itself", source.id]]
+    if (otherAsset !== undefined) unusable.push([`an active ${otherAsset.assetId} account`, (await context.fixtures.activeAccount(tenant, otherAsset.assetId)).id])
+    for (const [what, id] of unusable) {
+      for (const [call, result] of [["calculate-fee", await tenant.client.calculateFee(transfer(source, id, "1"))], ["initiate", await tenant.client.initiate(transfer(source, id, "1"))]] as const) {
+        context.expect(refusedAsInvalid(result), "TXN-DEST-2", `${call} of ${source.assetId} to ${what} answered ${result.status}; it should be refused (400 or 404)`, result)
+      }
+    }
+    context.expect((await transactionCount(context, tenant, "TXN-DEST-2")) === 0, "TXN-DEST-2", "a refused internal initiation stored a transaction")
     const active = await context.fixtures.activeAccount(tenant, source.assetId)
     context.expectStatus(await tenant.client.initiate(transfer(source, active.id, "1")), 201, "TXN-DEST-2", "initiate to an active account of the client")
   }
@@ -257,7 +281,7 @@ export const internalDestination = defineCheck({
 
 /** Amounts that are not plain positive decimals (TXN-PREC-1). */
 export const malformedAmount = fc.oneof(
-  fc.constantFrom("0", "0.0", "0.00000000", "-1", "-0.5", "1e-8", "1E8", "1.5e2", "2e0", "abc", "1.2.3", "1,5", "NaN", "Infinity", "0x10", "--1", "1-", "١٢"),
+  fc.constantFrom("0", "0.0", "0.00000000", "-1", "-0.5", "1e-8", "1E8", "1.5e2", "2e0", "abc", "1.2.3", "1,5", "NaN", "Infinity", "0x10", "--1", "1-", "١٢", "+1", " 1", "1 ", ".5", "1.", "１", "1_000", "0b1", "1/2"),
   fc.tuple(fc.integer({ min: 1, max: 999 }), fc.integer({ min: -20, max: 20 }), fc.constantFrom("e", "E")).map(([mantissa, exponent, e]) => `${mantissa}${e}${exponent}`),
   fc.tuple(fc.integer({ min: 0, max: 99 }), fc.integer({ min: 1, max: 99 }), fc.integer({ min: 1, max: 9 })).map(([whole, fraction, exponent]) => `${whole}.${fraction}e-${exponent}`),
   fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.nat({ max: 9999 })).map(([whole, fraction]) => `-${whole}.${fraction}`)

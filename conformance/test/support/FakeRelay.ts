@@ -118,6 +118,8 @@ export type FakeFault =
   | "decisions-race"
   | "rejection-keeps-funds"
   | "awaiting-without-policy"
+  | "self-transfer"
+  | "cross-asset-destination"
 
 const permissionOf: Record<string, string> = {
   "GET /accounts": "View custody account",
@@ -516,14 +518,19 @@ export class FakeRelay {
         if (source.assetId !== assetType) return this.error(400, "asset mismatch", "VALIDATION")
         if (source.status !== "active") return this.error(400, "source not active", "VALIDATION")
         const destination = destinationType === "internal" ? mine(this.accounts, String(destinationId)) : mine(this.whitelist, String(destinationId))
-        const usable = destination !== undefined && (destinationType === "internal" ? destination.status === "active" : destination.status === "APPROVED") && destinationId !== sourceAccountId
+        const fault = this.options.fault
+        const destinationAsset = destination === undefined ? undefined : "assetId" in destination ? destination.assetId : destination.assetType
+        const usable = destination !== undefined &&
+          (destinationType === "internal" ? destination.status === "active" : destination.status === "APPROVED") &&
+          (destinationId !== sourceAccountId || fault === "self-transfer") &&
+          (destinationAsset === assetType || fault === "cross-asset-destination")
         if (!usable) return this.error(404, "destination not found", "NOT_FOUND")
-        const fault = this.faults.get(clientId)
+        const providerFault = this.faults.get(clientId)
         const fee = new Decimal(asset.precision >= 8 ? "0.0001" : "0.5")
         const reserved = new Decimal(amount).plus(asset.feeAsset === asset.assetId ? fee : 0)
         if (key.endsWith("calculate-fee")) {
-          if (fault === "unsupported" || ("feeEstimation" in asset && asset.feeEstimation === false)) return this.error(400, "fee estimation not supported", "UNSUPPORTED")
-          if (fault === "error") return this.error(500, "provider error", "PROVIDER")
+          if (providerFault === "unsupported" || ("feeEstimation" in asset && asset.feeEstimation === false)) return this.error(400, "fee estimation not supported", "UNSUPPORTED")
+          if (providerFault === "error") return this.error(500, "provider error", "PROVIDER")
           if (this.options.variant?.feeChecksFunds === true && reserved.gt(source.balance)) return this.error(400, "insufficient funds", "INSUFFICIENT_FUNDS")
           return this.json(200, { assetType, amount, estimatedFee: fee.toNumber(), feeAssetType: asset.feeAsset })
         }

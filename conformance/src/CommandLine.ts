@@ -7,6 +7,7 @@ import { readFile, writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
 import { allChecks } from "./checks/index.js"
 import { formatCoverage } from "./Coverage.js"
+import { faults } from "./faults/catalogue.js"
 import { runDoctor } from "./Doctor.js"
 import { parseExpectations, type ExpectedFailure } from "./Expectations.js"
 import type { BlackBoxCredentials } from "./Fixtures.js"
@@ -48,7 +49,7 @@ export const usage = `custody-relay-conformance [doctor] [options]
   --rerun-failed REPORT     re-run the failing checks of a JSON report with its seed
   --reporter R              console (default), json or junit
   --output FILE             also write the report to FILE (JSON for the console reporter)
-  --coverage                print the requirement-by-check matrix and exit
+  --coverage                print each requirement with its checks and the faults that prove them, and exit
   --list                    list the checks and exit
 `
 
@@ -112,7 +113,7 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     return 0
   }
   if (values.coverage === true) {
-    io.stdout(formatCoverage(allChecks) + "\n")
+    io.stdout(formatCoverage(allChecks, faults) + "\n")
     return 0
   }
   if (values.list === true) {

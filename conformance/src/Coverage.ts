@@ -1,6 +1,7 @@
 /**
- * The requirement-by-check matrix: which checks cover which requirement ids. The kit's own tests fail when a MUST
- * or SHOULD id is covered by no check, and `--coverage` prints the matrix.
+ * The requirement-by-check matrix: which checks cover which requirement ids, and which faults of the catalogue
+ * prove those checks fail a wrong server. The kit's own tests fail when a MUST or SHOULD id is covered by no check
+ * or a MUST id by no fault, and `--coverage` prints the matrix.
  */
 import type { Check } from "./Check.js"
 import { requirements, type Requirement } from "./requirements.js"
@@ -25,8 +26,16 @@ export const unknownRequirementIds = (checks: ReadonlyArray<Check>, catalogue: R
   return [...new Set(checks.flatMap((check) => check.requirements).filter((id) => !known.has(id)))]
 }
 
-export const formatCoverage = (checks: ReadonlyArray<Check>): string => {
+export const formatCoverage = (checks: ReadonlyArray<Check>, faults: ReadonlyArray<{ readonly name: string; readonly requirement: string }> = []): string => {
   const rows = coverageMatrix(checks)
   const width = Math.max(...rows.map((row) => row.requirement.id.length))
-  return rows.map((row) => `${row.requirement.id.padEnd(width)}  ${row.requirement.level.padEnd(7)}  ${row.checks.length === 0 ? "(uncovered)" : row.checks.join(", ")}`).join("\n")
+  return rows
+    .map((row) => {
+      const line = `${row.requirement.id.padEnd(width)}  ${row.requirement.level.padEnd(7)}  ${row.checks.length === 0 ? "(uncovered)" : row.checks.join(", ")}`
+      const proofs = faults.filter((fault) => fault.requirement === row.requirement.id).map((fault) => fault.name)
+      if (faults.length === 0) return line
+      const none = row.requirement.level === "MUST" ? "(none)" : "-"
+      return `${line}\n${" ".repeat(width + 11)}faults: ${proofs.length === 0 ? none : proofs.join("; ")}`
+    })
+    .join("\n")
 }

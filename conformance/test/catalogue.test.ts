@@ -3,7 +3,8 @@ import { dirname, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import { allChecks } from "../src/checks/index.js"
-import { coverageMatrix, uncovered, unknownRequirementIds } from "../src/Coverage.js"
+import { coverageMatrix, formatCoverage, uncovered, unknownRequirementIds } from "../src/Coverage.js"
+import { faults } from "../src/faults/catalogue.js"
 import { requirements } from "../src/requirements.js"
 import frozenIds from "./check-ids.json" with { type: "json" }
 
@@ -38,6 +39,12 @@ describe("coverage", () => {
 
   it("names only known requirement ids", () => {
     expect(unknownRequirementIds(allChecks)).toEqual([])
+  })
+
+  it("--coverage names, for every MUST id, the faults that prove its checks fail a wrong server", () => {
+    const printed = formatCoverage(allChecks, faults)
+    expect(printed).not.toContain("faults: (none)")
+    for (const requirement of requirements.filter((r) => r.level === "MUST")) expect(printed).toMatch(new RegExp(`^${requirement.id} [^\\n]*\\n +faults: \\S`, "m"))
   })
 
   it("gives every row of the matrix its checks", () => {

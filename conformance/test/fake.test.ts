@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { runConformance } from "../src/Runner.js"
-import { FakeRelay } from "./support/FakeRelay.js"
+import { FakeRelay } from "../src/reference/FakeRelay.js"
 
 describe("the kit against a spec-written fake", () => {
   it("reports no failure", async () => {

@@ -1,9 +1,17 @@
 import { describe, expect, it } from "vitest"
+import { requirements } from "../src/requirements.js"
 import { runConformance } from "../src/Runner.js"
-import { faults } from "./faults/catalogue.js"
-import { FakeRelay } from "./support/FakeRelay.js"
+import { faults } from "../src/faults/catalogue.js"
+import { FakeRelay } from "../src/reference/FakeRelay.js"
 
-describe("fault variants of the spec-written fake are reported under the right requirement", () => {
+describe("the fault catalogue", () => {
+  it("has, for every MUST requirement, at least one fault that fails the run", () => {
+    const faulted = new Set(faults.map((fault) => fault.requirement))
+    expect(requirements.filter((requirement) => requirement.level === "MUST" && !faulted.has(requirement.id)).map((requirement) => requirement.id)).toEqual([])
+  })
+})
+
+describe.concurrent("fault variants of the spec-written fake are reported under the right requirement", () => {
   for (const fault of faults) {
     it(`${fault.requirement}: ${fault.name}`, async () => {
       const fake = new FakeRelay({ token: "t" })

@@ -6,7 +6,7 @@ import { createRelay } from "@custody-relay/server"
 import { describe, expect, it } from "vitest"
 import { allChecks } from "../src/checks/index.js"
 import { runConformance } from "../src/Runner.js"
-import { faults } from "./faults/catalogue.js"
+import { faults } from "../src/faults/catalogue.js"
 
 const token = "secret-token"
 
@@ -16,7 +16,7 @@ describe("fault variants of our server are reported under the right requirement"
     expect(new Set(faults.map((fault) => fault.requirement)).size).toBeGreaterThanOrEqual(15)
   })
 
-  for (const fault of faults) {
+  for (const fault of faults.filter((candidate) => candidate.target !== "fake")) {
     it(`${fault.requirement}: ${fault.name}`, async () => {
       const relay = await createRelay({ database: ":memory:", controlToken: token, rateLimit: { limit: 100000, windowSeconds: 60 } })
       try {

@@ -15,7 +15,7 @@ import { allPermissions } from "../src/Endpoints.js"
 import type { Report } from "../src/Report.js"
 import { runConformance } from "../src/Runner.js"
 import { Transport } from "../src/Transport.js"
-import { FakeRelay } from "./support/FakeRelay.js"
+import { FakeRelay } from "../src/reference/FakeRelay.js"
 import { serve } from "./support/serve.js"
 
 const token = "secret-token"

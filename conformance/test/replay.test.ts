@@ -5,7 +5,7 @@
 import { createRelay } from "@custody-relay/server"
 import { describe, expect, it } from "vitest"
 import { runConformance } from "../src/Runner.js"
-import { faults } from "./faults/catalogue.js"
+import { faults } from "../src/faults/catalogue.js"
 
 const token = "secret-token"
 

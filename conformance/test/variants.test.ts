@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { runConformance } from "../src/Runner.js"
-import { type FakeVariant, FakeRelay } from "./support/FakeRelay.js"
+import { type FakeVariant, FakeRelay } from "../src/reference/FakeRelay.js"
 
 const all: FakeVariant = {
   errorBody: "nested",

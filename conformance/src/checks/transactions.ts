@@ -132,9 +132,18 @@ export const fieldValidation = defineCheck({
   needs: ["control", "accounts.activate", "accounts.credit"],
   expectsWork: false,
   async run(context) {
+    // Every breaker alone once, so no single malformed field is left to chance; then random combinations.
+    const tenant = await context.fixtures.tenant()
+    const { source, destination } = await fundedPair(context, tenant)
+    for (const [what, breaker] of fieldBreakers) {
+      const body = breaker(transfer(source, destination.id, "1"))
+      context.expectStatus(await tenant.client.calculateFee(body), 400, ["TXN-VAL-1", "TXN-FEE-1"], `calculate-fee ${what}`)
+      context.expectStatus(await tenant.client.initiate(body), 400, ["TXN-VAL-1", "ERR-CODE-1"], `initiate ${what}`)
+    }
+    context.expect((await transactionCount(context, tenant, "TXN-VAL-1")) === 0, "TXN-VAL-1", "a refused initiation stored a transaction")
     await context.property(
       ["TXN-VAL-1"],
-      [fc.subarray([...fieldBreakers], { minLength: 1, maxLength: 3 })],
+      [fc.subarray([...fieldBreakers], { minLength: 2, maxLength: 3 })],
       async (breakers) => {
         const tenant = await context.fixtures.tenant()
         const { source, destination } = await fundedPair(context, tenant)

@@ -1,8 +1,9 @@
 /**
- * Building blocks of the fault variants: each fault wraps the correct handler and bends one behaviour, so the
- * production code is never touched. A wrapper may call the control protocol on the same handler.
+ * Building blocks of the fault variants: each fault wraps a correct handler (any implementation's, in process) and
+ * bends one behaviour, so the implementation's code is never touched. A wrapper may call the control protocol on
+ * the same handler. The kit's own tests prove with them that every MUST requirement has a fault that fails a run.
  */
-import type { Handler } from "../../src/Transport.js"
+import type { Handler } from "../Transport.js"
 
 export interface FaultContext {
   readonly token: string
@@ -14,6 +15,8 @@ export interface Fault {
   readonly requirement: string
   /** Checks to run (default: every check that covers `requirement`). */
   readonly checks?: ReadonlyArray<string>
+  /** "fake": the fault lives in the spec-written fake (it ignores the handler); otherwise it wraps any handler. */
+  readonly target?: "fake"
   readonly wrap: (handler: Handler, context: FaultContext) => Handler
 }
 

@@ -3,11 +3,37 @@
  * the kit must report it under.
  */
 import { Decimal } from "decimal.js"
+import { FakeRelay, type FakeFault, type FakeVariant } from "../reference/FakeRelay.js"
 import { control, isObject, pathOf, precisionOf, readJsonBody, rewrite, withBody, type Fault } from "./wrap.js"
 
 const isTransfer = (request: Request): boolean => request.method === "POST" && /\/relay\/v1\/transactions\/(initiate|calculate-fee)$/.test(pathOf(request))
 const isList = (request: Request): boolean => request.method === "GET" && /\/relay\/v1\/(accounts|transactions|whitelisted-addresses)$/.test(pathOf(request))
 const byIdRead = /\/relay\/v1\/(accounts|transactions|whitelisted-addresses)\/[^/]+(\/status)?$/
+
+/**
+ * Faults only an implementation can make (a state it keeps wrongly), made by the spec-written fake with one fault
+ * switched on: the quorum workflow and destination rules. They ignore the handler they are given.
+ */
+const fake = (name: string, requirement: string, fault: FakeFault, variant: FakeVariant, checks?: ReadonlyArray<string>): Fault => ({
+  name,
+  requirement,
+  target: "fake",
+  ...(checks === undefined ? {} : { checks }),
+  wrap: (_handler, { token }) => new FakeRelay({ token, variant, fault }).handler
+})
+
+const fakeFaults: ReadonlyArray<Fault> = [
+  fake("the initiator may approve their own transaction", "TXN-FLOW-1", "initiator-approves", { quorum: 1 }, ["txn.approval.quorum"]),
+  fake("one approver approving twice counts twice", "TXN-FLOW-1", "approver-counted-twice", { quorum: 2 }, ["txn.approval.quorum"]),
+  fake("the quorum is reached one approval early", "TXN-FLOW-1", "quorum-one-early", { quorum: 2 }, ["txn.approval.quorum"]),
+  fake("a rejection is answered 200 and ignored", "TXN-FLOW-1", "rejection-ignored", { quorum: 2 }, ["txn.approval.rejection"]),
+  fake("a rejected transaction keeps its funds reserved", "TXN-FLOW-1", "rejection-keeps-funds", { quorum: 1 }, ["txn.approval.rejection"]),
+  fake("deciding needs \"Initiate account transactions\" instead of \"Approve transaction\"", "AUTH-PERM-1", "approval-needs-initiate-permission", { quorum: 1 }, ["txn.approval.permission"]),
+  fake("two decisions in flight both count", "TXN-FLOW-1", "decisions-race", { quorum: 1 }, ["txn.approval.concurrent"]),
+  fake("a transaction awaits a signature under a policy of no approvals", "TXN-FLOW-1", "awaiting-without-policy", { quorum: 0 }, ["txn.approval.policy"]),
+  fake("an internal transfer to its own source account is accepted", "TXN-DEST-2", "self-transfer", {}, ["txn.destination.internal"]),
+  fake("a destination of another asset is accepted", "TXN-DEST-1", "cross-asset-destination", {}, ["txn.destination.external"])
+]
 
 export const faults: ReadonlyArray<Fault> = [
   {
@@ -570,5 +596,223 @@ export const faults: ReadonlyArray<Fault> = [
         return response
       }
     }
-  }
+  },
+  {
+    name: "JSON answers labelled text/plain",
+    requirement: "GEN-JSON-1",
+    checks: ["gen.json.malformed-body"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (!pathOf(request).startsWith("/relay/v1/") || response.status !== 200) return response
+      const headers = new Headers(response.headers)
+      headers.set("content-type", "text/plain")
+      return new Response(await response.text(), { status: response.status, headers })
+    }
+  },
+  {
+    name: "availableBalance as a JSON number",
+    requirement: "GEN-DEC-1",
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/accounts(\/[^/]+)?$/.test(pathOf(request)) || response.status !== 200) return response
+      const numeric = (record: unknown) => (isObject(record) && typeof record["availableBalance"] === "string" ? { ...record, availableBalance: Number(record["availableBalance"]) } : record)
+      return rewrite(response, (body) => (isObject(body) && Array.isArray(body["items"]) ? { ...body, items: body["items"].map(numeric) } : numeric(body)))
+    }
+  },
+  {
+    name: "a bearer token with the secret authenticates without the header pair",
+    requirement: "AUTH-HDR-1",
+    checks: ["auth.headers.required"],
+    wrap: (handler) => {
+      const keyOfSecret = new Map<string, string>()
+      return async (request) => {
+        const bearer = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+        const key = bearer === undefined ? undefined : keyOfSecret.get(bearer)
+        if (bearer !== undefined && key !== undefined && request.headers.get("x-api-key") === null) {
+          const headers = new Headers(request.headers)
+          headers.set("x-api-key", key)
+          headers.set("x-api-secret", bearer)
+          return handler(new Request(request.url, { method: request.method, headers }))
+        }
+        const response = await handler(request)
+        if (request.method === "POST" && pathOf(request) === "/__control/api-users" && response.status === 201) {
+          const body = (await response.clone().json()) as unknown
+          if (isObject(body)) keyOfSecret.set(String(body["secret"]), String(body["keyId"]))
+        }
+        return response
+      }
+    }
+  },
+  {
+    name: "the key id sent as its own secret authenticates",
+    requirement: "AUTH-KEY-1",
+    checks: ["auth.key.prefix"],
+    wrap: (handler) => {
+      const secretOfKey = new Map<string, string>()
+      return async (request) => {
+        const key = request.headers.get("x-api-key")
+        const secret = key === null ? undefined : secretOfKey.get(key)
+        if (key !== null && secret !== undefined && request.headers.get("x-api-secret") === key) {
+          const headers = new Headers(request.headers)
+          headers.set("x-api-secret", secret)
+          return handler(new Request(request.url, { method: request.method, headers }))
+        }
+        const response = await handler(request)
+        if (request.method === "POST" && pathOf(request) === "/__control/api-users" && response.status === 201) {
+          const body = (await response.clone().json()) as unknown
+          if (isObject(body)) secretOfKey.set(String(body["keyId"]), String(body["secret"]))
+        }
+        return response
+      }
+    }
+  },
+  {
+    name: "list envelopes without totalPages",
+    requirement: "PAGE-1",
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (!isList(request) || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) ? Object.fromEntries(Object.entries(body).filter(([key]) => key !== "totalPages")) : body))
+    }
+  },
+  {
+    name: "account creation answers 200",
+    requirement: "ACC-CREATE-1",
+    checks: ["acc.create.response"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || pathOf(request) !== "/relay/v1/accounts" || response.status !== 201) return response
+      return rewrite(response, (body) => body, 200)
+    }
+  },
+  {
+    name: "an unknown workspace is taken as custody",
+    requirement: "ACC-CREATE-2",
+    checks: ["acc.create.validation"],
+    wrap: (handler) => async (request) => {
+      if (request.method !== "POST" || pathOf(request) !== "/relay/v1/accounts") return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (!isObject(body) || typeof body["workspace"] !== "string" || ["custody", "transactional"].includes(body["workspace"])) return handler(copy)
+      return handler(withBody(copy, { ...body, workspace: "custody" }))
+    }
+  },
+  {
+    name: "approving another client's account answers 403",
+    requirement: "ACC-APPR-3",
+    checks: ["acc.approve.foreign-or-unknown"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !/\/relay\/v1\/accounts\/(approve|reject)$/.test(pathOf(request)) || response.status !== 404) return response
+      return rewrite(response, () => ({ message: "Forbidden" }), 403)
+    }
+  },
+  {
+    name: "a malformed account id answered 404",
+    requirement: "ACC-GET-1",
+    checks: ["acc.get.ids"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/accounts\/[^/]+$/.test(pathOf(request)) || response.status !== 400) return response
+      return rewrite(response, (body) => body, 404)
+    }
+  },
+  {
+    name: "the transaction detail lacks providerTransactionId",
+    requirement: "TXN-SHAPE-2",
+    checks: ["txn.shape.records"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/transactions\/[^/]+$/.test(pathOf(request)) || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) ? Object.fromEntries(Object.entries(body).filter(([key]) => key !== "providerTransactionId")) : body))
+    }
+  },
+  {
+    name: "initiate under a policy that requires approval answers a status past it",
+    requirement: "TXN-INIT-2",
+    checks: ["txn.approval.policy"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "POST" || !pathOf(request).endsWith("/transactions/initiate") || response.status !== 201) return response
+      return rewrite(response, (body) => (isObject(body) && body["status"] === "awaiting_signature" ? { ...body, status: "pending_provider_approval" } : body))
+    }
+  },
+  {
+    name: "a missing destinationType is taken as internal",
+    requirement: "TXN-VAL-1",
+    checks: ["txn.validation.fields"],
+    wrap: (handler) => async (request) => {
+      if (!isTransfer(request)) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (!isObject(body) || "destinationType" in body) return handler(copy)
+      return handler(withBody(copy, { ...body, destinationType: "internal" }))
+    }
+  },
+  {
+    name: "whitelisted address records without providerId",
+    requirement: "WL-SHAPE-1",
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/whitelisted-addresses(\/[^/]+)?$/.test(pathOf(request)) || response.status !== 200) return response
+      const strip = (record: unknown) => (isObject(record) ? Object.fromEntries(Object.entries(record).filter(([key]) => key !== "providerId")) : record)
+      return rewrite(response, (body) => (isObject(body) && Array.isArray(body["items"]) ? { ...body, items: body["items"].map(strip) } : strip(body)))
+    }
+  },
+  {
+    name: "a malformed whitelisted address id answered 404",
+    requirement: "WL-GET-1",
+    checks: ["wl.get.ids"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/whitelisted-addresses\/[^/]+$/.test(pathOf(request)) || response.status !== 400) return response
+      return rewrite(response, (body) => body, 404)
+    }
+  },
+  {
+    name: "a PENDING whitelisted address reads AWAITING_REVIEW, a status the interface does not have",
+    requirement: "WL-STATE-1",
+    checks: ["wl.state.flow"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (request.method !== "GET" || !/\/relay\/v1\/whitelisted-addresses\/[^/]+$/.test(pathOf(request)) || response.status !== 200) return response
+      return rewrite(response, (body) => (isObject(body) && body["status"] === "PENDING" ? { ...body, status: "AWAITING_REVIEW" } : body))
+    }
+  },
+  {
+    name: "invalid requests answered 422 instead of 400",
+    requirement: "ERR-CODE-1",
+    checks: ["gen.json.malformed-body"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      if (!pathOf(request).startsWith("/relay/v1/") || response.status !== 400) return response
+      return rewrite(response, (body) => body, 422)
+    }
+  },
+  {
+    name: "amounts with a plus sign or padding are trimmed and accepted",
+    requirement: "TXN-PREC-1",
+    checks: ["txn.amount.malformed"],
+    wrap: (handler) => async (request) => {
+      if (!isTransfer(request)) return handler(request)
+      const { request: copy, body } = await readJsonBody(request)
+      if (!isObject(body) || typeof body["amount"] !== "string" || !/^\s*\+?\d+(\.\d+)?\s*$/.test(body["amount"])) return handler(copy)
+      return handler(withBody(copy, { ...body, amount: body["amount"].trim().replace(/^\+/, "") }))
+    }
+  },
+  {
+    name: "a limited key stays limited after its window",
+    requirement: "LIM-RATE-1",
+    checks: ["limit.rate.window"],
+    wrap: (handler) => {
+      const limited = new Map<string, { text: string; headers: Headers }>()
+      return async (request) => {
+        const key = request.headers.get("x-api-key") ?? ""
+        const stuck = limited.get(key)
+        if (pathOf(request).startsWith("/relay/v1/") && stuck !== undefined) return new Response(stuck.text, { status: 429, headers: stuck.headers })
+        const response = await handler(request)
+        if (response.status === 429) limited.set(key, { text: await response.clone().text(), headers: new Headers(response.headers) })
+        return response
+      }
+    }
+  },
+  ...fakeFaults
 ]

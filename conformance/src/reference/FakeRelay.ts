@@ -1,7 +1,7 @@
 /**
- * A small in-memory implementation of the interface and of the control protocol, written from the spec for the
- * kit's own tests: it lets the kit's machinery (runner, gating, black-box mode, reporters) run end to end without
- * our server. It is not our server and proves nothing about it.
+ * A small in-memory implementation of the interface and of the control protocol, written from the spec alone: the
+ * kit's reference for itself. Its variants answer each "not shown" question another way (the kit must pass them
+ * all) and its faults break one rule each (the kit must fail them). It is not our server and proves nothing about it.
  */
 import { Decimal } from "decimal.js"
 

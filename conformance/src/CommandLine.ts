@@ -144,6 +144,7 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
   }
   // A target or control that cannot be reached, or a refused control token, is the harness's problem, not 56
   // failures of the implementation: say which, and exit 2.
+  if (baseUrl === undefined) io.stderr("conformance: in-process run: the target is a handler in this process, with no network between it and the kit; use --base-url to test a started server\n")
   if (baseUrl !== undefined) {
     const unreachable = await harnessProblem(baseUrl, control)
     if (unreachable !== undefined) {
@@ -196,6 +197,7 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     onProgress: progressLine(io.stderr, io.isTty),
     onDoctor: (doctor) => {
       for (const problem of doctor.problems) io.stderr(`doctor: problem: ${problem}\n`)
+      for (const note of doctor.notes.filter((line) => line.startsWith("warning:") || line.startsWith("round trips:"))) io.stderr(`doctor: ${note}\n`)
       const missing = Object.entries(doctor.capabilities).filter(([, state]) => state === "missing").map(([name]) => name)
       if (missing.length > 0) io.stderr(`doctor: missing control calls: ${missing.join(", ")} (checks needing them are not applicable)\n`)
     }

@@ -5,7 +5,7 @@
  */
 import type { Transport } from "./Transport.js"
 
-export const controlProtocolVersion = "1.1"
+export const controlProtocolVersion = "1.2"
 
 /** Names of the optional control calls, as a profile lists them in `capabilities`. */
 export const capabilityNames = [

@@ -62,6 +62,61 @@ describe("targets", () => {
     expect(out.join("")).toBe("")
   })
 
+  it("an in-process run says so on its first line", async () => {
+    const err: Array<string> = []
+    const out: Array<string> = []
+    const fake = new FakeRelay({ token: "t" })
+    const code = await runCli(["--check", "gen.path.prefix"], { stdout: (text) => void out.push(text), stderr: (text) => void err.push(text), isTty: false }, { target: { handler: fake.handler }, control: { token: "t" } })
+    expect(code).toBe(0)
+    expect(err.join("").split("\n")[0]).toMatch(/^conformance: in-process run/)
+    expect(out.join("").split("\n")[0]).toContain("in-process run")
+  })
+})
+
+describe("doctor", () => {
+  const doctor = async (handler: (request: Request) => Promise<Response>): Promise<{ code: number; text: string }> => {
+    const out: Array<string> = []
+    const code = await runCli(["doctor"], { stdout: (text) => void out.push(text), stderr: () => undefined, isTty: false }, { target: { handler }, control: { token: "t" } })
+    return { code, text: out.join("") }
+  }
+
+  it("passes a target whose profile gives the fixtures what they need, and reports its round trips", async () => {
+    const { code, text } = await doctor(new FakeRelay({ token: "t" }).handler)
+    expect(text).toMatch(/note: round trips: median \d+\.\d ms for a read/)
+    expect(text).not.toContain("warning: slow round trips")
+    expect(code).toBe(0)
+  })
+
+  it("names a sample address the target refuses, an invalid one it accepts, and a wrong approval template, before any run", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const handler = async (request: Request): Promise<Response> => {
+      const response = await fake.handler(request)
+      if (new URL(request.url).pathname !== "/__control/profile") return response
+      const profile = (await response.json()) as { assets: Array<{ assetId: string; sampleAddresses: { valid: Array<string>; invalid: Array<string> } }>; approvals: Record<string, unknown> }
+      const btc = profile.assets.find((asset) => asset.assetId === "BTC")!
+      btc.sampleAddresses = { valid: [...btc.sampleAddresses.valid, "0xnot-bitcoin-at-all-000000000000"], invalid: [...btc.sampleAddresses.invalid, btc.sampleAddresses.valid[0]!] }
+      profile.approvals = { ...profile.approvals, approve: "PUT /relay/v1/decisions/{id}" }
+      return Response.json(profile)
+    }
+    const { code, text } = await doctor(handler)
+    expect(text).toContain("problem: profile asset BTC: the valid sample address 0xnot-bitcoin-at-all-000000000000 was refused (400)")
+    expect(text).toMatch(/problem: profile asset BTC: the invalid sample address bc1q\S+ answered 201, not 400/)
+    expect(text).toMatch(/problem: profile approvals.approve: PUT \/relay\/v1\/decisions\/\S+ without credentials answered 404, not 401: is it an endpoint of the target\?/)
+    expect(code).toBe(1)
+  })
+
+  it("warns when the target is slow to answer small requests (a server without TCP_NODELAY shows so)", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const slow = async (request: Request): Promise<Response> => {
+      if (new URL(request.url).pathname.startsWith("/relay/")) await new Promise((resolve) => setTimeout(resolve, 40))
+      return fake.handler(request)
+    }
+    const { text } = await doctor(slow)
+    expect(text).toMatch(/note: warning: slow round trips \(\d+ ms\): a run makes about 3000 requests, so expect about \d+ s/)
+  })
+})
+
+describe("modes", () => {
   it("reads the target, control and black-box credentials from a --config file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-config-"))
     const out: Array<string> = []

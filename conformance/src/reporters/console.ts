@@ -36,7 +36,8 @@ const indent = (text: string, by = "    "): string =>
 
 export const formatConsole = (report: Report): string => {
   const lines: Array<string> = []
-  lines.push(`Custody Relay conformance ${report.kit.version} (interface ${report.interfaceVersion}, control protocol ${report.controlProtocolVersion})`)
+  const inProcess = report.target.startsWith("in-process") ? ", in-process run (no network between kit and target)" : ""
+  lines.push(`Custody Relay conformance ${report.kit.version} (interface ${report.interfaceVersion}, control protocol ${report.controlProtocolVersion})${inProcess}`)
   lines.push(`target: ${report.target}; implementation: ${report.implementation === null ? "unknown" : `${report.implementation.name} ${report.implementation.version}`}; mode: ${report.mode}`)
   lines.push(`seed ${report.seed}, numRuns ${report.numRuns}, ${(report.durationMs / 1000).toFixed(1)} s`)
   if (report.doctor.length > 0) {

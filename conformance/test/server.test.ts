@@ -60,6 +60,22 @@ describe("the kit against our server", () => {
     }
   }, 120_000)
 
+  for (const quorum of [0, 2]) {
+    it(`TXN-INIT-2 TXN-FLOW-1: passes the approval and transaction checks with a quorum of ${quorum}, which its profile declares`, async () => {
+      const other = await createRelay({ database: ":memory:", controlToken: token, rateLimit: { limit: 100000, windowSeconds: 60 }, defaultRequiredApprovals: quorum })
+      try {
+        const report = await runConformance({ target: { handler: other.handler }, control: { token }, tags: ["transactions", "approvals", "model"], numRuns: 10, seed: 41 })
+        // Under a policy of no approvals the decision checks stand aside; every other one passes.
+        const standsAside = (check: Report["checks"][number]) => quorum === 0 && check.outcome === "not-applicable" && (check.message ?? "").includes("approvals.required is 0")
+        expect(report.checks.filter((check) => !optional(report)(check) && !standsAside(check)), describeFindings(report)).toEqual([])
+        expect(report.checks.filter((check) => check.id === "txn.approval.policy").map((check) => check.outcome)).toEqual(["pass"])
+        expect(report.checks.length).toBeGreaterThan(20)
+      } finally {
+        await other.close()
+      }
+    }, 120_000)
+  }
+
   it.skipIf(pgUrl === undefined || pgUrl === "")("GEN-5XX-1: passes every check on PostgreSQL too, the fuzzing included (no 5xx)", async () => {
     const name = `relay_conformance_${process.pid}_${Date.now()}`
     const admin = new pg.Client({ connectionString: pgUrl })

@@ -39,3 +39,9 @@ export const formatCoverage = (checks: ReadonlyArray<Check>, faults: ReadonlyArr
     })
     .join("\n")
 }
+
+/** The row of docs/conformance.md's check table for one check: the docs read it from the check itself. */
+export const checkTableRow = (check: Check): string => {
+  const needs = check.needs.length === 0 ? "none (black-box)" : check.needs.join(", ")
+  return `| \`${check.id}\` | ${check.title.replaceAll("|", "\\|")} | ${check.requirements.join(", ")} | ${needs} |`
+}

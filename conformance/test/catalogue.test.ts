@@ -3,7 +3,7 @@ import { dirname, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import { allChecks } from "../src/checks/index.js"
-import { coverageMatrix, formatCoverage, uncovered, unknownRequirementIds } from "../src/Coverage.js"
+import { checkTableRow, coverageMatrix, formatCoverage, uncovered, unknownRequirementIds } from "../src/Coverage.js"
 import { faults } from "../src/faults/catalogue.js"
 import { requirements } from "../src/requirements.js"
 import frozenIds from "./check-ids.json" with { type: "json" }
@@ -65,6 +65,11 @@ describe("check ids", () => {
     const ids = new Set(allChecks.map((check) => check.id))
     for (const id of frozenIds) expect(ids.has(id), `check id ${id} was removed or renamed`).toBe(true)
     for (const id of ids) expect(frozenIds.includes(id), `new check id ${id}: add it to test/check-ids.json`).toBe(true)
+  })
+
+  it("are listed in docs/conformance.md with their own title, requirements and needs", () => {
+    const docs = readFileSync(resolve(here, "../../docs/conformance.md"), "utf8")
+    for (const check of allChecks) expect(docs, check.id).toContain(checkTableRow(check))
   })
 
   it("each name at least one requirement and a tag", () => {

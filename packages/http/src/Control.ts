@@ -1,6 +1,6 @@
 /**
- * The test control protocol v1 (../shared/spec/control-protocol.md, and the kit's v1.1 additions
- * `PUT /clients/{clientId}/provider-fault` and `GET /logs`, docs/control-protocol.md), mounted at /__control only when a control token is configured. It
+ * The test control protocol v1.2 (docs/control-protocol.md), mounted at /__control only when a control token is
+ * configured; its profile declares our answers where the interface says "not shown". It
  * plays the custody platform's back office for conformance runs: clients, API users, activation, deposits,
  * whitelist decisions, transaction progress and rate limits. Every call must carry `x-control-token` (401
  * otherwise); an unknown id is 404; a call we do not offer is 501. Each call maps to one core operation.

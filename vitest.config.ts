@@ -8,7 +8,7 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "conformance/test/**/*.test.ts", "examples/test/**/*.test.ts"],
+    include: ["packages/*/test/**/*.test.ts", "conformance/test/**/*.test.ts", "examples/test/**/*.test.ts", "examples/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     coverage: {

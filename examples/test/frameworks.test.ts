@@ -1,16 +1,16 @@
 /**
- * The mounting snippets of docs/http.md, run as written: the relay handler inside Express, Fastify and Hono answers
- * exactly as it does on its own (a create with a JSON body, a list, an unknown route, missing credentials).
+ * The mounting of docs/http.md, as examples/express.ts, fastify.ts and hono.ts hold it: the relay handler inside
+ * Express, Fastify and Hono answers exactly as it does on its own (a create with a JSON body, a list, an unknown
+ * route, missing credentials), and the app's own JSON route keeps its body parser.
  */
 import { type AddressInfo } from "node:net"
 import { Administration } from "@custody-relay/core"
 import { makeHandler } from "@custody-relay/http"
-import { toNodeListener } from "@custody-relay/http/node"
 import { Redacted } from "effect"
-import express from "express"
-import Fastify from "fastify"
-import { Hono } from "hono"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { expressApp } from "../express.js"
+import { fastifyApp } from "../fastify.js"
+import { honoApp } from "../hono.js"
 
 const handler = makeHandler({ logLevel: "Warn" })
 let headers: Record<string, string> = {}
@@ -58,6 +58,10 @@ const expected = (name: string) => ({
   anonymous: 401
 })
 
+/** The app's own JSON route, beside the relay: its body parser must still work. */
+const echo = async (port: number): Promise<unknown> =>
+  (await fetch(`http://127.0.0.1:${port}/app/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"a\":1}" })).json()
+
 const over = async (listen: (port: number) => Promise<{ port: number; close: () => Promise<void> }>, name: string) => {
   const server = await listen(0)
   try {
@@ -73,47 +77,37 @@ describe("docs/http.md: mounting the handler", () => {
     assert.deepStrictEqual(answers, expected("Direct"))
   })
 
-  it("in Express, mounted before any body parser", async () => {
-    const answers = await over(async () => {
-      const app = express()
-      app.use("/relay", (req, res) => toNodeListener(handler)(Object.assign(req, { url: req.originalUrl }), res))
-      const server = await new Promise<import("node:http").Server>((resolve) => {
-        const listening = app.listen(0, "127.0.0.1", () => resolve(listening))
-      })
-      return {
-        port: (server.address() as AddressInfo).port,
-        close: () => new Promise<void>((resolve) => server.close(() => resolve()))
-      }
-    }, "Express")
-    assert.deepStrictEqual(answers, expected("Express"))
-  })
-
-  it("in Fastify, with the body left to the handler in the relay's own plugin; the app's other routes keep their JSON parser", async () => {
+  it("in Express, mounted before any body parser (examples/express.ts); the app's own JSON route keeps its parser", async () => {
     let other: unknown
     const answers = await over(async () => {
-      const fastify = Fastify()
-      fastify.register(async (relay) => {
-        relay.removeAllContentTypeParsers()
-        relay.addContentTypeParser("*", (_request, _payload, done) => done(null))
-        relay.all("/relay/*", (request, reply) => {
-          reply.hijack()
-          toNodeListener(handler)(request.raw, reply.raw)
-        })
-      })
-      fastify.post("/app/echo", async (request) => ({ got: request.body }))
+      const server = expressApp(handler).listen(0, "127.0.0.1")
+      await new Promise((resolve) => server.once("listening", resolve))
+      const port = (server.address() as AddressInfo).port
+      other = await echo(port)
+      return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+    }, "Express")
+    assert.deepStrictEqual(answers, expected("Express"))
+    assert.deepStrictEqual(other, { got: { a: 1 } })
+  })
+
+  it("in Fastify, with the body left to the handler in the relay's own plugin (examples/fastify.ts); the app's other routes keep their JSON parser", async () => {
+    let other: unknown
+    const answers = await over(async () => {
+      const fastify = fastifyApp(handler)
       await fastify.listen({ port: 0, host: "127.0.0.1" })
       const port = (fastify.server.address() as AddressInfo).port
-      other = await (await fetch(`http://127.0.0.1:${port}/app/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"a\":1}" })).json()
+      other = await echo(port)
       return { port, close: () => fastify.close() }
     }, "Fastify")
     assert.deepStrictEqual(answers, expected("Fastify"))
     assert.deepStrictEqual(other, { got: { a: 1 } })
   })
 
-  it("in Hono, which speaks Request", async () => {
-    const app = new Hono()
-    app.all("/relay/*", (c) => handler(c.req.raw))
+  it("in Hono, which speaks Request (examples/hono.ts)", async () => {
+    const app = honoApp(handler)
     const answers = await exercise((path, init) => Promise.resolve(app.fetch(new Request(`http://relay.local${path}`, init))), "Hono")
     assert.deepStrictEqual(answers, expected("Hono"))
+    const other = await app.fetch(new Request("http://relay.local/app/echo", { method: "POST", headers: { "content-type": "application/json" }, body: "{\"a\":1}" }))
+    assert.deepStrictEqual(await other.json(), { got: { a: 1 } })
   })
 })

@@ -1,0 +1,89 @@
+/**
+ * Every example runs with its one command (the `pnpm --filter @custody-relay/examples run <name>` script, here
+ * started the same way: tsx on the file) and does what its header says: the servers answer 200 with the
+ * credential they print and stop on SIGTERM; the scripts finish their flow.
+ */
+import { execFile, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import pg from "pg"
+import { assert, describe, it } from "vitest"
+
+const examples = fileURLToPath(new URL("..", import.meta.url))
+const tsx = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url))
+const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }
+/** The arguments of the example's package script, which is `tsx <arguments>`. */
+const scriptOf = (name: string): string => {
+  const script = manifest.scripts[name]
+  if (script === undefined) throw new Error(`no script ${name} in examples/package.json`)
+  return script.replace(/^tsx /, "")
+}
+
+const runScript = (name: string, env: Record<string, string> = {}) =>
+  promisify(execFile)(tsx, scriptOf(name).split(" "), { cwd: examples, env: { ...process.env, ...env }, timeout: 60_000 })
+
+describe("the framework examples, each a server started with one command", () => {
+  for (const name of ["express", "fastify", "hono"]) {
+    it(`${name}: prints where and with what to call it, answers 200 with that credential, stops on SIGTERM`, async () => {
+      const child = spawn(tsx, scriptOf(name).split(" "), { cwd: examples, env: { ...process.env, PORT: "0" }, stdio: ["ignore", "pipe", "inherit"] })
+      try {
+        const line = await new Promise<string>((resolve, reject) => {
+          let out = ""
+          child.stdout.on("data", (chunk: Buffer) => {
+            out += chunk.toString()
+            const found = /listening on (\S+) key=(\S+) secret=(\S+)/.exec(out)
+            if (found !== null) resolve(found[0])
+          })
+          child.once("exit", (code) => reject(new Error(`${name} exited ${code} before listening: ${out}`)))
+        })
+        const [, url, key, secret] = /listening on (\S+) key=(\S+) secret=(\S+)/.exec(line) ?? []
+        const listed = await fetch(`${url}/relay/v1/accounts`, { headers: { "x-api-key": key ?? "", "x-api-secret": secret ?? "" } })
+        assert.strictEqual(listed.status, 200)
+        assert.deepInclude(await listed.json(), { total: 0, page: 1 })
+        const echoed = await fetch(`${url}/app/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"a":1}' })
+        assert.deepStrictEqual(await echoed.json(), { got: { a: 1 } })
+        const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
+        child.kill("SIGTERM")
+        assert.strictEqual(await exited, 0)
+      } finally {
+        child.kill("SIGKILL")
+      }
+    }, 60_000)
+  }
+})
+
+describe("the script examples", () => {
+  it("promise: a transfer through the Promise facade, the keyed retry answering the same transaction", async () => {
+    const { stdout } = await runScript("promise")
+    assert.include(stdout, "the retry answered the same transaction")
+    assert.include(stdout, "refused: InvalidAmount")
+    assert.match(stdout, /transaction COMPLETED; cold 1\.0\d+ BTC, hot 0\.4 BTC/)
+  })
+
+  it("effect-backend: its own SQLite storage layer and outbox worker, a transfer to completion and its events", async () => {
+    const { stdout, stderr } = await runScript("effect-backend")
+    const out = stdout + stderr
+    assert.match(out, /transaction COMPLETED on \S+relay\.db; its events: transaction\.initiated -> transaction\.approved_by_approver -> transaction\.quorum_reached/)
+    assert.include(out, "CAD)")
+  })
+
+  const pgUrl = process.env["RELAY_TEST_PG_URL"]
+  if (pgUrl === undefined || pgUrl === "") console.log("examples two-nodes: skipped, RELAY_TEST_PG_URL is not set")
+  it.skipIf(pgUrl === undefined || pgUrl === "")("two-nodes: two nodes on one PostgreSQL database, a keyed retry on the other node, completion by both outbox workers", async () => {
+    const name = `relay_example_${process.pid}_${Date.now()}`
+    const admin = new pg.Client({ connectionString: pgUrl })
+    await admin.connect()
+    await admin.query(`CREATE DATABASE ${name}`)
+    try {
+      const url = new URL(pgUrl ?? "")
+      url.pathname = `/${name}`
+      const { stdout } = await runScript("two-nodes", { RELAY_DATABASE: url.toString() })
+      assert.include(stdout, "the retry on node 2 answered 201, byte-identical, Idempotent-Replayed: true")
+      assert.include(stdout, "transaction COMPLETED; transactions from the source: 1")
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    }
+  }, 90_000)
+})

@@ -92,6 +92,14 @@ export const createApiUser = operation("Administration.createApiUser")(function*
   return { apiUserId: id, keyId: credential.keyId, secret: credential.secret } satisfies ApiUser.IssuedCredential
 })
 
+/** The event a change of an API user appends: what changed, never the secret. */
+const changeEvent = (before: ApiUser.ApiUser, after: ApiUser.ApiUser) =>
+  after.revokedAt !== before.revokedAt
+    ? { type: "api_user.revoked" as const, data: {} }
+    : after.secretHash !== before.secretHash
+    ? { type: "api_user.secret_rotated" as const, data: {} }
+    : { type: "api_user.permissions_changed" as const, data: { before: before.permissions, after: after.permissions } }
+
 const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser) =>
   Effect.gen(function*() {
     id = yield* requireUuid("apiUserId", id)
@@ -104,11 +112,10 @@ const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestam
         if (updated === found.value) return updated
         yield* unit.updateApiUser(updated)
         yield* DomainEvent.append(unit, {
-          type: updated.revokedAt !== found.value.revokedAt ? "api_user.revoked" : "api_user.permissions_changed",
+          ...changeEvent(found.value, updated),
           clientId: updated.clientId,
           entityId: updated.id,
-          actor: DomainEvent.operator,
-          data: updated.revokedAt !== found.value.revokedAt ? {} : { before: found.value.permissions, after: updated.permissions }
+          actor: DomainEvent.operator
         })
         return updated
       }))
@@ -140,3 +147,42 @@ export const setPermissions = operation("Administration.setPermissions")(
     return yield* updateApiUser(id, (user, now) => ({ ...user, permissions: [...new Set(permissions)], updatedAt: now }))
   }
 )
+
+/**
+ * Replaces an API user's secret, keeping its key id: the new secret is returned once, here, and the old one is
+ * refused from the next request on (only the hash is stored, so there is nothing to recover). A revoked API user
+ * cannot be given a new secret.
+ */
+export const rotateSecret = operation("Administration.rotateSecret")(function*(id: string) {
+  const { secret } = yield* ApiUser.generateCredential
+  // A revoked user is left as it is (nothing is written), and refused below.
+  const updated = yield* updateApiUser(id, (user, now) =>
+    user.revokedAt !== null ? user : { ...user, secretHash: ApiUser.hashSecret(Redacted.value(secret)), updatedAt: now })
+  if (updated.revokedAt !== null) return yield* InvalidRequest.field("apiUserId", "the API user is revoked; create a new one")
+  return { apiUserId: updated.id, keyId: updated.keyId, secret } satisfies ApiUser.IssuedCredential
+})
+
+/** An API user as an operator sees it: everything but the secret's hash. */
+export const apiUserView = ({ secretHash: _, ...user }: ApiUser.ApiUser) => user
+export type ApiUserView = ReturnType<typeof apiUserView>
+
+/** Every client, oldest first. */
+export const listClients = operation("Administration.listClients")(function*() {
+  return yield* Storage.run("read", (unit) => unit.listClients())
+})
+
+/** API users, oldest first; of one client when a client id is given. */
+export const listApiUsers = operation("Administration.listApiUsers")(function*(clientId?: string) {
+  const scope = clientId === undefined ? undefined : ClientId.make(yield* requireUuid("clientId", clientId))
+  const users = yield* Storage.run("read", (unit) => unit.listApiUsers(scope))
+  return users.map(apiUserView)
+})
+
+/** The API user with this id or key id (the key id is what an operator has at hand): NotFound otherwise. */
+export const findApiUser = operation("Administration.findApiUser")(function*(idOrKeyId: string) {
+  const found = idOrKeyId.startsWith(ApiUser.KEY_ID_PREFIX)
+    ? yield* Storage.run("read", (unit) => unit.findApiUserByKeyId(idOrKeyId))
+    : yield* Storage.run("read", (unit) => Effect.flatMap(requireUuid("apiUserId", idOrKeyId), (id) => unit.getApiUser(ApiUserId.make(id))))
+  if (Option.isNone(found)) return yield* new NotFound({ resource: "api_user", id: idOrKeyId })
+  return apiUserView(found.value)
+})

@@ -63,6 +63,7 @@ export const catalogue = {
     Schema.Struct({ keyId: Schema.String, name: Schema.String, permissions: Schema.Array(Schema.String) })
   ),
   "api_user.revoked": kind("api_user", "An API user's credential was revoked.", Nothing),
+  "api_user.secret_rotated": kind("api_user", "An API user's secret was replaced; the old one stops working at once.", Nothing),
   "api_user.permissions_changed": kind(
     "api_user",
     "An API user's permissions were replaced.",

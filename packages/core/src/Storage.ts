@@ -95,6 +95,10 @@ export interface ClientStore {
   readonly getApiUser: (id: ApiUserId) => Op<Option.Option<ApiUser>>
   readonly findApiUserByKeyId: (keyId: string) => Op<Option.Option<ApiUser>>
   readonly updateApiUser: (user: ApiUser) => Op<void>
+  /** Every client in id order (the core's ids are UUIDv7, so oldest first): the operator's listing. */
+  readonly listClients: () => Op<ReadonlyArray<Client>>
+  /** API users in id order; of one client when `clientId` is given (null: the ones that are not client-scoped). */
+  readonly listApiUsers: (clientId?: ClientId | null) => Op<ReadonlyArray<ApiUser>>
 }
 
 export interface AccountStore {
@@ -329,6 +333,14 @@ const makeMemory = Effect.fnUntraced(function*() {
       },
       updateApiUser(user) {
         return update(staged.apiUsers, "api user", user.id, user)
+      },
+      listClients() {
+        return read(() => [...staged.clients.values()].sort((a, b) => (a.id < b.id ? -1 : 1)))
+      },
+      listApiUsers(clientId) {
+        return read(() =>
+          [...staged.apiUsers.values()].filter((user) => clientId === undefined || user.clientId === clientId).sort((a, b) => (a.id < b.id ? -1 : 1))
+        )
       },
 
       insertAccount(account) {

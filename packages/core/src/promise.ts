@@ -138,6 +138,16 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       revokeApiUser: (apiUserId: string) => run(Effect.asVoid(Administration.revokeApiUser(apiUserId))),
       setPermissions: (apiUserId: string, permissions: ReadonlyArray<Permission>) =>
         run(Effect.asVoid(Administration.setPermissions(apiUserId, permissions))),
+      /** A new secret for the same key id; the old one is refused from the next request on. Returned once. */
+      rotateSecret: (apiUserId: string) =>
+        run(Effect.map(Administration.rotateSecret(apiUserId), (issued) => ({
+          apiUserId: issued.apiUserId,
+          keyId: issued.keyId,
+          secret: Redacted.value(issued.secret)
+        }))),
+      listClients: () => run(Administration.listClients()),
+      listApiUsers: (clientId?: string) => run(Administration.listApiUsers(clientId)),
+      findApiUser: (idOrKeyId: string) => run(Administration.findApiUser(idOrKeyId)),
       /** The audit trail across every client, newest first: the operator's view. */
       auditTrail: (filter: DomainEvent.TrailFilter = {}, page?: Page.PageRequest) =>
         withPage(page, (p) => AuditTrail.acrossClients(filter, p))

@@ -27,6 +27,7 @@ describe("DomainEvent", () => {
       const approver = yield* principalOf(client, ["Approve transaction"], "approver")
       yield* Administration.setPermissions(issued.apiUserId, [...admin.permissions].reverse())
       const other = yield* newPrincipal(client, ["View custody account"])
+      yield* Administration.rotateSecret(other.issued.apiUserId)
       yield* Administration.revokeApiUser(other.issued.apiUserId)
 
       const source = yield* activeAccount(admin, "BTC", "10", 1)

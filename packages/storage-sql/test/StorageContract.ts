@@ -86,6 +86,24 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* read((unit) => unit.getApiUser(scoped.id)), Option.some(revoked))
       }))
 
+    it.effect("clients and api users: listed in id order (time order for the core's ids), api users by client or not client-scoped", () =>
+      Effect.gen(function*() {
+        const first = Records.client()
+        const second = Records.client()
+        const users = [Records.apiUser(first.id), Records.apiUser(second.id), Records.apiUser(first.id), Records.apiUser(null, { permissions: [] })]
+        const byId = <A extends { readonly id: string }>(items: ReadonlyArray<A>) => [...items].sort((a, b) => (a.id < b.id ? -1 : 1))
+        yield* write((unit) => Effect.all([unit.insertClient(first), unit.insertClient(second), ...users.map((user) => unit.insertApiUser(user))]))
+        const clients = yield* read((unit) => unit.listClients())
+        assert.deepStrictEqual(clients.filter((client) => client.id === first.id || client.id === second.id), byId([first, second]))
+        assert.deepStrictEqual(clients.map((client) => client.id), byId(clients).map((client) => client.id))
+        assert.deepStrictEqual(yield* read((unit) => unit.listApiUsers(first.id)), byId([users[0]!, users[2]!]))
+        assert.deepStrictEqual(yield* read((unit) => unit.listApiUsers(second.id)), [users[1]!])
+        const unscoped = yield* read((unit) => unit.listApiUsers(null))
+        assert.isTrue(unscoped.some((user) => user.id === users[3]!.id) && unscoped.every((user) => user.clientId === null))
+        const everyone = (yield* read((unit) => unit.listApiUsers())).map((user) => user.id)
+        for (const user of users) assert.include(everyone, user.id)
+      }))
+
     it.effect("accounts: insert, get, update; identity lookup skips rejected accounts and other clients", () =>
       Effect.gen(function*() {
         const client = Records.client()

@@ -6,7 +6,7 @@ import * as ClientRow from "../rows/ClientRow.js"
 import { keepingRead, optional, type StoreArguments, updating } from "../SqlUnit.js"
 
 export const store = (
-  { db, statements: { first, write }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
+  { db, statements: { first, rows, write }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
 ): Storage.ClientStore => {
   const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
   const update = updating(write)
@@ -30,6 +30,14 @@ export const store = (
     updateApiUser(user) {
       const { created_at: _, ...next } = ApiUserRow.encode(user)
       return update(read.api_users, next, writes.updateApiUser, "api_users")
+    },
+    listClients() {
+      return Effect.map(rows(db.selectFrom("clients").selectAll().orderBy("id")), (found) => found.map(ClientRow.decode))
+    },
+    listApiUsers(clientId) {
+      const all = db.selectFrom("api_users").selectAll().orderBy("id")
+      const query = clientId === undefined ? all : clientId === null ? all.where("client_id", "is", null) : all.where("client_id", "=", clientId)
+      return Effect.map(rows(query), (found) => found.map(ApiUserRow.decode))
     }
   }
 }

@@ -1,91 +1,16 @@
 #!/usr/bin/env node
 /**
- * `pnpm start`: the relay on node:http. SQLite file ./data/relay.db by default, on 127.0.0.1:8080; configuration
- * from the environment (see docs/server.md). On a first start it seeds demo data and prints the demo credentials
- * once. SIGTERM or SIGINT stops accepting connections, lets requests in flight finish, then closes the database.
+ * The `custody-relay` bin: `serve` (the default, `pnpm start`), `migrate` and `admin` (OperatorCli.ts).
  */
-import { mkdirSync, existsSync } from "node:fs"
-import { dirname, isAbsolute, resolve } from "node:path"
-import { serve } from "@custody-relay/http/node"
-import { configFromEnv } from "./ServerConfig.js"
-import { createRelay } from "./createRelay.js"
-import { engineOf } from "./StorageLayer.js"
-import { demoText, seedDemo } from "./seedDemo.js"
+import { runCommandLine } from "./OperatorCli.js"
 
-const main = async (): Promise<void> => {
-  const settings = configFromEnv()
-  const engine = engineOf(settings.database)
-  const isFile = engine === "sqlite" && settings.database !== ":memory:"
-  // `pnpm start` runs in packages/server; a relative path means relative to where the command was typed
-  // (pnpm and npm pass that directory as INIT_CWD), so ./data/relay.db lands in the repository's ./data.
-  const config = isFile && !isAbsolute(settings.database)
-    ? { ...settings, database: resolve(process.env["INIT_CWD"] ?? process.cwd(), settings.database) }
-    : settings
-  const fresh = isFile ? !existsSync(config.database) : config.database === ":memory:"
-  if (isFile) mkdirSync(dirname(config.database), { recursive: true })
-
-  const relay = await createRelay({
-    database: config.database,
-    rateLimit: config.rateLimit,
-    ...(config.rateLimitStore === undefined ? {} : { rateLimitStore: config.rateLimitStore }),
-    defaultRequiredApprovals: config.defaultRequiredApprovals,
-    logLevel: config.logLevel,
-    provider: config.simulatedProvider === "manual" ? "manual" : {
-      policyMillis: config.simulatedStepMillis,
-      broadcastMillis: config.simulatedStepMillis,
-      confirmationMillis: config.simulatedStepMillis,
-      addressReviewMillis: config.simulatedStepMillis,
-      failureShare: config.simulatedFailurePercent / 100
-    },
-    providerPollMillis: config.providerPollMillis,
-    webhooks: { allowPrivateTargets: config.webhooksAllowPrivateTargets },
-    databaseSettings: {
-      startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
-      pool: {
-        max: config.postgres.poolMax,
-        readReserve: Math.min(config.postgres.readReserve, config.postgres.poolMax - 1),
-        connectionTimeoutMillis: config.postgres.connectionTimeoutMillis,
-        lockTimeoutMillis: config.postgres.lockTimeoutMillis,
-        statementTimeoutMillis: config.postgres.statementTimeoutMillis
-      }
-    },
-    ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })
-  })
-  const listening = await serve(relay.handler, { port: config.port, host: config.host })
-  const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
-  process.stdout.write(`custody-relay listening on ${listening.url} (${where})\n`)
-  if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")
-
-  if (config.demo === "always" || (config.demo === "auto" && fresh)) {
-    process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), listening.url))
-  } else {
-    // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo.
-    const fresher = isFile ? `remove ${config.database} and start again, or ` : ""
-    process.stdout.write(
-      `OpenAPI document: ${listening.url}/relay/v1/openapi.json\n` +
-        `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.\n`
-    )
+runCommandLine(process.argv.slice(2)).then(
+  (code) => {
+    // `serve` resolves once it listens and keeps the process alive; every other command ends here.
+    if (code !== 0 || process.argv[2] !== undefined && process.argv[2] !== "serve") process.exit(code)
+  },
+  (error: unknown) => {
+    process.stderr.write(`custody-relay failed: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exit(1)
   }
-
-  process.stdout.write("custody-relay ready\n")
-
-  let stopping = false
-  const stop = (signal: string) => {
-    if (stopping) return
-    stopping = true
-    process.stdout.write(`${signal}: finishing requests in flight, then closing the database\n`)
-    void listening.close()
-      .then(() => relay.close())
-      .then(() => {
-        process.stdout.write("custody-relay stopped\n")
-        process.exit(0)
-      })
-  }
-  process.once("SIGTERM", () => stop("SIGTERM"))
-  process.once("SIGINT", () => stop("SIGINT"))
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`custody-relay failed to start: ${error instanceof Error ? error.message : String(error)}\n`)
-  process.exit(1)
-})
+)

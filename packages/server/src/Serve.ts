@@ -1,0 +1,90 @@
+/**
+ * `custody-relay serve` (and `custody-relay` alone, `pnpm start`): the relay on node:http. SQLite file
+ * ./data/relay.db by default, on 127.0.0.1:8080; configuration from the environment (see docs/server.md). On a
+ * first start it seeds demo data and prints the demo credentials once. SIGTERM or SIGINT stops accepting
+ * connections, lets requests in flight finish, then closes the database.
+ */
+import { existsSync, mkdirSync } from "node:fs"
+import { dirname, isAbsolute, resolve } from "node:path"
+import { serve as listen } from "@custody-relay/http/node"
+import { createRelay } from "./createRelay.js"
+import type { ServerConfig } from "./ServerConfig.js"
+import { engineOf } from "./StorageLayer.js"
+import { demoText, seedDemo } from "./seedDemo.js"
+
+/**
+ * A SQLite path as the operator meant it: `pnpm start` runs in packages/server, so a relative path is relative
+ * to where the command was typed (pnpm and npm pass that directory as INIT_CWD) and ./data/relay.db lands in the
+ * repository's ./data. URLs and ":memory:" are left as they are.
+ */
+export const resolveDatabase = (database: string): string =>
+  engineOf(database) === "sqlite" && database !== ":memory:" && !isAbsolute(database) ? resolve(process.env["INIT_CWD"] ?? process.cwd(), database) : database
+
+export const serve = async (settings: ServerConfig): Promise<void> => {
+  const engine = engineOf(settings.database)
+  const isFile = engine === "sqlite" && settings.database !== ":memory:"
+  const config = { ...settings, database: resolveDatabase(settings.database) }
+  const fresh = isFile ? !existsSync(config.database) : config.database === ":memory:"
+  if (isFile) mkdirSync(dirname(config.database), { recursive: true })
+
+  const relay = await createRelay({
+    database: config.database,
+    rateLimit: config.rateLimit,
+    ...(config.rateLimitStore === undefined ? {} : { rateLimitStore: config.rateLimitStore }),
+    defaultRequiredApprovals: config.defaultRequiredApprovals,
+    logLevel: config.logLevel,
+    provider: config.simulatedProvider === "manual" ? "manual" : {
+      policyMillis: config.simulatedStepMillis,
+      broadcastMillis: config.simulatedStepMillis,
+      confirmationMillis: config.simulatedStepMillis,
+      addressReviewMillis: config.simulatedStepMillis,
+      failureShare: config.simulatedFailurePercent / 100
+    },
+    providerPollMillis: config.providerPollMillis,
+    webhooks: { allowPrivateTargets: config.webhooksAllowPrivateTargets },
+    databaseSettings: {
+      startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
+      pool: {
+        max: config.postgres.poolMax,
+        readReserve: Math.min(config.postgres.readReserve, config.postgres.poolMax - 1),
+        connectionTimeoutMillis: config.postgres.connectionTimeoutMillis,
+        lockTimeoutMillis: config.postgres.lockTimeoutMillis,
+        statementTimeoutMillis: config.postgres.statementTimeoutMillis
+      }
+    },
+    ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })
+  })
+  const listening = await listen(relay.handler, { port: config.port, host: config.host })
+  const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
+  process.stdout.write(`custody-relay listening on ${listening.url} (${where})\n`)
+  if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")
+
+  if (config.demo === "always" || (config.demo === "auto" && fresh)) {
+    process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), listening.url))
+  } else {
+    // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo.
+    const fresher = isFile ? `remove ${config.database} and start again, or ` : ""
+    process.stdout.write(
+      `OpenAPI document: ${listening.url}/relay/v1/openapi.json\n` +
+        `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.\n`
+    )
+  }
+
+  process.stdout.write("custody-relay ready\n")
+
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    process.stdout.write(`${signal}: finishing requests in flight, then closing the database\n`)
+    void listening.close()
+      .then(() => relay.close())
+      .then(() => {
+        process.stdout.write("custody-relay stopped\n")
+        process.exit(0)
+      })
+  }
+  process.once("SIGTERM", () => stop("SIGTERM"))
+  process.once("SIGINT", () => stop("SIGINT"))
+}
+

@@ -29,7 +29,7 @@ try {
   await relay.accounts.deposit(cold!.id, "1.5")
 
   // The command that moves money carries a key: the retry after a timeout answers the first result, never a second transfer.
-  const transfer = { sourceAccountId: cold!.id, destinationId: hot!.id, destinationType: "internal", amount: "0.4", assetType: "BTC" }
+  const transfer = { sourceAccountId: cold!.id, destinationId: hot!.id, destinationType: "internal", amount: "0.4", assetType: "BTC" } as const
   const first = await relay.transactions.initiate(operator, transfer, { idempotencyKey: "payout-0001" })
   const retried = await relay.transactions.initiate(operator, transfer, { idempotencyKey: "payout-0001" })
   console.log(`initiated ${first.id} (${first.status}); the retry answered ${retried.id === first.id ? "the same transaction" : "ANOTHER transaction"}`)

@@ -35,6 +35,15 @@ const decodeCreateWhitelisted = decoder(WhitelistedAddress.CreateWhitelistedAddr
 const decodePage = decoder(Page.PageRequest)
 
 /**
+ * The inputs of the commands as a caller writes them (each Schema's encoded side), so a misspelt or missing field
+ * is a compile error; they are still decoded at run time, since JavaScript callers and `as` casts skip the types.
+ */
+export type CreateAccountInput = typeof Account.CreateAccountInput.Encoded
+export type AccountDecisionInput = typeof Account.AccountDecisionInput.Encoded
+export type TransferInput = typeof Transaction.TransferInput.Encoded
+export type CreateWhitelistedAddressInput = typeof WhitelistedAddress.CreateWhitelistedAddressInput.Encoded
+
+/**
  * Options of a command. `idempotencyKey`: the command runs at most once per key and caller (the principal's key
  * id); a retry with the same key and input gets the first result, the same key with other input is refused with
  * `IdempotencyKeyReused` (see core Idempotency).
@@ -84,11 +93,11 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       list: (principal: Principal, filter: Account.AccountFilter = {}, page?: Page.PageRequest) =>
         withPage(page, (p) => Accounts.list(principal, filter, p)),
       get: (principal: Principal, id: string) => run(Accounts.get(principal, id)),
-      create: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      create: (principal: Principal, input: CreateAccountInput, options?: CommandOptions) =>
         run(keyed("accounts.create", principal, input, options, Effect.flatMap(decodeCreateAccount(input), (i) => Accounts.create(principal, i)))),
-      approve: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      approve: (principal: Principal, input: AccountDecisionInput, options?: CommandOptions) =>
         run(keyed("accounts.approve", principal, input, options, Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.approve(principal, i)))),
-      reject: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      reject: (principal: Principal, input: AccountDecisionInput, options?: CommandOptions) =>
         run(keyed("accounts.reject", principal, input, options, Effect.flatMap(decodeAccountDecision(input), (i) => Accounts.reject(principal, i)))),
       activate: (accountId: string) => run(Accounts.activate(accountId)),
       deposit: (accountId: string, amount: string) => run(Accounts.deposit(accountId, amount)),
@@ -100,12 +109,12 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
         withPage(page, (p) => Transactions.list(principal, filter, p)),
       get: (principal: Principal, id: string) => run(Transactions.get(principal, id)),
       status: (principal: Principal, id: string) => run(Transactions.status(principal, id)),
-      calculateFee: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      calculateFee: (principal: Principal, input: TransferInput, options?: CommandOptions) =>
         run(keyed("transactions.calculateFee", principal, input, options, Effect.flatMap(decodeTransfer(input), (i) => Transactions.calculateFee(principal, i)))),
       /** The same estimate with the fee exact, a decimal string (see Transactions.quoteFee). */
-      quoteFee: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      quoteFee: (principal: Principal, input: TransferInput, options?: CommandOptions) =>
         run(keyed("transactions.calculateFee", principal, input, options, Effect.flatMap(decodeTransfer(input), (i) => Transactions.quoteFee(principal, i)))),
-      initiate: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      initiate: (principal: Principal, input: TransferInput, options?: CommandOptions) =>
         run(keyed("transactions.initiate", principal, input, options, Effect.flatMap(decodeTransfer(input), (i) => Transactions.initiate(principal, i)))),
       approve: (principal: Principal, id: string, options?: CommandOptions) =>
         run(keyed("transactions.approve", principal, id, options, Transactions.approve(principal, id))),
@@ -120,7 +129,7 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       list: (principal: Principal, filter: WhitelistedAddress.WhitelistFilter = {}, page?: Page.PageRequest) =>
         withPage(page, (p) => WhitelistedAddresses.list(principal, filter, p)),
       get: (principal: Principal, id: string) => run(WhitelistedAddresses.get(principal, id)),
-      create: (principal: Principal, input: unknown, options?: CommandOptions) =>
+      create: (principal: Principal, input: CreateWhitelistedAddressInput, options?: CommandOptions) =>
         run(keyed("whitelistedAddresses.create", principal, input, options, Effect.flatMap(decodeCreateWhitelisted(input), (i) => WhitelistedAddresses.create(principal, i)))),
       approve: (id: string) => run(WhitelistedAddresses.approve(id)),
       reject: (id: string) => run(WhitelistedAddresses.reject(id)),

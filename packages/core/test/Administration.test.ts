@@ -8,7 +8,7 @@ import { Administration, Authentication, Storage } from "@custody-relay/core"
 import { Effect, Exit, Redacted } from "effect"
 import { layer, newClient } from "./TestWorld.js"
 
-const refusal = <A, E>(effect: Effect.Effect<A, E, never>) =>
+const refusal = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.map(Effect.exit(effect), (exit) => (Exit.isFailure(exit) ? String(JSON.stringify(exit.cause)) : "succeeded"))
 
 describe("Administration", () => {

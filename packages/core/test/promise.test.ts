@@ -1,6 +1,6 @@
 import { assert, describe, it } from "vitest"
 import { Permission, RelayError } from "@custody-relay/core"
-import { createRelay, RelayError as PromiseRelayError } from "@custody-relay/core/promise"
+import { type CreateAccountInput, createRelay, RelayError as PromiseRelayError } from "@custody-relay/core/promise"
 
 describe("Promise facade", () => {
   it("runs a whole flow with plain promises and rejects with tagged errors", async () => {
@@ -44,7 +44,15 @@ describe("Promise facade", () => {
       await relay.whitelistedAddresses.approve(wl.id)
       assert.strictEqual((await relay.whitelistedAddresses.list(me)).items[0]?.status, "APPROVED")
 
+      // The inputs are typed (a misspelt field does not compile), and still decoded at run time for JavaScript callers.
+      // @ts-expect-error: "attic" is not a workspace
       const invalid = await relay.accounts.create(me, { name: "x", workspace: "attic", assetId: "ETH" }).catch((e: unknown) => e)
+      // @ts-expect-error: `assetID` is not a field of the input (the compile error is the point of this line)
+      const misspelt = () => relay.accounts.create(me, { name: "Treasury", workspace: "custody", assetID: "ETH" })
+      void misspelt
+      // @ts-expect-error: a transfer needs all five fields
+      const incomplete = () => relay.transactions.initiate(me, { sourceAccountId: "a", destinationId: "b", amount: "1", assetType: "BTC" })
+      void incomplete
       assert.instanceOf(invalid, RelayError.InvalidRequest)
       const issues = (invalid as RelayError.InvalidRequest).issues.map((i) => i.path.join("."))
       assert.deepStrictEqual(issues.sort(), ["name", "workspace"])
@@ -71,7 +79,7 @@ describe("Promise facade", () => {
       const client = await relay.administration.createClient("Acme")
       const admin = await relay.administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames })
       const me = await relay.authenticate(admin.keyId, admin.secret)
-      const input = { name: "Treasury", workspace: "custody", assetId: "ETH" }
+      const input = { name: "Treasury", workspace: "custody", assetId: "ETH" } as const
       const first = await relay.accounts.create(me, input, { idempotencyKey: "create-1" })
       const retry = await relay.accounts.create(me, input, { idempotencyKey: "create-1" })
       assert.deepStrictEqual(retry, first)
@@ -98,7 +106,8 @@ describe("Promise facade", () => {
     const client = await relay.administration.createClient()
     const key = await relay.administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames })
     const me = await relay.authenticate(key.keyId, key.secret)
-    for (const body of [null, [], "x", 5]) {
+    // What an untyped (JavaScript) caller may pass: the types forbid it, run-time decoding refuses it.
+    for (const body of [null, [], "x", 5] as ReadonlyArray<unknown> as ReadonlyArray<CreateAccountInput>) {
       assert.instanceOf(await relay.accounts.create(me, body).catch((e: unknown) => e), RelayError.InvalidRequest)
     }
     const tooLong = await relay.accounts.create(me, { name: "n".repeat(51), workspace: "custody", assetId: "BTC", description: "d".repeat(256) })

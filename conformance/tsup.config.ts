@@ -6,7 +6,7 @@ import { defineConfig } from "tsup"
 export default defineConfig({
   entry: ["src/index.ts", "src/cli.ts"],
   format: ["esm"],
-  dts: { entry: "src/index.ts" },
+  dts: false,
   sourcemap: true,
   clean: true,
   target: "node22",

@@ -73,6 +73,8 @@ export type { Principal }
 /** The refusals a call may reject with, as classes: `error instanceof RelayError.NotFound` works. */
 export * as RelayError from "./RelayError.js"
 export type { AccountFilter } from "./Account.js"
+export type { TrailFilter } from "./DomainEvent.js"
+export type { WorkerOptions } from "./OutboxWorker.js"
 export type { NewApiUser } from "./Administration.js"
 export type { PageRequest } from "./Page.js"
 export type { Permission } from "./Permission.js"

@@ -26,6 +26,7 @@ import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
 import * as Idempotency from "./Idempotency.js"
 import * as Incoming from "./Incoming.js"
 import * as LogCapture from "./LogCapture.js"
+import * as Mounting from "./Mounting.js"
 import * as OpenApi from "./OpenApi.js"
 import * as RateLimitPolicies from "./RateLimitPolicies.js"
 import * as Reply from "./Reply.js"
@@ -63,6 +64,10 @@ export interface HandlerOptions<E = never> {
   readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
   /** Webhook deliveries' timeout, the secret rotation grace, and whether private targets are allowed. */
   readonly webhooks?: Partial<Webhooks.WebhookSettingsShape>
+  /** A path in front of `/relay/v1` (and of `/__control`): `"/custody"` serves `/custody/relay/v1/...`. None by default. */
+  readonly basePath?: string
+  /** Browser callers from other origins (see Mounting.ts). Off by default: no CORS header is ever sent. */
+  readonly cors?: Mounting.CorsOptions
 }
 
 /**
@@ -142,9 +147,10 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       logs: logs?.capture ?? { drain: () => [] }
     })
   const router = Router.make(routes)
+  const mounting = Mounting.make(options)
   let openApiBody: string | undefined
   const openApi = (): Reply.Reply => {
-    openApiBody ??= JSON.stringify(OpenApi.make(routes))
+    openApiBody ??= JSON.stringify(OpenApi.make(routes, { basePath: mounting.basePath }))
     return { status: 200, body: openApiBody, headers: {} }
   }
 
@@ -241,14 +247,19 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     // Only a runtime being disposed fails here: the pipeline itself answers every error and defect.
     Exit.isSuccess(exit) ? exit.value : Reply.finishedDefect(requestId)
 
-  const serveRequest = (request: Incoming.Incoming): Reply.Reply | Promise<Reply.Reply> => {
-    const requestId = requestIdOf(request)
+  const serveRequest = (original: Incoming.Incoming): Reply.Reply | Promise<Reply.Reply> => {
+    const preflight = mounting.preflight(original)
+    if (preflight !== undefined) return preflight
+    const requestId = requestIdOf(original)
+    const request = mounting.inside(original)
+    const finish = (exit: Exit.Exit<Reply.Reply, unknown>) => mounting.finish(original, settle(requestId)(exit))
+    if (request === undefined) return mounting.finish(original, Reply.finish(Reply.failure(new RouteNotFound(), requestId), requestId, {}))
     const program = serve(request, requestId, performance.now())
-    if (context === undefined) return runtime.runPromiseExit(program).then(settle(requestId))
+    if (context === undefined) return runtime.runPromiseExit(program).then(finish)
     const fiber = Effect.runForkWith(context)(program)
     const exit = fiber.pollUnsafe()
-    if (exit !== undefined) return settle(requestId)(exit)
-    return new Promise((resolve) => fiber.addObserver((exit) => resolve(settle(requestId)(exit))))
+    if (exit !== undefined) return finish(exit)
+    return new Promise((resolve) => fiber.addObserver((exit) => resolve(finish(exit))))
   }
 
   const handler = async (request: Request): Promise<Response> => {

@@ -30,7 +30,7 @@ type Json = Readonly<Record<string, unknown>>
 const pascal = (operation: string): string =>
   operation.split(/[.\-_]/).map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("")
 
-export const make = (routes: ReadonlyArray<Route>): Json => {
+export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?: string } = {}): Json => {
   const components: Record<string, JsonSchema.JsonSchema> = {}
   const component = (name: string, schema: Schema.Top): Json => {
     const document = Schema.toJsonSchemaDocument(schema)
@@ -127,7 +127,7 @@ export const make = (routes: ReadonlyArray<Route>): Json => {
       description: "The Custody Relay interface v1. Every endpoint needs the headers x-api-key and x-api-secret. " +
         `POST endpoints accept an optional ${Idempotency.HEADER} header.`
     },
-    servers: [{ url: "/" }],
+    servers: [{ url: options.basePath === undefined || options.basePath === "" ? "/" : options.basePath }],
     security: [{ apiKeyId: [], apiSecret: [] }],
     paths,
     components: {

@@ -94,4 +94,5 @@ export const finishedDefect = (requestId: string): Reply => finish(defect(reques
 
 /** The reply as a Web `Response`; to a HEAD request, without its body (the headers say what GET would send). */
 export const toResponse = (reply: Reply, method = "GET"): Response =>
-  new Response(method === "HEAD" ? null : reply.body, { status: reply.status, headers: reply.headers })
+  // A 204 (a CORS preflight) carries no body; HEAD answers GET's headers without one.
+  new Response(method === "HEAD" || reply.status === 204 ? null : reply.body, { status: reply.status, headers: reply.headers })

@@ -4,6 +4,7 @@
  * (Bun, Deno, Hono, workers) or in Node through `@custody-relay/http/node`.
  */
 export { makeHandler, DEFAULT_MAX_BODY_BYTES, type HandlerOptions, type RelayHandler } from "./Handler.js"
+export { type CorsOptions, normalizeBasePath } from "./Mounting.js"
 export * as ErrorTable from "./ErrorTable.js"
 export { errorTable, defectMapping, type ErrorMapping, type ErrorTag } from "./ErrorTable.js"
 export * as HttpError from "./HttpError.js"

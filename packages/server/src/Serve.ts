@@ -6,6 +6,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs"
 import { dirname, isAbsolute, resolve } from "node:path"
+import { normalizeBasePath } from "@custody-relay/http"
 import { serve as listen } from "@custody-relay/http/node"
 import { createRelay } from "./createRelay.js"
 import type { ServerConfig } from "./ServerConfig.js"
@@ -52,7 +53,9 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
         statementTimeoutMillis: config.postgres.statementTimeoutMillis
       }
     },
-    ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken })
+    ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken }),
+    basePath: config.basePath,
+    ...(config.corsOrigins === undefined ? {} : { cors: { origins: config.corsOrigins } })
   })
   const listening = await listen(relay.handler, { port: config.port, host: config.host })
   const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
@@ -60,12 +63,12 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
   if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")
 
   if (config.demo === "always" || (config.demo === "auto" && fresh)) {
-    process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), listening.url))
+    process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), `${listening.url}${normalizeBasePath(config.basePath)}`))
   } else {
     // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo.
     const fresher = isFile ? `remove ${config.database} and start again, or ` : ""
     process.stdout.write(
-      `OpenAPI document: ${listening.url}/relay/v1/openapi.json\n` +
+      `OpenAPI document: ${listening.url}${normalizeBasePath(config.basePath)}/relay/v1/openapi.json\n` +
         `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.\n`
     )
   }

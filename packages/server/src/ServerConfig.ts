@@ -25,6 +25,10 @@ export interface ServerConfig {
   readonly webhooksAllowPrivateTargets: boolean
   /** How long to wait for an unreachable database at start-up, retrying. */
   readonly databaseStartupTimeoutSeconds: number
+  /** A path in front of /relay/v1 ("" for none). */
+  readonly basePath: string
+  /** Origins allowed to call from a browser (CORS); undefined: CORS off. */
+  readonly corsOrigins: ReadonlyArray<string> | "*" | undefined
   /** PostgreSQL only: connections, connections kept for reads, and the waits that bound a request. */
   readonly postgres: {
     readonly poolMax: number
@@ -55,6 +59,17 @@ const oneOf = <const V extends string>(env: NodeJS.ProcessEnv, name: string, val
   return found
 }
 
+/** RELAY_CORS_ORIGINS: "*" or a comma-separated list of origins (scheme, host and port, no path). */
+const corsOrigins = (raw: string | undefined): ReadonlyArray<string> | "*" | undefined => {
+  if (raw === undefined || raw.trim() === "") return undefined
+  if (raw.trim() === "*") return "*"
+  const origins = raw.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0)
+  for (const origin of origins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`RELAY_CORS_ORIGINS must be "*" or origins like https://ops.example.com, got ${JSON.stringify(origin)}`)
+  }
+  return origins
+}
+
 export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
   const token = env["RELAY_TEST_CONTROL_TOKEN"]
   return {
@@ -77,6 +92,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", 1000, 10, 3_600_000),
     webhooksAllowPrivateTargets: oneOf(env, "RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS", ["true", "false"], "false") === "true",
     databaseStartupTimeoutSeconds: integer(env, "RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS", 60, 0, 86_400),
+    basePath: env["RELAY_BASE_PATH"] ?? "",
+    corsOrigins: corsOrigins(env["RELAY_CORS_ORIGINS"]),
     postgres: {
       poolMax: integer(env, "RELAY_PG_POOL_MAX", 10, 2, 1000),
       readReserve: integer(env, "RELAY_PG_READ_RESERVE", 2, 0, 999),

@@ -9,7 +9,7 @@
  * ```
  */
 import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage, type Webhooks } from "@custody-relay/core"
-import { makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
+import { type CorsOptions, makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
 import type { Logger, LogLevel } from "effect"
 import * as StorageLayer from "./StorageLayer.js"
 
@@ -44,6 +44,10 @@ export interface RelayOptions {
   /** PostgreSQL's pool and lock waits, and how long to wait for an unreachable database at start-up. */
   readonly databaseSettings?: StorageLayer.DatabaseSettings
   readonly maxBodyBytes?: number
+  /** A path in front of /relay/v1, e.g. "/custody"; none by default. */
+  readonly basePath?: string
+  /** Browser callers from other origins; off by default. */
+  readonly cors?: CorsOptions
   /** Where log lines go; JSON lines on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
   /** "Warn" by default: an embedded relay stays quiet; the server's entry point logs every request at "Info". */
@@ -75,6 +79,8 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     ...(options.controlToken === undefined ? {} : { controlToken: options.controlToken }),
     ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.basePath === undefined ? {} : { basePath: options.basePath }),
+    ...(options.cors === undefined ? {} : { cors: options.cors }),
     ...(options.logger === undefined ? {} : { logger: options.logger })
   })
   try {

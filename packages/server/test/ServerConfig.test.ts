@@ -22,8 +22,17 @@ describe("configFromEnv", () => {
       providerPollMillis: 1000,
       webhooksAllowPrivateTargets: false,
       databaseStartupTimeoutSeconds: 60,
+      basePath: "",
+      corsOrigins: undefined,
       postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000 }
     })
+  })
+
+  it("reads the base path and the CORS origins (a list or *), and refuses an origin with a path", () => {
+    const config = configFromEnv({ RELAY_BASE_PATH: "/custody", RELAY_CORS_ORIGINS: "https://ops.example.com, http://localhost:5173" })
+    expect([config.basePath, config.corsOrigins]).toEqual(["/custody", ["https://ops.example.com", "http://localhost:5173"]])
+    expect(configFromEnv({ RELAY_CORS_ORIGINS: "*" }).corsOrigins).toBe("*")
+    expect(() => configFromEnv({ RELAY_CORS_ORIGINS: "https://ops.example.com/app" })).toThrow(/RELAY_CORS_ORIGINS must be/)
   })
 
   it("reads every variable", () => {
@@ -48,7 +57,9 @@ describe("configFromEnv", () => {
       RELAY_PG_READ_RESERVE: "4",
       RELAY_PG_CONNECTION_TIMEOUT_MILLIS: "2000",
       RELAY_PG_LOCK_TIMEOUT_MILLIS: "1000",
-      RELAY_PG_STATEMENT_TIMEOUT_MILLIS: "9000"
+      RELAY_PG_STATEMENT_TIMEOUT_MILLIS: "9000",
+      RELAY_BASE_PATH: "/custody",
+      RELAY_CORS_ORIGINS: "*"
     })).toEqual({
       port: 9000,
       host: "0.0.0.0",
@@ -65,6 +76,8 @@ describe("configFromEnv", () => {
       providerPollMillis: 100,
       webhooksAllowPrivateTargets: true,
       databaseStartupTimeoutSeconds: 5,
+      basePath: "/custody",
+      corsOrigins: "*",
       postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000 }
     })
   })

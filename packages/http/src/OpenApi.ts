@@ -22,10 +22,65 @@ export const ErrorBody = Schema.Struct({
   )
 })
 
-/** The 403 body for a missing permission, exactly as the interface writes it (AUTH-PERM-1). */
-export const PermissionDeniedBody = Schema.Struct({ message: Schema.String })
+/**
+ * Every 403 body: exactly `{message}` for a missing permission, as the interface writes it (AUTH-PERM-1), or the
+ * error body (with `code` and `requestId`) for a credential that is not client-scoped. One schema that accepts
+ * both, since the two cannot be told apart by a validator before reading them (a `oneOf` of both would match the
+ * second twice).
+ */
+export const ForbiddenBody = Schema.Struct({
+  message: Schema.String,
+  code: Schema.optionalKey(Schema.Literals(["CREDENTIAL_NOT_CLIENT_SCOPED"])),
+  requestId: Schema.optionalKey(Schema.String)
+})
 
 type Json = Readonly<Record<string, unknown>>
+type Mutable = Record<string, unknown>
+
+const isObject = (value: unknown): value is Mutable => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Keys an `allOf` branch may hold to be folded into its parent: plain constraints, nothing that composes. */
+const foldable = new Set(["minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "format"])
+const safeInteger = 9007199254740991
+
+/**
+ * What the Schema-to-JSON-Schema conversion writes and a strict reader stumbles on, made plain: constraint-only
+ * `allOf` branches folded into their parent (a name is `{type: string, minLength: 3, maxLength: 50}`, not an
+ * intersection), a union of one branch inlined, the safe-integer bounds of every `Int` dropped (they are JavaScript's, not the API's), and each
+ * object closed (`additionalProperties: false`) or declared open, as it behaves.
+ */
+const tidy = (schema: unknown, objects: "closed" | "open"): void => {
+  if (Array.isArray(schema)) return schema.forEach((item) => tidy(item, objects))
+  if (!isObject(schema)) return
+  const allOf = schema["allOf"]
+  if (Array.isArray(allOf) && allOf.every((branch) => isObject(branch) && Object.keys(branch).every((key) => foldable.has(key)))) {
+    for (const branch of allOf as ReadonlyArray<Mutable>) Object.assign(schema, branch)
+    delete schema["allOf"]
+  }
+  for (const keyword of ["anyOf", "oneOf"]) {
+    const branches = schema[keyword]
+    // A union of one is that one (a literal union with a single member comes out this way).
+    if (Array.isArray(branches) && branches.length === 1 && isObject(branches[0])) {
+      delete schema[keyword]
+      Object.assign(schema, branches[0])
+    }
+  }
+  if (schema["type"] === "integer") {
+    if (schema["minimum"] === -safeInteger) delete schema["minimum"]
+    if (schema["maximum"] === safeInteger) delete schema["maximum"]
+  }
+  if (schema["type"] === "object" && isObject(schema["properties"])) schema["additionalProperties"] = objects === "open"
+  for (const value of Object.values(schema)) tidy(value, objects)
+}
+
+/** The tag of each path's first segment after the version, with what it groups. */
+const tagDescriptions: Readonly<Record<string, string>> = {
+  accounts: "Custody accounts: one digital asset each, through approval to a deposit address",
+  transactions: "Outgoing transactions: fee estimates, initiation, the quorum of approvers, status",
+  "whitelisted-addresses": "External destinations of the client, through their approval workflow",
+  events: "The audit trail: every state change of the client's records",
+  webhooks: "Signed deliveries of the audit trail's events to the client's endpoints"
+}
 
 const pascal = (operation: string): string =>
   operation.split(/[.\-_]/).map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("")
@@ -44,12 +99,23 @@ export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?
     return { $ref: `#/components/schemas/${name}` }
   }
   const errorRef = component("ErrorBody", ErrorBody)
-  const permissionDeniedRef = component("PermissionDeniedBody", PermissionDeniedBody)
+  const forbiddenRef = component("ForbiddenBody", ForbiddenBody)
+  const requestBodies = new Set<string>()
+  // Several routes share a permission operation (webhooks.manage): each gets an id and components of its own.
+  const seen = new Map<string, number>()
+  const operationIdOf = (route: Route): string => {
+    const count = (seen.get(route.operation) ?? 0) + 1
+    seen.set(route.operation, count)
+    if (count === 1) return route.operation
+    const tail = route.path.split("/").slice(3).filter((part) => !part.startsWith("{")).join("-")
+    return `${route.operation}.${route.method.toLowerCase()}-${tail}${route.path.endsWith("}") ? "-by-id" : ""}`
+  }
   const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: errorRef } } })
 
   const paths: Record<string, Record<string, Json>> = {}
   for (const route of routes) {
-    const name = pascal(route.operation)
+    const operationId = operationIdOf(route)
+    const name = pascal(operationId)
     const permission = Permission.requiredPermission[route.operation]
     const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
       name: m[1],
@@ -84,7 +150,7 @@ export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?
       "401": errorResponse("Missing, malformed or revoked credentials"),
       "403": {
         description: `Missing the permission "${permission}", or the credential is not client-scoped`,
-        content: { "application/json": { schema: { oneOf: [permissionDeniedRef, errorRef] } } }
+        content: { "application/json": { schema: forbiddenRef } }
       },
       "404": errorResponse("Not found within the client's scope"),
       "429": errorResponse("Rate limit exceeded; see Retry-After"),
@@ -96,7 +162,7 @@ export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?
       responses["415"] = errorResponse("Content-Type is not application/json")
     }
     const operation: Record<string, unknown> = {
-      operationId: route.operation,
+      operationId,
       summary: route.summary,
       description: [
         route.description,
@@ -109,8 +175,10 @@ export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?
       ...(route.extension ? { "x-extension": true } : {})
     }
     if (route.body !== undefined) {
+      requestBodies.add(`${name}Body`)
       operation["requestBody"] = {
         required: true,
+        description: "A JSON object. Fields not listed are ignored; a listed field that is missing or invalid is 400.",
         content: { "application/json": { schema: component(`${name}Body`, route.body) } }
       }
     }
@@ -119,16 +187,21 @@ export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?
     paths[route.path] = byMethod
   }
 
+  // Request bodies are open, as the decoder behaves (unknown fields ignored); everything the relay answers is closed.
+  for (const [componentName, schema] of Object.entries(components)) tidy(schema, requestBodies.has(componentName) ? "open" : "closed")
+  const tags = [...new Set(Object.values(paths).flatMap((byMethod) => Object.values(byMethod).flatMap((operation) => operation["tags"] as ReadonlyArray<string>)))]
   return {
     openapi: "3.1.0",
     info: {
       title: "Custody Relay",
       version,
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
       description: "The Custody Relay interface v1. Every endpoint needs the headers x-api-key and x-api-secret. " +
         `POST endpoints accept an optional ${Idempotency.HEADER} header.`
     },
     servers: [{ url: options.basePath === undefined || options.basePath === "" ? "/" : options.basePath }],
     security: [{ apiKeyId: [], apiSecret: [] }],
+    tags: tags.map((tag) => ({ name: tag, description: tagDescriptions[tag] ?? tag })),
     paths,
     components: {
       schemas: components,

@@ -6,7 +6,7 @@
 import { Administration } from "@custody-relay/core"
 import { Redacted } from "effect"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { makeHandler, type RelayHandler } from "../src/index.js"
+import { type CorsOptions, makeHandler, type RelayHandler } from "../src/index.js"
 import { toNodeListener } from "../src/node.js"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,7 +18,7 @@ const credentialsFor = async (handler: RelayHandler) => {
   const issued = await handler.runtime.runPromise(Administration.createApiUser({ clientId: client.id, permissions: ["View custody account", "Initiate new custody account"] }))
   return { "x-api-key": issued.keyId, "x-api-secret": Redacted.value(issued.secret) }
 }
-const make = (options: Parameters<typeof makeHandler>[0]) => {
+const make = (options: { readonly basePath?: string; readonly cors?: CorsOptions }): RelayHandler => {
   const handler = makeHandler({ logLevel: "Warn", ...options })
   handlers.push(handler)
   return handler

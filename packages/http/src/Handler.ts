@@ -20,6 +20,7 @@ import {
   Webhooks
 } from "@custody-relay/core"
 import { Cause, type Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, ManagedRuntime, References, Result } from "effect"
+import * as ApiReference from "./ApiReference.js"
 import * as Control from "./Control.js"
 import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
@@ -68,6 +69,8 @@ export interface HandlerOptions<E = never> {
   readonly basePath?: string
   /** Browser callers from other origins (see Mounting.ts). Off by default: no CORS header is ever sent. */
   readonly cors?: Mounting.CorsOptions
+  /** Serves the API reference at /docs and a page at / with this renderer (see ApiReference.ts). None by default. */
+  readonly reference?: ApiReference.ReferenceOptions
 }
 
 /**
@@ -148,6 +151,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     })
   const router = Router.make(routes)
   const mounting = Mounting.make(options)
+  const pages = options.reference === undefined ? undefined : ApiReference.make(options.reference, mounting.basePath)
   let openApiBody: string | undefined
   const openApi = (): Reply.Reply => {
     openApiBody ??= JSON.stringify(OpenApi.make(routes, { basePath: mounting.basePath }))
@@ -254,6 +258,8 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const request = mounting.inside(original)
     const finish = (exit: Exit.Exit<Reply.Reply, unknown>) => mounting.finish(original, settle(requestId)(exit))
     if (request === undefined) return mounting.finish(original, Reply.finish(Reply.failure(new RouteNotFound(), requestId), requestId, {}))
+    const page = pages?.(request.method, request.pathname)
+    if (page !== undefined) return page
     const program = serve(request, requestId, performance.now())
     if (context === undefined) return runtime.runPromiseExit(program).then(finish)
     const fiber = Effect.runForkWith(context)(program)

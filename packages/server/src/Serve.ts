@@ -68,7 +68,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo.
     const fresher = isFile ? `remove ${config.database} and start again, or ` : ""
     process.stdout.write(
-      `OpenAPI document: ${listening.url}${normalizeBasePath(config.basePath)}/relay/v1/openapi.json\n` +
+      `API reference: ${listening.url}${normalizeBasePath(config.basePath)}/docs (OpenAPI document: ${listening.url}${normalizeBasePath(config.basePath)}/relay/v1/openapi.json)\n` +
         `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.\n`
     )
   }

@@ -8,10 +8,23 @@
  * await relay.close()
  * ```
  */
+import { readFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
 import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage, type Webhooks } from "@custody-relay/core"
 import { type CorsOptions, makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
 import type { Logger, LogLevel } from "effect"
 import * as StorageLayer from "./StorageLayer.js"
+
+/**
+ * Scalar's prebuilt browser bundle, read once: the API reference page loads it from this server, never from a CDN.
+ * The package exports no path to it, so it is found beside the package's resolved entry.
+ */
+let script: string | undefined
+const referenceScript = (): string => {
+  script ??= readFileSync(join(dirname(createRequire(import.meta.url).resolve("@scalar/api-reference")), "browser", "standalone.js"), "utf8")
+  return script
+}
 
 export interface RelayOptions {
   /** A SQLite file path, ":memory:" (the default) or a postgres:// URL. */
@@ -48,6 +61,8 @@ export interface RelayOptions {
   readonly basePath?: string
   /** Browser callers from other origins; off by default. */
   readonly cors?: CorsOptions
+  /** The API reference at /docs (Scalar, bundled) and a page at /; on by default. */
+  readonly apiReference?: boolean
   /** Where log lines go; JSON lines on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
   /** "Warn" by default: an embedded relay stays quiet; the server's entry point logs every request at "Info". */
@@ -81,6 +96,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.basePath === undefined ? {} : { basePath: options.basePath }),
     ...(options.cors === undefined ? {} : { cors: options.cors }),
+    ...(options.apiReference === false ? {} : { reference: { script: referenceScript() } }),
     ...(options.logger === undefined ? {} : { logger: options.logger })
   })
   try {

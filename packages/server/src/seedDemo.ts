@@ -94,6 +94,6 @@ export const demoText = (demo: DemoCredentials, url: string): string => {
   if (viewer !== undefined) {
     lines.push("Try:", `  curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${viewer.keyId}' -H 'x-api-secret: ${viewer.secret}'`, "")
   }
-  lines.push(`OpenAPI document: ${url}/relay/v1/openapi.json`, "")
+  lines.push(`API reference: ${url}/docs (OpenAPI document: ${url}/relay/v1/openapi.json)`, "")
   return lines.join("\n") + "\n"
 }

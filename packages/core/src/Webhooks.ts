@@ -13,7 +13,8 @@
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as DomainEvent from "./DomainEvent.js"
-import { Ids } from "./Ids.js"
+import { requireUuid } from "./Accounts.js"
+import { ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
 import * as Outbox from "./Outbox.js"
 import { authorize, type ClientPrincipal, type Principal } from "./Principal.js"
@@ -200,17 +201,36 @@ export const rotateSecret = operation("Webhooks.rotateSecret")(function*(princip
   return { ...toView(rotated), secret }
 })
 
+const toggle = (find: (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>, enabled: boolean) =>
+  Effect.gen(function*() {
+    const now = yield* Timestamp.now
+    return toView(yield* Storage.run("write", (unit) =>
+      Effect.gen(function*() {
+        const current = yield* find(unit)
+        const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, updatedAt: now }
+        yield* unit.updateWebhookSubscription(next)
+        return next
+      })))
+  })
+
 /** Turns a subscription on (clearing why it was disabled) or off. */
 export const setEnabled = operation("Webhooks.setEnabled")(function*(principal: Principal, id: string, enabled: boolean) {
   const caller = yield* authorize(principal, "webhooks.manage")
-  const now = yield* Timestamp.now
-  return toView(yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* findOwned(unit, caller, id)
-      const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, updatedAt: now }
-      yield* unit.updateWebhookSubscription(next)
-      return next
-    })))
+  return yield* toggle((unit) => findOwned(unit, caller, id), enabled)
+})
+
+/** A client's subscriptions, for its operator (administration, no principal): never a signing secret. */
+export const listOfClient = operation("Webhooks.listOfClient")(function*(clientId: string) {
+  const id = ClientId.make(yield* requireUuid("clientId", clientId))
+  const found = yield* Storage.run("read", (unit) => unit.listWebhookSubscriptions(id))
+  return found.map(toView)
+})
+
+/** The operator turns any client's subscription on or off (administration, no principal). */
+export const setEnabledByOperator = operation("Webhooks.setEnabledByOperator")(function*(id: string, enabled: boolean) {
+  return yield* toggle((unit) =>
+    Effect.flatMap(unit.getWebhookSubscription(id), (found) =>
+      Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "webhook_subscription", id }))), enabled)
 })
 
 /** The delivery log of a subscription, newest first (no payload: the audit trail has the events). */

@@ -10,7 +10,7 @@
  * JSON document on stdout for scripts.
  */
 import { parseArgs } from "node:util"
-import { Administration, Permission, Relay } from "@custody-relay/core"
+import { Administration, Permission, Relay, Webhooks } from "@custody-relay/core"
 import { Cause, Effect, Exit, ManagedRuntime, Option, Redacted } from "effect"
 import { resolveDatabase, serve } from "./Serve.js"
 import { configFromEnv } from "./ServerConfig.js"
@@ -58,6 +58,8 @@ ready before traffic.
   admin api-users permissions KEY_ID|API_USER_ID (--set NAME ... | --add NAME ... | --remove NAME ...)
   admin api-users revoke KEY_ID|API_USER_ID
   admin api-users rotate-secret KEY_ID|API_USER_ID
+  admin webhooks list --client CLIENT_ID
+  admin webhooks disable|enable SUBSCRIPTION_ID
 
 Every admin command takes:
   --database URL|PATH   the database (default: RELAY_DATABASE, else ./data/relay.db)
@@ -204,6 +206,19 @@ const admin = async (args: ReadonlyArray<string>, io: CliIo): Promise<number> =>
           { apiUserId: issued.apiUserId, keyId: issued.keyId, secret },
           `${issued.keyId}: new secret\n  secret: ${secret}\nThe old secret is refused from the next request on; this one is shown this once.\n`
         )
+        return 0
+      }
+      case "webhooks list": {
+        if (values.client === undefined) throw new UsageError("admin webhooks list needs --client CLIENT_ID")
+        const subscriptions = await run(runtime, Webhooks.listOfClient(values.client))
+        print(subscriptions, table([["ID", "STATE", "URL", "EVENTS"], ...subscriptions.map((s) => [s.id, s.enabled ? "enabled" : `disabled${s.disabledReason === null ? "" : ` (${s.disabledReason})`}`, s.url, s.eventTypes.length === 0 ? "(all)" : s.eventTypes.join(", ")])]))
+        return 0
+      }
+      case "webhooks disable":
+      case "webhooks enable": {
+        if (target === undefined) throw new UsageError(`admin webhooks ${action} needs a subscription id`)
+        const updated = await run(runtime, Webhooks.setEnabledByOperator(target, action === "enable"))
+        print(updated, `${updated.id} ${updated.enabled ? "enabled" : "disabled"}\n`)
         return 0
       }
       default:

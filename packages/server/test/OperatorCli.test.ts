@@ -77,6 +77,19 @@ const scenario = (name: string, database: () => Promise<string>) =>
         assert.strictEqual((await send(`${server.url}/relay/v1/accounts`, "GET", as(keyId, secret))).status, 401)
         assert.strictEqual((await send(`${server.url}/relay/v1/accounts`, "GET", as(keyId, rotated.secret))).status, 200)
 
+        // Webhook subscriptions of the client: listed (never with a secret) and switched off and on by the operator.
+        const hooks = json<{ keyId: string; secret: string }>(await cli(url, "admin", "api-users", "create", "--client", client.id, "--permission", "Manage webhooks", "--json"))
+        const subscribed = await send(`${server.url}/relay/v1/webhooks`, "POST", as(hooks.keyId, hooks.secret), { url: "https://hooks.example.com/relay" })
+        assert.strictEqual(subscribed.status, 201, subscribed.text)
+        const subscription = JSON.parse(subscribed.text) as { id: string; secret: string }
+        const listedHooks = await cli(url, "admin", "webhooks", "list", "--client", client.id)
+        assert.include(listedHooks.stdout, subscription.id)
+        assert.notInclude(listedHooks.stdout, subscription.secret)
+        assert.strictEqual((await cli(url, "admin", "webhooks", "disable", subscription.id)).code, 0)
+        const read = (await send(`${server.url}/relay/v1/webhooks/${subscription.id}`, "GET", as(hooks.keyId, hooks.secret)))
+        assert.strictEqual((JSON.parse(read.text) as { enabled: boolean }).enabled, false)
+        assert.strictEqual(json<{ enabled: boolean }>(await cli(url, "admin", "webhooks", "enable", subscription.id, "--json")).enabled, true)
+
         assert.strictEqual((await cli(url, "admin", "api-users", "revoke", keyId)).code, 0)
         assert.strictEqual((await send(`${server.url}/relay/v1/accounts`, "GET", as(keyId, rotated.secret))).status, 401)
         const again = await cli(url, "admin", "api-users", "rotate-secret", keyId)

@@ -64,7 +64,7 @@ export const CreateAccountInput = Schema.Struct({
   assetId: Schema.String.check(Schema.isMaxLength(64)),
   description: Schema.optionalKey(Text(0, 255)),
   role: Schema.optionalKey(AccountRole)
-})
+}).annotate({ examples: [{ name: "Treasury BTC", workspace: "custody", assetId: "BTC", description: "Cold storage" }] })
 export type CreateAccountInput = typeof CreateAccountInput.Type
 
 /** What makes two accounts "identical" for ACC-CREATE-3. The description is not part of an account's identity. */

@@ -134,6 +134,15 @@ export const TransferInput = Schema.Struct({
   destinationType: DestinationType,
   amount: Schema.String.check(Schema.isMaxLength(128)),
   assetType: Schema.String.check(Schema.isMaxLength(64))
+}).annotate({
+  // The demo's Treasury BTC account to its whitelisted address (ids as `pnpm start` prints them).
+  examples: [{
+    sourceAccountId: "01a20be5-059d-75f7-9d81-50df97d6f492",
+    destinationId: "01a20be5-05a9-746b-8ca3-fe06c87e075f",
+    destinationType: "external",
+    amount: "0.1",
+    assetType: "BTC"
+  }]
 })
 export type TransferInput = typeof TransferInput.Type
 

@@ -50,7 +50,7 @@ export const CreateWhitelistedAddressInput = Schema.Struct({
   address: Schema.String.check(Schema.isMaxLength(128)),
   assetType: Schema.String.check(Schema.isMaxLength(64)),
   description: Schema.optionalKey(Text(0, 500))
-})
+}).annotate({ examples: [{ name: "Exchange deposit", address: "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", assetType: "BTC" }] })
 export type CreateWhitelistedAddressInput = typeof CreateWhitelistedAddressInput.Type
 
 /** List and get record (WL-SHAPE-1). */

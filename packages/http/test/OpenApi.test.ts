@@ -62,6 +62,8 @@ describe("OpenAPI document", () => {
     // Request bodies say they ignore unknown fields (as the decoder does); answers are closed, so generated types are exact.
     expect(record(schemas["AccountsCreateBody"])["additionalProperties"]).toBe(true)
     expect(record(schemas["AccountsGetResponse"])["additionalProperties"]).toBe(false)
+    // Request bodies carry an example from the demo, which a reference page offers to send as it is.
+    for (const body of ["AccountsCreateBody", "TransactionsInitiateBody", "WhitelistedAddressesCreateBody"]) expect(record(schemas[body])["examples"]).toHaveLength(1)
   })
 
   it("AUTH-PERM-1 AUTH-SCOPE-1: one 403 schema that a strict validator accepts for both real 403 bodies", async () => {

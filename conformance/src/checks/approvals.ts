@@ -70,6 +70,14 @@ const workflow = async (context: CheckContext, approvers: number) => {
   return { initiator, approvers: others, source, id, before, initiate }
 }
 
+/** The first N-1 distinct approvers approve, each accepted: the transaction is one decision short of its quorum. */
+const oneShortOfQuorum = async (context: CheckContext, decisions: Decisions, flow: { readonly approvers: ReadonlyArray<Tenant>; readonly id: string }): Promise<void> => {
+  for (let index = 0; index < decisions.policy.required - 1; index += 1) {
+    const answer = await decisions.approve(flow.approvers[index]!, flow.id)
+    context.expect(accepted(answer), "TXN-FLOW-1", `approval ${index + 1} of ${decisions.policy.required} by a distinct approver answered ${answer.status}`, answer)
+  }
+}
+
 export const initiateFollowsPolicy = defineCheck({
   id: "txn.approval.policy",
   title: "A new transaction awaits signature exactly when the declared policy requires approvals",
@@ -135,11 +143,13 @@ export const rejection = defineCheck({
   tags: ["transactions", "approvals", "workflow", "profile"],
   needs: ["control", "accounts.activate", "accounts.credit"],
   async run(context) {
-    const { policy, approve, reject } = decisionsOf(context)
+    const decisions = decisionsOf(context)
+    const { policy, approve, reject } = decisions
     if (policy.required === 0) throw new NotDeclared("a policy that requires approvals (approvals.required is 0)")
-    const { initiator, approvers, id, source, before } = await workflow(context, policy.required + 1)
+    const flow = await workflow(context, policy.required + 1)
+    const { initiator, approvers, id, source, before } = flow
     // One approval short of the quorum when the quorum is above one, so the rejection comes mid-way.
-    for (let index = 0; index < policy.required - 1; index += 1) context.expect(accepted(await approve(approvers[index]!, id)), "TXN-FLOW-1", `approval ${index + 1} answered a refusal`)
+    await oneShortOfQuorum(context, decisions, flow)
     const no = await reject(approvers[policy.required - 1]!, id)
     context.expect(accepted(no), "TXN-FLOW-1", `a rejection by an approver answered ${no.status}`, no)
     const after = await statusOf(context, initiator, id)
@@ -189,12 +199,13 @@ export const racingDecisions = defineCheck({
   tags: ["transactions", "approvals", "concurrency", "workflow"],
   needs: ["control", "accounts.activate", "accounts.credit"],
   async run(context) {
-    const { policy, approve, reject } = decisionsOf(context)
+    const decisions = decisionsOf(context)
+    const { policy, approve, reject } = decisions
     if (policy.required === 0) throw new NotDeclared("a policy that requires approvals (approvals.required is 0)")
     for (let round = 0; round < 3; round += 1) {
       // Two approvers race for the last approval: exactly one is the quorum, the other is too late.
       const last = await workflow(context, policy.required + 1)
-      for (let index = 0; index < policy.required - 1; index += 1) await approve(last.approvers[index]!, last.id)
+      await oneShortOfQuorum(context, decisions, last)
       const racers = last.approvers.slice(policy.required - 1, policy.required + 1)
       const answers = await Promise.all(racers.map((approver) => approve(approver, last.id)))
       const wins = answers.filter(accepted).length
@@ -204,7 +215,7 @@ export const racingDecisions = defineCheck({
 
       // An approval and a rejection race for the last decision: whichever is accepted decides, and the other is refused.
       const split = await workflow(context, policy.required + 1)
-      for (let index = 0; index < policy.required - 1; index += 1) await approve(split.approvers[index]!, split.id)
+      await oneShortOfQuorum(context, decisions, split)
       const [yes, no] = await Promise.all([approve(split.approvers[policy.required - 1]!, split.id), reject(split.approvers[policy.required]!, split.id)])
       context.expect(accepted(yes) !== accepted(no), "TXN-FLOW-1", `an approval (${yes.status}) and a rejection (${no.status}) raced for the last decision: exactly one should be accepted`, yes, no)
       const outcome = await statusOf(context, split.initiator, split.id)

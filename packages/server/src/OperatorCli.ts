@@ -260,7 +260,12 @@ export const runCommandLine = async (argv: ReadonlyArray<string>, io: CliIo = pr
           return 0
         }
         if (rest.length > 0) throw new UsageError(`serve takes no arguments (configuration is the environment): ${rest.join(" ")}`)
-        await serve(configFromEnv())
+        try {
+          await serve(configFromEnv())
+        } catch (error) {
+          io.stderr(`custody-relay failed to start: ${error instanceof Error ? error.message : String(error)}\n`)
+          return 1
+        }
         return 0
       }
       case "migrate":

@@ -1,5 +1,5 @@
 /**
- * The operator's command line against a running server, each a real process on the same database (a SQLite file,
+ * The operator's command line against a running server (a process of its own) on the same database (a SQLite file,
  * and PostgreSQL): credentials created by `admin` answer 200; a permission change, a revocation and a rotated
  * secret apply to the server's next request (AUTH-PERM-2, AUTH-401-1); the secret is printed once and never
  * again (AUTH-SEC-1); `--json` for scripts; exit 1 for a refusal and 2 for a usage error.
@@ -11,6 +11,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, assert, describe, it } from "vitest"
+import { runCommandLine } from "../src/OperatorCli.js"
 import { startServer } from "./ServerProcess.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase, send } from "./Tenant.js"
 
@@ -27,8 +28,20 @@ interface Outcome {
   readonly stderr: string
 }
 
-/** `custody-relay <args>` as the bin runs it (node with tsx on the source), on the given database. */
-const cli = (database: string, ...args: ReadonlyArray<string>): Promise<Outcome> =>
+/**
+ * `custody-relay <args>` on the given database: in this process through the same entry the bin calls (each
+ * command opens and closes the database as the bin does), while the server it talks past is a process of its own.
+ * `asProcess` runs the bin itself (node with tsx on the source) for what only a process shows: exit codes.
+ */
+const cli = async (database: string, ...args: ReadonlyArray<string>): Promise<Outcome> => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const withDatabase = args[0] === "admin" || args[0] === "migrate" ? [...args, "--database", database] : args
+  const code = await runCommandLine(withDatabase, { stdout: (text) => void out.push(text), stderr: (text) => void err.push(text) })
+  return { code, stdout: out.join(""), stderr: err.join("") }
+}
+
+const asProcess = (database: string, ...args: ReadonlyArray<string>): Promise<Outcome> =>
   promisify(execFile)(process.execPath, ["--conditions=@custody-relay/source", "--import", "tsx", "src/main.ts", ...args], {
     cwd: packageDir,
     env: { ...process.env, RELAY_DATABASE: database, RELAY_LOG_LEVEL: "Warn" }
@@ -108,6 +121,12 @@ if (hasPostgres) scenario("PostgreSQL", newPostgresDatabase)
 
 describe("custody-relay: help, refusals and usage errors", () => {
   const database = join(folder, "other.db")
+
+  it("the bin as a process: --help exit 0, a refusal exit 1, a usage error exit 2", async () => {
+    assert.strictEqual((await asProcess(database, "--help")).code, 0)
+    assert.strictEqual((await asProcess(database, "admin", "api-users", "revoke", "crk_00000000000000000000000000000000")).code, 1)
+    assert.strictEqual((await asProcess(database, "frobnicate")).code, 2)
+  })
 
   it("--help for the command and each subcommand, exit 0", async () => {
     for (const args of [["--help"], ["admin", "--help"], ["migrate", "--help"], ["serve", "--help"]]) {

@@ -45,6 +45,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     webhooks: { allowPrivateTargets: config.webhooksAllowPrivateTargets },
     databaseSettings: {
       startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
+      ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
       pool: {
         max: config.postgres.poolMax,
         readReserve: Math.min(config.postgres.readReserve, config.postgres.poolMax - 1),

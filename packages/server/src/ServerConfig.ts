@@ -8,7 +8,9 @@ export interface ServerConfig {
   readonly database: string
   readonly rateLimit: { readonly limit: number; readonly windowSeconds: number }
   /** Undefined: by engine (database for PostgreSQL, memory for SQLite). */
-  readonly rateLimitStore: "database" | "memory" | undefined
+  readonly rateLimitStore: "database" | "memory" | "redis" | undefined
+  /** The Redis that counts rate-limit windows when rateLimitStore is "redis". */
+  readonly redisUrl: string | undefined
   readonly defaultRequiredApprovals: number
   readonly controlToken: string | undefined
   /** Seed the demo client: "auto" seeds a SQLite file that did not exist yet, or ":memory:". */
@@ -59,6 +61,17 @@ const oneOf = <const V extends string>(env: NodeJS.ProcessEnv, name: string, val
   return found
 }
 
+/** RELAY_REDIS_URL, required when RELAY_RATE_LIMIT_STORE is redis. */
+const redisUrl = (env: NodeJS.ProcessEnv): string | undefined => {
+  const raw = env["RELAY_REDIS_URL"]
+  if (raw === undefined || raw === "") {
+    if (env["RELAY_RATE_LIMIT_STORE"]?.toLowerCase() === "redis") throw new Error("RELAY_RATE_LIMIT_STORE=redis needs RELAY_REDIS_URL (redis://host:6379)")
+    return undefined
+  }
+  if (!/^rediss?:\/\//.test(raw)) throw new Error(`RELAY_REDIS_URL must be a redis:// or rediss:// URL, got ${JSON.stringify(raw)}`)
+  return raw
+}
+
 /** RELAY_CORS_ORIGINS: "*" or a comma-separated list of origins (scheme, host and port, no path). */
 const corsOrigins = (raw: string | undefined): ReadonlyArray<string> | "*" | undefined => {
   if (raw === undefined || raw.trim() === "") return undefined
@@ -80,7 +93,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       limit: integer(env, "RELAY_RATE_LIMIT", 600, 1, 1_000_000_000),
       windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", 60, 1, 86_400)
     },
-    rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory"], "memory") : undefined,
+    rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis"], "memory") : undefined,
+    redisUrl: redisUrl(env),
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),

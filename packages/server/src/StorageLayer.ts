@@ -10,9 +10,11 @@
 import { RateLimiter, type Storage } from "@custody-relay/core"
 import { layerPostgres, layerSqlite, type PostgresPoolOptions } from "@custody-relay/storage-sql"
 import { Layer } from "effect"
+import { layerRedis } from "./RedisRateLimiter.js"
 
 export type Engine = "sqlite" | "postgres"
-export type RateLimitStore = "database" | "memory"
+/** Where windows are counted (Kong's policies: memory = local, database = cluster, redis = redis); see RedisRateLimiter.ts. */
+export type RateLimitStore = "database" | "memory" | "redis"
 
 export const engineOf = (database: string): Engine => (/^postgres(?:ql)?:\/\//i.test(database) ? "postgres" : "sqlite")
 
@@ -22,6 +24,8 @@ export const defaultRateLimitStore = (engine: Engine): RateLimitStore => (engine
 export interface DatabaseSettings {
   readonly pool?: PostgresPoolOptions
   readonly startupTimeoutMillis?: number
+  /** The Redis that counts rate-limit windows when the store is "redis". */
+  readonly redisUrl?: string
 }
 
 export const fromDatabase = (
@@ -34,5 +38,8 @@ export const fromDatabase = (
     ? layerPostgres({ connectionString: database, ...startup, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
     : layerSqlite({ filename: database, ...startup })
   // The later layer's RateLimiter replaces the SQL one.
-  return rateLimitStore === "database" ? sql : Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)
+  if (rateLimitStore === "database") return sql
+  if (rateLimitStore === "memory") return Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)
+  if (settings.redisUrl === undefined) throw new Error('the "redis" rate-limit store needs a Redis URL (RELAY_REDIS_URL)')
+  return Layer.merge(sql, layerRedis({ url: settings.redisUrl }))
 }

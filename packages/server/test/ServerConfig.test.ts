@@ -12,6 +12,7 @@ describe("configFromEnv", () => {
       database: "./data/relay.db",
       rateLimit: { limit: 600, windowSeconds: 60 },
       rateLimitStore: undefined,
+      redisUrl: undefined,
       defaultRequiredApprovals: 1,
       controlToken: undefined,
       demo: "auto",
@@ -28,6 +29,11 @@ describe("configFromEnv", () => {
     })
   })
 
+  it("LIM-RATE-1: the redis rate-limit store needs a redis:// URL", () => {
+    expect(() => configFromEnv({ RELAY_RATE_LIMIT_STORE: "redis" })).toThrow(/needs RELAY_REDIS_URL/)
+    expect(() => configFromEnv({ RELAY_RATE_LIMIT_STORE: "redis", RELAY_REDIS_URL: "http://cache" })).toThrow(/redis:\/\/ or rediss:\/\//)
+  })
+
   it("reads the base path and the CORS origins (a list or *), and refuses an origin with a path", () => {
     const config = configFromEnv({ RELAY_BASE_PATH: "/custody", RELAY_CORS_ORIGINS: "https://ops.example.com, http://localhost:5173" })
     expect([config.basePath, config.corsOrigins]).toEqual(["/custody", ["https://ops.example.com", "http://localhost:5173"]])
@@ -42,7 +48,8 @@ describe("configFromEnv", () => {
       RELAY_DATABASE: "postgres://relay@db/relay",
       RELAY_RATE_LIMIT: "50",
       RELAY_RATE_WINDOW_SECONDS: "10",
-      RELAY_RATE_LIMIT_STORE: "database",
+      RELAY_RATE_LIMIT_STORE: "redis",
+      RELAY_REDIS_URL: "redis://cache:6379",
       RELAY_DEFAULT_QUORUM: "2",
       RELAY_TEST_CONTROL_TOKEN: "secret-token",
       RELAY_DEMO: "never",
@@ -65,7 +72,8 @@ describe("configFromEnv", () => {
       host: "0.0.0.0",
       database: "postgres://relay@db/relay",
       rateLimit: { limit: 50, windowSeconds: 10 },
-      rateLimitStore: "database",
+      rateLimitStore: "redis",
+      redisUrl: "redis://cache:6379",
       defaultRequiredApprovals: 2,
       controlToken: "secret-token",
       demo: "never",

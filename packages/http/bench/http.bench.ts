@@ -11,9 +11,14 @@
  *
  * For the reads it also runs a bound (server/bench/memoryRelay.ts): the same server on the in-memory storage, no
  * SQL at all. Its ratio to the baseline is the most the relay could reach on that read if storage cost nothing.
+ *
+ * And the peers (../shared/bench-peer, when it is there, or BENCH_PEER=<dir>): the conventional Fastify + Kysely +
+ * zod service a team would write instead, and the same with its prepared-statement cache, each on its own seeded
+ * SQLite file, installed with `npm ci` into a temporary copy. They are references to beat, run as they come.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -48,15 +53,43 @@ const builtRelay = process.env["BENCH_RELAY"] === "built"
 const builtServerMain = fileURLToPath(new URL("../../server/dist/main.js", import.meta.url))
 const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
 const memoryRelayMain = fileURLToPath(new URL("../../server/bench/memoryRelay.ts", import.meta.url))
+const peerSource = process.env["BENCH_PEER"] ?? fileURLToPath(new URL("../../../../shared/bench-peer", import.meta.url))
+
+interface Peer {
+  readonly name: string
+  readonly child: ChildProcess
+  readonly url: string
+  readonly headers: Record<string, string>
+  readonly account: string
+  readonly destination: string
+}
+
+/** The peer (README of bench-peer): a copy installed with its lockfile, one server per variant, its ready line read. */
+const startPeers = async (directory: string): Promise<ReadonlyArray<Peer>> => {
+  if (!existsSync(join(peerSource, "package.json"))) return []
+  const copy = join(directory, "bench-peer")
+  cpSync(peerSource, copy, { recursive: true, filter: (path) => !path.includes("node_modules") })
+  execFileSync("npm", ["ci", "--silent", "--no-audit", "--no-fund"], { cwd: copy, stdio: "ignore" })
+  const variants = [["peer (Fastify, Kysely, zod)", {}], ["peer + statement cache", { PEER_STMT_CACHE: "1" }]] as const
+  const peers: Array<Peer> = []
+  for (const [name, env] of variants) {
+    const started = await start(["src/fastify.ts"], { PEER_DATABASE: join(directory, `peer-${peers.length}.db`), PORT: "0", RATE_LIMIT: "1000000000", ...env }, /"ready":true/, [process.execPath], copy)
+    const line = started.output.split("\n").find((text) => text.includes('"ready":true')) ?? "{}"
+    const ready = JSON.parse(line) as { url: string; keyId: string; secret: string; account: string; destination: string }
+    peers.push({ name, child: started.child, url: ready.url, headers: { "x-api-key": ready.keyId, "x-api-secret": ready.secret }, account: ready.account, destination: ready.destination })
+  }
+  return peers
+}
 
 const start = (
   args: ReadonlyArray<string>,
   env: Record<string, string>,
   ready: RegExp,
-  command: readonly [string, ...Array<string>] = [tsx, "--conditions=@custody-relay/source"]
+  command: readonly [string, ...Array<string>] = [tsx, "--conditions=@custody-relay/source"],
+  cwd?: string
 ): Promise<{ child: ChildProcess; output: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(command[0], [...command.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(command[0], [...command.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], ...(cwd === undefined ? {} : { cwd }) })
     let output = ""
     child.stdout?.on("data", (chunk: Buffer) => {
       output += chunk.toString("utf8")
@@ -98,6 +131,7 @@ const main = async () => {
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
   const memoryRelay = await start([memoryRelayMain], { PORT: "0" }, /custody-relay ready/, builtRelay ? [tsx] : undefined)
+  const peers = await startPeers(directory)
   try {
     const { url: relayUrl, headers, account } = demoOf(relay.output)
     const { url: memoryUrl, headers: memoryHeaders, account: memoryAccount } = demoOf(memoryRelay.output)
@@ -113,26 +147,36 @@ const main = async () => {
     // `bound`: the same read on the relay with in-memory storage (see memoryRelay.ts); none for the write, whose
     // cost on SQLite is mostly SQLite's own work, shared with the baseline.
     const scenarios = [
-      { name: "GET account", path: `/relay/v1/accounts/${account}`, method: "GET", bound: `/relay/v1/accounts/${memoryAccount}` },
-      { name: "GET list", path: "/relay/v1/accounts", method: "GET", bound: "/relay/v1/accounts" },
-      { name: "POST initiate", path: "/relay/v1/transactions/initiate", method: "POST", body: initiate }
+      { name: "GET account", path: `/relay/v1/accounts/${account}`, method: "GET", bound: `/relay/v1/accounts/${memoryAccount}`, peer: (peer: Peer) => ({ path: `/relay/v1/accounts/${peer.account}` }) },
+      { name: "GET list", path: "/relay/v1/accounts", method: "GET", bound: "/relay/v1/accounts", peer: () => ({ path: "/relay/v1/accounts" }) },
+      {
+        name: "POST initiate",
+        path: "/relay/v1/transactions/initiate",
+        method: "POST",
+        body: initiate,
+        peer: (peer: Peer) => ({
+          path: "/relay/v1/transactions/initiate",
+          body: JSON.stringify({ sourceAccountId: peer.account, destinationId: peer.destination, destinationType: "internal", amount: "0.001", assetType: "BTC" })
+        })
+      }
     ]
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run after ${warmup} s of warm-up; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
     const rows: Array<string> = []
+    const peerRows: Array<string> = []
     for (const scenario of scenarios) {
-      const run = (url: string, credentials: Record<string, string>, seconds = duration) =>
+      const run = (url: string, credentials: Record<string, string>, seconds = duration, body = scenario.body) =>
         autocannon({
           url,
           connections,
           duration: seconds,
           method: scenario.method,
-          headers: { ...credentials, ...(scenario.body === undefined ? {} : { "content-type": "application/json" }) },
-          ...(scenario.body === undefined ? {} : { body: scenario.body })
+          headers: { ...credentials, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(body === undefined ? {} : { body })
         })
       // Unmeasured load first, so JIT compilation is not what is measured.
-      const measured = async (url: string, credentials: Record<string, string>) => {
-        await run(url, credentials, warmup)
-        return run(url, credentials)
+      const measured = async (url: string, credentials: Record<string, string>, body = scenario.body) => {
+        await run(url, credentials, warmup, body)
+        return run(url, credentials, duration, body)
       }
       const ours = await measured(relayUrl + scenario.path, headers)
       const theirs = await measured(baselineUrl + scenario.path, headers)
@@ -143,6 +187,12 @@ const main = async () => {
         ? "| - | - |"
         : `| ${bound.requests.average.toFixed(0)} | ${boundRatio.toFixed(2)} |`
       const failed = ours.non2xx + ours.errors + (bound === undefined ? 0 : bound.non2xx + bound.errors)
+      for (const peer of peers) {
+        const target: { readonly path: string; readonly body?: string } = scenario.peer(peer)
+        const answer = await measured(peer.url + target.path, peer.headers, target.body)
+        peerRows.push(`| ${scenario.name} | ${peer.name} | ${answer.requests.average.toFixed(0)} | ${answer.latency.p50} / ${answer.latency.p99} | ${(ours.requests.average / answer.requests.average).toFixed(2)} | ${answer.non2xx + answer.errors} |`)
+        process.stdout.write(`${scenario.name}: ${peer.name} ${answer.requests.average.toFixed(0)} req/s; relay / peer ${(ours.requests.average / answer.requests.average).toFixed(2)}\n`)
+      }
       rows.push(
         `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells} ${failed} / ${theirs.non2xx + theirs.errors} |`
       )
@@ -157,12 +207,19 @@ const main = async () => {
       "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline | non-2xx or errors (relay and bound / baseline) |",
       "|---|---|---|---|---|---|---|---|---|",
       ...rows,
+      "",
+      ...(peerRows.length === 0 ? ["(no peer: ../shared/bench-peer not found; set BENCH_PEER)"] : [
+        "| scenario | peer | peer req/s | peer p50 / p99 ms | relay / peer | non-2xx or errors |",
+        "|---|---|---|---|---|---|",
+        ...peerRows
+      ]),
       ""
     ].join("\n") + "\n")
   } finally {
     relay.child.kill("SIGTERM")
     baseline.child.kill("SIGTERM")
     memoryRelay.child.kill("SIGTERM")
+    for (const peer of peers) peer.child.kill("SIGTERM")
     await new Promise((resolve) => setTimeout(resolve, 500))
     rmSync(directory, { recursive: true, force: true })
   }

@@ -17,7 +17,8 @@ export const capabilityNames = [
   "transactions.advance",
   "rate-limit",
   "provider-fault",
-  "logs"
+  "logs",
+  "transactions.decide"
 ] as const
 export type Capability = (typeof capabilityNames)[number]
 
@@ -48,6 +49,11 @@ export interface Control {
   setProviderFault(clientId: string, calculateFee: ProviderFault): Promise<void>
   /** Addition of v1.1 (capability `logs`): the log lines written since the previous call, for AUTH-SEC-1. */
   logs(): Promise<ReadonlyArray<string>>
+  /**
+   * Addition of v1.2 (capability `transactions.decide`), for an implementation with no approval endpoint: one API
+   * user's decision on a transaction, answered with the status the decision got (2xx accepted, or the 4xx refusal).
+   */
+  decideTransaction(id: string, apiUserId: string, decision: "approve" | "reject"): Promise<{ readonly status: number }>
   profile(): Promise<unknown>
 }
 
@@ -83,6 +89,7 @@ const capabilityOfCall: Readonly<Record<string, Need>> = {
   setRateLimit: "rate-limit",
   setProviderFault: "provider-fault",
   logs: "logs",
+  decideTransaction: "transactions.decide",
   profile: "control"
 }
 
@@ -152,6 +159,16 @@ export class HttpControl implements Control {
     if (lines === undefined) throw new ControlError("logs", 200, `answer lacks an array field lines: ${JSON.stringify(body).slice(0, 200)}`)
     return lines.map((line) => (typeof line === "string" ? line : JSON.stringify(line)))
   }
+  async decideTransaction(id: string, apiUserId: string, decision: "approve" | "reject"): Promise<{ status: number }> {
+    // Every 2xx and 4xx is the decision's own answer; only 401 (the token), 501 and 5xx are the control's.
+    const result = await this.transport.send("POST", `${this.controlPath.replace(/\/+$/, "")}/transactions/${encodeURIComponent(id)}/decisions`, {
+      headers: { "x-control-token": this.token },
+      body: JSON.stringify({ apiUserId, decision })
+    })
+    if (result.status === 501) throw new CapabilityMissing("transactions.decide")
+    if (result.status === 401 || result.status >= 500) throw new ControlError("decideTransaction", result.status, result.text)
+    return { status: result.status }
+  }
   profile(): Promise<unknown> {
     return this.call("profile", "GET", "/profile")
   }
@@ -178,6 +195,7 @@ export const gateControl = (control: Control, declared: ReadonlySet<Capability> 
     setRateLimit: async (limit, window) => (guard("rate-limit"), control.setRateLimit(limit, window)),
     setProviderFault: async (clientId, fault) => (guard("provider-fault"), control.setProviderFault(clientId, fault)),
     logs: async () => (guard("logs"), control.logs()),
+    decideTransaction: async (id, apiUserId, decision) => (guard("transactions.decide"), control.decideTransaction(id, apiUserId, decision)),
     profile: () => control.profile()
   }
 }
@@ -199,5 +217,6 @@ export const recordSecrets = (control: Control, secrets: Set<string>): Control =
   setRateLimit: (limit, windowSeconds) => control.setRateLimit(limit, windowSeconds),
   setProviderFault: (clientId, fault) => control.setProviderFault(clientId, fault),
   logs: () => control.logs(),
+  decideTransaction: (id, apiUserId, decision) => control.decideTransaction(id, apiUserId, decision),
   profile: () => control.profile()
 })

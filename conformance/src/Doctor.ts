@@ -82,7 +82,8 @@ const probes: ReadonlyArray<{ readonly capability: Capability; readonly probe: (
   { capability: "whitelisted-addresses.status", probe: (control) => control.setWhitelistStatus(unknownId, "APPROVED") },
   { capability: "transactions.advance", probe: (control) => control.advanceTransaction(unknownId, "completed") },
   { capability: "provider-fault", probe: (control) => control.setProviderFault(unknownId, "none") },
-  { capability: "logs", probe: (control) => control.logs() }
+  { capability: "logs", probe: (control) => control.logs() },
+  { capability: "transactions.decide", probe: (control) => control.decideTransaction(unknownId, unknownId, "approve") }
 ]
 
 export const runDoctor = async (
@@ -143,7 +144,9 @@ export const runDoctor = async (
     problems.push(`provisioning a client and API user failed: ${error instanceof Error ? error.message : String(error)}`)
   }
   const declared = profile === undefined ? undefined : declaredCapabilities(profile)
-  for (const { capability, probe } of probes) {
+  // Decisions through the control are only needed by an implementation without approval endpoints.
+  const needed = probes.filter(({ capability }) => capability !== "transactions.decide" || profile?.approvals?.approve === undefined)
+  for (const { capability, probe } of needed) {
     try {
       await probe(control)
       capabilities[capability] = "probed"

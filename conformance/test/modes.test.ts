@@ -170,6 +170,7 @@ describe("capability gating", () => {
       activateAccount: (id) => http.activateAccount(id),
       creditAccount: (id, amount) => http.creditAccount(id, amount),
       setWhitelistStatus: (id, status) => http.setWhitelistStatus(id, status),
+      decideTransaction: (id, apiUserId, decision) => http.decideTransaction(id, apiUserId, decision),
       advanceTransaction: (id, to) => http.advanceTransaction(id, to),
       setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
       setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),

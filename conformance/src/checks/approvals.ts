@@ -17,22 +17,47 @@ import { fundedPair, isClientError, randomUuid, transfer } from "./records.js"
 
 const awaiting = "AWAITING_SIGNATURE"
 
-interface Decisions {
-  readonly policy: ApprovalPolicy
-  readonly approve: (approver: Tenant, id: string) => Promise<HttpResult>
-  readonly reject: (approver: Tenant, id: string) => Promise<HttpResult>
+/** What a decision was answered: its status, and the exchange when it went over the interface. */
+interface Decision {
+  readonly status: number
+  readonly evidence: ReadonlyArray<HttpResult>
 }
 
-const call = (template: CallTemplate) => (approver: Tenant, id: string): Promise<HttpResult> => {
+interface Decisions {
+  readonly policy: ApprovalPolicy
+  /** Whether decisions go through the implementation's own endpoints (not the control protocol). */
+  readonly overTheInterface: boolean
+  readonly approve: (approver: Tenant, id: string) => Promise<Decision>
+  readonly reject: (approver: Tenant, id: string) => Promise<Decision>
+}
+
+/** A decision over the implementation's own endpoint, as the profile's template writes it. */
+const overEndpoint = (template: CallTemplate) => (approver: Tenant, id: string): Promise<HttpResult> => {
   const filled = fillTemplate(template, id)
   return approver.client.raw(filled.method, filled.path, filled.body)
 }
 
-/** The declared policy and calls, or not-applicable. */
+const viaEndpoint = (template: CallTemplate) => async (approver: Tenant, id: string): Promise<Decision> => {
+  const result = await overEndpoint(template)(approver, id)
+  return { status: result.status, evidence: [result] }
+}
+
+const viaControl = (context: CheckContext, decision: "approve" | "reject") => async (approver: Tenant, id: string): Promise<Decision> => {
+  if (approver.apiUser === undefined) throw new NotDeclared("approval endpoints (a black-box run cannot decide through the control)")
+  return { status: (await context.control.decideTransaction(id, approver.apiUser.apiUserId, decision)).status, evidence: [] }
+}
+
+/**
+ * The declared policy and how to decide: the implementation's endpoints when the profile gives their templates,
+ * else the control protocol's `transactions.decide` (not-applicable when neither is offered).
+ */
 const decisionsOf = (context: CheckContext): Decisions => {
   const policy = context.profile.approvals
-  if (policy?.approve === undefined || policy.reject === undefined) throw new NotDeclared("approvals.approve and approvals.reject (how a transaction is approved)")
-  return { policy, approve: call(policy.approve), reject: call(policy.reject) }
+  if (policy === undefined) throw new NotDeclared("approvals (the approval policy and how a transaction is approved)")
+  if (policy.approve !== undefined && policy.reject !== undefined) {
+    return { policy, overTheInterface: true, approve: viaEndpoint(policy.approve), reject: viaEndpoint(policy.reject) }
+  }
+  return { policy, overTheInterface: false, approve: viaControl(context, "approve"), reject: viaControl(context, "reject") }
 }
 
 const policyOf = (context: CheckContext): ApprovalPolicy => {
@@ -54,8 +79,8 @@ const balanceOf = async (context: CheckContext, tenant: Tenant, accountId: strin
 }
 
 /** A refusal of a decision: a 4xx other than 401 and 429, which say nothing about the workflow. */
-const refused = (result: HttpResult): boolean => isClientError(result.status) && result.status !== 401 && result.status !== 429
-const accepted = (result: HttpResult): boolean => result.status >= 200 && result.status < 300
+const refused = (result: { readonly status: number }): boolean => isClientError(result.status) && result.status !== 401 && result.status !== 429
+const accepted = (result: { readonly status: number }): boolean => result.status >= 200 && result.status < 300
 
 /** A tenant (the initiator, with every permission), approvers of the same client, and a new transaction. */
 const workflow = async (context: CheckContext, approvers: number) => {
@@ -74,7 +99,7 @@ const workflow = async (context: CheckContext, approvers: number) => {
 const oneShortOfQuorum = async (context: CheckContext, decisions: Decisions, flow: { readonly approvers: ReadonlyArray<Tenant>; readonly id: string }): Promise<void> => {
   for (let index = 0; index < decisions.policy.required - 1; index += 1) {
     const answer = await decisions.approve(flow.approvers[index]!, flow.id)
-    context.expect(accepted(answer), "TXN-FLOW-1", `approval ${index + 1} of ${decisions.policy.required} by a distinct approver answered ${answer.status}`, answer)
+    context.expect(accepted(answer), "TXN-FLOW-1", `approval ${index + 1} of ${decisions.policy.required} by a distinct approver answered ${answer.status}`, ...answer.evidence)
   }
 }
 
@@ -108,30 +133,30 @@ export const quorum = defineCheck({
     const { initiator, approvers, id } = await workflow(context, policy.required + 1)
     if (policy.required === 0) {
       const late = await approve(approvers[0]!, id)
-      context.expect(refused(late), "TXN-FLOW-1", `approving a transaction that needs no approval answered ${late.status}`, late)
+      context.expect(refused(late), "TXN-FLOW-1", `approving a transaction that needs no approval answered ${late.status}`, ...late.evidence)
       return
     }
     const own = await approve(initiator, id)
-    context.expect(refused(own), "TXN-FLOW-1", `the initiator approved their own transaction (answered ${own.status}); the initiator never counts toward the quorum`, own)
+    context.expect(refused(own), "TXN-FLOW-1", `the initiator approved their own transaction (answered ${own.status}); the initiator never counts toward the quorum`, ...own.evidence)
     context.expect((await statusOf(context, initiator, id)) === awaiting, "TXN-FLOW-1", "the initiator's own approval moved the transaction")
     for (let index = 0; index < policy.required; index += 1) {
       const approver = approvers[index]!
       const answer = await approve(approver, id)
-      context.expect(accepted(answer), "TXN-FLOW-1", `approval ${index + 1} of ${policy.required} by a distinct approver answered ${answer.status}`, answer)
+      context.expect(accepted(answer), "TXN-FLOW-1", `approval ${index + 1} of ${policy.required} by a distinct approver answered ${answer.status}`, ...answer.evidence)
       const after = await statusOf(context, initiator, id)
       if (index + 1 < policy.required) {
-        context.expect(after === awaiting, "TXN-FLOW-1", `after ${index + 1} of ${policy.required} approvals the transaction reads ${after}, not ${awaiting}`, answer)
+        context.expect(after === awaiting, "TXN-FLOW-1", `after ${index + 1} of ${policy.required} approvals the transaction reads ${after}, not ${awaiting}`, ...answer.evidence)
         const again = await approve(approver, id)
-        context.expect(refused(again) || accepted(again), "TXN-FLOW-1", `a second approval by the same approver answered ${again.status}`, again)
+        context.expect(refused(again) || accepted(again), "TXN-FLOW-1", `a second approval by the same approver answered ${again.status}`, ...again.evidence)
         const still = await statusOf(context, initiator, id)
-        context.expect(still === awaiting, "TXN-FLOW-1", `the same approver approving twice reached the quorum of ${policy.required} (reads ${still})`, again)
+        context.expect(still === awaiting, "TXN-FLOW-1", `the same approver approving twice reached the quorum of ${policy.required} (reads ${still})`, ...again.evidence)
       } else {
-        context.expect(after !== awaiting && groupOf(context.profile, after) !== "failed", "TXN-FLOW-1", `after the ${policy.required}th approval the transaction reads ${after}; the quorum was reached`, answer)
+        context.expect(after !== awaiting && groupOf(context.profile, after) !== "failed", "TXN-FLOW-1", `after the ${policy.required}th approval the transaction reads ${after}; the quorum was reached`, ...answer.evidence)
       }
     }
     const past = await statusOf(context, initiator, id)
     const extra = await approve(approvers[policy.required]!, id)
-    context.expect(refused(extra), "TXN-FLOW-1", `an approval after the quorum answered ${extra.status}`, extra)
+    context.expect(refused(extra), "TXN-FLOW-1", `an approval after the quorum answered ${extra.status}`, ...extra.evidence)
     context.expect((await statusOf(context, initiator, id)) === past, "TXN-FLOW-1", "an approval after the quorum changed the transaction")
   }
 })
@@ -151,14 +176,14 @@ export const rejection = defineCheck({
     // One approval short of the quorum when the quorum is above one, so the rejection comes mid-way.
     await oneShortOfQuorum(context, decisions, flow)
     const no = await reject(approvers[policy.required - 1]!, id)
-    context.expect(accepted(no), "TXN-FLOW-1", `a rejection by an approver answered ${no.status}`, no)
+    context.expect(accepted(no), "TXN-FLOW-1", `a rejection by an approver answered ${no.status}`, ...no.evidence)
     const after = await statusOf(context, initiator, id)
-    context.expect(groupOf(context.profile, after) === "failed", ["TXN-FLOW-1", "TXN-LIST-2"], `a rejected transaction reads ${after}, which the profile does not put in the failed group`, no)
+    context.expect(groupOf(context.profile, after) === "failed", ["TXN-FLOW-1", "TXN-LIST-2"], `a rejected transaction reads ${after}, which the profile does not put in the failed group`, ...no.evidence)
     const released = await balanceOf(context, initiator, source.id)
-    context.expect(released.eq(before), "TXN-FLOW-1", `after the rejection the source has ${released.toString()} available, ${before.toString()} before the initiation: the reservation was not released`, no)
+    context.expect(released.eq(before), "TXN-FLOW-1", `after the rejection the source has ${released.toString()} available, ${before.toString()} before the initiation: the reservation was not released`, ...no.evidence)
     const late = await approve(approvers[policy.required]!, id)
-    context.expect(refused(late), "TXN-FLOW-1", `an approval after the rejection answered ${late.status}`, late)
-    context.expect((await statusOf(context, initiator, id)) === after, "TXN-FLOW-1", "an approval after the rejection changed the transaction", late)
+    context.expect(refused(late), "TXN-FLOW-1", `an approval after the rejection answered ${late.status}`, ...late.evidence)
+    context.expect((await statusOf(context, initiator, id)) === after, "TXN-FLOW-1", "an approval after the rejection changed the transaction", ...late.evidence)
   }
 })
 
@@ -169,12 +194,14 @@ export const decisionPermission = defineCheck({
   tags: ["transactions", "approvals", "auth", "scope"],
   needs: ["control", "accounts.activate", "accounts.credit"],
   async run(context) {
-    const { policy, approve, reject } = decisionsOf(context)
+    const { policy } = decisionsOf(context)
+    // The permission is the endpoints' (a decision through the control protocol has none to check).
+    if (policy.approve === undefined || policy.reject === undefined) throw new NotDeclared("approvals.approve and approvals.reject (the endpoints whose permission this checks)")
     const { initiator, id } = await workflow(context, 0)
     const status = await statusOf(context, initiator, id)
     const without = await context.fixtures.user(initiator, allPermissions.filter((permission) => permission !== permissions.approveTransaction))
     const expected = { message: `Missing required API scope: ${permissions.approveTransaction}` }
-    for (const [what, decide] of [["approve", approve], ["reject", reject]] as const) {
+    for (const [what, decide] of [["approve", overEndpoint(policy.approve)], ["reject", overEndpoint(policy.reject)]] as const) {
       const answer = await decide(without, id)
       context.expect(
         answer.status === 403 && isRecord(answer.json) && Object.keys(answer.json).length === 1 && answer.json["message"] === expected.message,
@@ -209,7 +236,7 @@ export const racingDecisions = defineCheck({
       const racers = last.approvers.slice(policy.required - 1, policy.required + 1)
       const answers = await Promise.all(racers.map((approver) => approve(approver, last.id)))
       const wins = answers.filter(accepted).length
-      context.expect(wins === 1, "TXN-FLOW-1", `two approvers raced for the last of ${policy.required} approval(s): ${wins} were accepted (${answers.map((answer) => answer.status).join(", ")}), exactly one should be`, ...answers)
+      context.expect(wins === 1, "TXN-FLOW-1", `two approvers raced for the last of ${policy.required} approval(s): ${wins} were accepted (${answers.map((answer) => answer.status).join(", ")}), exactly one should be`, ...answers.flatMap((answer) => answer.evidence))
       const after = await statusOf(context, last.initiator, last.id)
       context.expect(after !== awaiting && groupOf(context.profile, after) !== "failed", "TXN-FLOW-1", `after the race the transaction reads ${after}`)
 
@@ -217,10 +244,10 @@ export const racingDecisions = defineCheck({
       const split = await workflow(context, policy.required + 1)
       await oneShortOfQuorum(context, decisions, split)
       const [yes, no] = await Promise.all([approve(split.approvers[policy.required - 1]!, split.id), reject(split.approvers[policy.required]!, split.id)])
-      context.expect(accepted(yes) !== accepted(no), "TXN-FLOW-1", `an approval (${yes.status}) and a rejection (${no.status}) raced for the last decision: exactly one should be accepted`, yes, no)
+      context.expect(accepted(yes) !== accepted(no), "TXN-FLOW-1", `an approval (${yes.status}) and a rejection (${no.status}) raced for the last decision: exactly one should be accepted`, ...yes.evidence, ...no.evidence)
       const outcome = await statusOf(context, split.initiator, split.id)
       const failed = groupOf(context.profile, outcome) === "failed"
-      context.expect(failed === accepted(no), "TXN-FLOW-1", `the ${accepted(no) ? "rejection" : "approval"} was accepted but the transaction reads ${outcome}`, yes, no)
+      context.expect(failed === accepted(no), "TXN-FLOW-1", `the ${accepted(no) ? "rejection" : "approval"} was accepted but the transaction reads ${outcome}`, ...yes.evidence, ...no.evidence)
       const balance = await balanceOf(context, split.initiator, split.source.id)
       if (failed) context.expect(balance.eq(split.before), "TXN-FLOW-1", `the rejection won but the source has ${balance.toString()} available, not ${split.before.toString()}`)
     }

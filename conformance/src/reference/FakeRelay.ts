@@ -94,8 +94,11 @@ export interface FakeVariant {
   readonly multiValue?: "comma" | "repeat"
   /** Approvals a new transaction needs (1 by default); 0 sends it on at once. */
   readonly quorum?: number
-  /** How decisions are called: `/transactions/{id}/approve` (default) or `/transactions/approve` with `{transactionId}`. */
-  readonly decisionCalls?: "path" | "body"
+  /**
+   * How decisions are called: `/transactions/{id}/approve` (default), `/transactions/approve` with `{transactionId}`,
+   * or through the control protocol only (`transactions.decide`: no approval endpoint, as in the interface).
+   */
+  readonly decisionCalls?: "path" | "body" | "control"
   /** Status names of its own (pending QUEUED, completed CONFIRMED, failed REJECTED and CANCELLED). */
   readonly statusNames?: "own"
   /** Approval of an account activates it at once (the control's activate answers the current state). */
@@ -208,7 +211,9 @@ export class FakeRelay {
   /** The approval calls are always declared (the kit cannot guess them); the other choices when `declare` is set. */
   private declarations(): Record<string, unknown> {
     const variant = this.options.variant ?? {}
-    const calls = variant.decisionCalls === "body"
+    const calls = variant.decisionCalls === "control"
+      ? {}
+      : variant.decisionCalls === "body"
       ? { approve: 'POST /relay/v1/transactions/approve {"transactionId":"{id}"}', reject: 'POST /relay/v1/transactions/reject {"transactionId":"{id}"}' }
       : { approve: "POST /relay/v1/transactions/{id}/approve", reject: "POST /relay/v1/transactions/{id}/reject" }
     const approvals = { approvals: { required: this.quorum, ...calls } }
@@ -241,7 +246,7 @@ export class FakeRelay {
     const parts = path.split("/").filter((part) => part.length > 0)
     const unsupported = this.error(501, "not supported", "NOT_IMPLEMENTED")
     if (method === "GET" && path === "/profile") {
-      const capabilities = ["api-users.revoke", "api-users.permissions", "accounts.activate", "accounts.credit", "whitelisted-addresses.status", "transactions.advance", "rate-limit", "provider-fault", "logs"].filter((c) => this.has(c))
+      const capabilities = ["api-users.revoke", "api-users.permissions", "accounts.activate", "accounts.credit", "whitelisted-addresses.status", "transactions.advance", "rate-limit", "provider-fault", "logs", "transactions.decide"].filter((c) => this.has(c))
       return this.json(200, {
         name: "fake-relay",
         version: "0.0.1",
@@ -313,6 +318,14 @@ export class FakeRelay {
       if (entry === undefined) return this.error(404, "no address", "NOT_FOUND")
       entry.status = String(body["status"])
       return this.json(200, {})
+    }
+    if (parts[0] === "transactions" && parts[2] === "decisions") {
+      if (!this.has("transactions.decide")) return unsupported
+      const decider = [...this.users.values()].find((candidate) => candidate.apiUserId === body["apiUserId"])
+      const transaction = this.transactions.get(parts[1] ?? "")
+      if (decider === undefined || decider.clientId === null || transaction === undefined || transaction.clientId !== decider.clientId) return this.error(404, "not found", "NOT_FOUND")
+      if (!decider.permissions.has("Approve transaction")) return this.json(403, { message: "Missing required API scope: Approve transaction" })
+      return this.decide(transaction, body["decision"] === "reject" ? "reject" : "approve", decider.keyId)
     }
     if (parts[0] === "transactions" && parts[2] === "advance") {
       if (!this.has("transactions.advance")) return unsupported

@@ -57,7 +57,7 @@ export const list = operation("Accounts.list")(function*(
 export const get = operation("Accounts.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "accounts.get")
   id = yield* requireUuid("id", id)
-  const account = yield* Storage.run("read", (unit) => findOwned(unit, caller, id))
+  const account = yield* Storage.run("lookup", (unit) => findOwned(unit, caller, id))
   return yield* toView(account)
 })
 
@@ -146,7 +146,7 @@ const decide = (action: "accounts.approve" | "accounts.reject", event: "approve"
     // that this approval may activate; a provider failure then refuses the approval and changes nothing.
     let address: string | undefined
     if (event === "approve" && config.activateOnApproval) {
-      const account = yield* Storage.run("read", (unit) => findOwned(unit, caller, accountId))
+      const account = yield* Storage.run("lookup", (unit) => findOwned(unit, caller, accountId))
       if (Account.machine.transitions.some((t) => t.from === account.status && t.event === "approve")) {
         address = yield* depositAddressFor(account)
       }

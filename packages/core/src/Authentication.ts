@@ -6,7 +6,6 @@
 import { Effect, Option } from "effect"
 import * as ApiUser from "./ApiUser.js"
 import type { Principal } from "./Principal.js"
-import { RateLimiter } from "./RateLimiter.js"
 import { Unauthenticated } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 
@@ -21,7 +20,7 @@ export const authenticate = Effect.fnUntraced(function*(
   if (!ApiUser.isWellFormedKeyId(keyId) || !ApiUser.isWellFormedSecret(secret)) {
     return yield* new Unauthenticated({ reason: "malformed" })
   }
-  const found = yield* Storage.run("read", (unit) => unit.findApiUserByKeyId(keyId))
+  const found = yield* Storage.run("lookup", (unit) => unit.findApiUserByKeyId(keyId))
   if (Option.isNone(found)) {
     ApiUser.secretMatches(secret, DUMMY_HASH)
     return yield* new Unauthenticated({ reason: "unknown_key" })
@@ -41,18 +40,12 @@ export const authenticate = Effect.fnUntraced(function*(
 
 /**
  * Runs `program` as the caller these credentials authenticate: the entry point of an adapter's request. The
- * core decides its units of work: a call that only reads runs its authentication and its program in one read
- * unit (one snapshot, one storage transaction instead of two), unless the rate limiter counts through the
- * storage's own connection, which that open unit would be holding. A call that writes authenticates outside its
- * command's unit, so an invalid credential never waits for the write lock.
+ * credential is a lookup of its own (see Storage.UnitMode: no transaction, one statement), outside the program's
+ * units, so an invalid credential never waits for a write lock and a read's own unit stays as small as its
+ * operation makes it (a record by id: one more lookup).
  */
 export const authenticated = <A, E, R>(
   keyId: string | undefined | null,
   secret: string | undefined | null,
-  access: Storage.UnitMode,
   program: (principal: Principal) => Effect.Effect<A, E, R>
-): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage | RateLimiter> =>
-  RateLimiter.use((limiter) => {
-    const call = Effect.flatMap(authenticate(keyId, secret), program)
-    return access === "read" && !limiter.countsInStorage ? Storage.run("read", () => call) : call
-  })
+): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage> => Effect.flatMap(authenticate(keyId, secret), program)

@@ -105,7 +105,7 @@ export const earlyReplay = <S extends Schema.Codec<unknown, unknown>>(result: S)
     if (key === undefined) return Effect.succeed(Option.none())
     return Effect.flatMap(Timestamp.now, (now) =>
       Effect.flatMap(
-        Storage.run("read", (unit) => unit.findIdempotencyRecord(key.scope, key.key, now)),
+        Storage.run("lookup", (unit) => unit.findIdempotencyRecord(key.scope, key.key, now)),
         (found) => Option.isNone(found) ? Effect.succeed(Option.none()) : Effect.map(replayOf(result, key, found.value), Option.some)
       ))
   })

@@ -23,19 +23,12 @@ export interface RateLimitDecision {
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Counts one request against `key`'s budget and says whether it is allowed. */
   readonly consume: (key: string, policy: RateLimitPolicy) => Effect.Effect<RateLimitDecision>
-  /**
-   * Whether `consume` goes through the Storage's database. A caller that holds a unit of work open around
-   * `consume` (the HTTP handler does for a GET) must not, when it does: on a store with one connection (SQLite)
-   * the count would wait for the connection the unit holds.
-   */
-  readonly countsInStorage: boolean
 }>()("@custody-relay/core/RateLimiter") {
   static readonly layerMemory: Layer.Layer<RateLimiter> = Layer.effect(
     RateLimiter,
     Effect.sync(() => {
       const windows = new Map<string, { readonly windowStart: number; count: number }>()
       return RateLimiter.of({
-        countsInStorage: false,
         consume: (key, policy) =>
           Effect.map(Clock.currentTimeMillis, (nowMillis) => {
             const { resetAt, windowStart } = windowOf(nowMillis, policy.windowSeconds)

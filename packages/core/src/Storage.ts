@@ -163,12 +163,20 @@ export interface StorageUnit
     WebhookStore
 {}
 
-export type UnitMode = "read" | "write"
+/**
+ * How a unit of work may touch storage:
+ * - "write": reads and writes, atomic and isolated from other write units (see `transaction`);
+ * - "read": reads only, all from one snapshot, so a page and its total agree;
+ * - "lookup": reads only, each seeing what is committed when it runs, with no snapshot between them. An adapter
+ *   opens no transaction for it: one statement, one round trip. For reads whose answer stands alone (a record by
+ *   id, a credential) or is checked again under a write unit's locks (the validation before a fee quote).
+ */
+export type UnitMode = "lookup" | "read" | "write"
 
 export class Storage extends Context.Service<Storage, {
   /**
    * Runs `work` as one unit: atomic, isolated from other write units, committed when it succeeds and rolled back
-   * when it fails or is interrupted. A "read" unit must not write.
+   * when it fails or is interrupted. A "read" or "lookup" unit must not write (see `UnitMode`).
    */
   readonly transaction: <A, E, R>(
     mode: UnitMode,
@@ -265,7 +273,7 @@ const missing = (what: string, id: string) =>
 // method shorthand: under tsx (how `pnpm start` runs) esbuild's keepNames wraps each arrow function assigned to a
 // name or a property in a `__name` call, an `Object.defineProperty` per function per unit.
 const memoryWriteIn = (mode: UnitMode) => <A>(f: () => A): Op<A> =>
-  mode === "write" ? Effect.sync(f) : Effect.die(new Error("a read unit of work attempted a write"))
+  mode === "write" ? Effect.sync(f) : Effect.die(new Error(`a ${mode} unit of work attempted a write`))
 const memoryUpdateWith = (write: <A>(f: () => A) => Op<A>) => <V>(table: StagedTable<V>, what: string, id: string, value: V): Op<void> =>
   Effect.flatMap(write(() => table.get(id)), (existing) =>
     existing === undefined ? missing(what, id) : Effect.sync(() => table.set(id, value)))
@@ -584,16 +592,21 @@ export const CurrentUnit = Context.Reference<OpenUnit | undefined>("@custody-rel
   defaultValue: () => undefined
 })
 
-const writeInsideRead = () => Effect.die(new Error("a read unit of work attempted to open a write unit"))
+/** What each mode guarantees, in order: a unit joins an open one that guarantees at least as much. */
+const rank: Record<UnitMode, number> = { lookup: 0, read: 1, write: 2 }
+
+const strongerInsideWeaker = (mode: UnitMode, open: UnitMode) =>
+  Effect.die(new Error(`a ${open} unit of work attempted to open a ${mode} unit`))
 
 /**
  * Runs `work` as one unit of work of the ambient Storage. A storage failure that survived the adapter's retries
  * is an infrastructure fault, not an answer to the caller's request: it becomes a defect here, at the boundary.
  *
- * Inside an open unit (see `CurrentUnit`), `work` runs in that unit when the unit's mode allows it: a read in a
- * read or write unit, a write in a write unit. It then sees the unit's earlier writes and commits or rolls back
- * with it; a storage failure in it is still a defect, so the outer unit is not re-run for it (it is for a lost race
- * of its own statements). A write inside a read unit is a defect, as a write through a read unit is.
+ * Inside an open unit (see `CurrentUnit`), `work` runs in that unit when the unit guarantees at least what `mode`
+ * asks: a lookup in any unit, a read in a read or write unit, a write in a write unit. It then sees the unit's
+ * earlier writes and commits or rolls back with it; a storage failure in it is still a defect, so the outer unit is
+ * not re-run for it (it is for a lost race of its own statements). Asking more than the open unit gives (a write in
+ * a read unit, a snapshot in a lookup) is a defect, as a write through a read unit is.
  */
 export const run = <A, E, R>(
   mode: UnitMode,
@@ -605,8 +618,8 @@ export const run = <A, E, R>(
       ? Storage.use((storage) =>
         storage.transaction(mode, (unit) => Effect.provideService(work(unit), CurrentUnit, { mode, unit }))
       )
-      : mode === "write" && open.mode === "read"
-      ? writeInsideRead()
+      : rank[mode] > rank[open.mode]
+      ? strongerInsideWeaker(mode, open.mode)
       : work(open.unit)
     // Data-first: `pipe` with a combinator of optional arguments builds and spreads a closure on every call.
     return Effect.catchIf(body, isStorageError, Effect.die)

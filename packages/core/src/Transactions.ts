@@ -234,13 +234,13 @@ export const list = operation("Transactions.list")(function*(
 export const get = operation("Transactions.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "transactions.get")
   id = yield* requireUuid("id", id)
-  return Transaction.toDetail(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
+  return Transaction.toDetail(yield* Storage.run("lookup", (unit) => findOwned(unit, caller, id)))
 })
 
 export const status = operation("Transactions.status")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "transactions.status")
   id = yield* requireUuid("id", id)
-  return Transaction.toStatusView(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
+  return Transaction.toStatusView(yield* Storage.run("lookup", (unit) => findOwned(unit, caller, id)))
 })
 
 /**
@@ -272,7 +272,7 @@ export const quoteFee = operation("Transactions.quoteFee")(function*(
   const caller = yield* authorize(principal, "transactions.calculateFee")
   const replay = yield* Idempotency.earlyReplay(FeeEstimate.FeeQuote)
   if (Option.isSome(replay)) return replay.value
-  const transfer = yield* Storage.run("read", (unit) => validateTransfer(unit, caller, input))
+  const transfer = yield* Storage.run("lookup", (unit) => validateTransfer(unit, caller, input))
   const quote = yield* feeFor(transfer.asset, transfer.amount)
   return yield* Idempotency.remember(
     FeeEstimate.FeeQuote,
@@ -296,7 +296,7 @@ export const initiate = operation("Transactions.initiate")(function*(
   const caller = yield* authorize(principal, "transactions.initiate")
   const replay = yield* Idempotency.earlyReplay(Transaction.TransactionInitiated)
   if (Option.isSome(replay)) return replay.value
-  const priced = yield* Storage.run("read", (unit) => validateTransfer(unit, caller, input))
+  const priced = yield* Storage.run("lookup", (unit) => validateTransfer(unit, caller, input))
   const quote = yield* feeFor(priced.asset, priced.amount)
   const id = TransactionId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now

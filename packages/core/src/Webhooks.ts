@@ -176,7 +176,7 @@ export const list = operation("Webhooks.list")(function*(principal: Principal) {
 
 export const get = operation("Webhooks.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "webhooks.manage")
-  return toView(yield* Storage.run("read", (unit) => findOwned(unit, caller, id)))
+  return toView(yield* Storage.run("lookup", (unit) => findOwned(unit, caller, id)))
 })
 
 /** A new signing secret (shown once); the old one keeps signing beside it for the grace period. */

@@ -82,7 +82,7 @@ export const list = operation("WhitelistedAddresses.list")(function*(
 export const get = operation("WhitelistedAddresses.get")(function*(principal: Principal, id: string) {
   const caller = yield* authorize(principal, "whitelistedAddresses.get")
   id = yield* requireUuid("id", id)
-  const entry = yield* Storage.run("read", (unit) =>
+  const entry = yield* Storage.run("lookup", (unit) =>
     Effect.flatMap(
       unit.getWhitelistedAddress(WhitelistedAddressId.make(id)),
       requireOwned(caller, "whitelisted_address", id)

@@ -5,16 +5,30 @@ import { failureOf, failureTag } from "./Failure.js"
 import { layer, newClient, newPrincipal } from "./TestWorld.js"
 
 describe("Authentication and administration", () => {
-  it.effect("a reading call authenticates and runs in one read unit; a writing call opens none around its command", () =>
+  it.effect("a call authenticates in a lookup of its own and runs its program outside any unit", () =>
     Effect.gen(function*() {
       const { issued } = yield* newPrincipal(yield* newClient)
       const unitMode = Effect.withFiber((fiber) => Effect.succeed(fiber.getRef(Storage.CurrentUnit)?.mode))
       const secret = Redacted.value(issued.secret)
-      assert.strictEqual(yield* Authentication.authenticated(issued.keyId, secret, "read", () => unitMode), "read")
-      assert.strictEqual(yield* Authentication.authenticated(issued.keyId, secret, "write", () => unitMode), undefined)
-      assert.strictEqual(failureTag(yield* Effect.exit(Authentication.authenticated(issued.keyId, "crs_x", "read", () => unitMode))), "Unauthenticated")
+      assert.strictEqual(yield* Authentication.authenticated(issued.keyId, secret, () => unitMode), undefined)
+      assert.strictEqual(failureTag(yield* Effect.exit(Authentication.authenticated(issued.keyId, "crs_x", () => unitMode))), "Unauthenticated")
     }).pipe(Effect.provide(layer())))
 
+  it.effect("a unit joins an open one that guarantees at least as much, and asking for more is a defect", () =>
+    Effect.gen(function*() {
+      const modeInside = (outer: Storage.UnitMode, inner: Storage.UnitMode) =>
+        Effect.exit(Storage.run(outer, () => Storage.run(inner, () => Effect.withFiber((fiber) => Effect.succeed(fiber.getRef(Storage.CurrentUnit)?.mode)))))
+      for (const [outer, inner] of [["write", "read"], ["write", "lookup"], ["read", "lookup"], ["read", "read"]] as const) {
+        const exit = yield* modeInside(outer, inner)
+        assert.deepStrictEqual(exit._tag === "Success" ? exit.value : exit._tag, outer)
+      }
+      for (const [outer, inner] of [["read", "write"], ["lookup", "read"], ["lookup", "write"]] as const) {
+        const exit = yield* modeInside(outer, inner)
+        assert.isTrue(exit._tag === "Failure", `${inner} inside ${outer}`)
+      }
+      const write = yield* Effect.exit(Storage.run("lookup", (unit) => unit.insertClient({ id: "x", name: "x", createdAt: "2026-01-01T00:00:00.000Z" } as never)))
+      assert.isTrue(write._tag === "Failure", "a lookup refuses a write")
+    }).pipe(Effect.provide(layer())))
 
   it.effect("AUTH-KEY-1 AUTH-SEC-1: key ids carry the prefix; only a hash of the secret is stored", () =>
     Effect.gen(function*() {

@@ -171,7 +171,6 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       return yield* Authentication.authenticated(
         request.header("x-api-key"),
         request.header("x-api-secret"),
-        route.method === "GET" ? "read" : "write",
         (principal) => authorizedCall(request, state, route, match.params, principal)
       )
     })

@@ -433,9 +433,9 @@ describe("options", () => {
 })
 
 describe("units of work per request", () => {
-  /** The memory relay, with every unit the Storage opens counted by mode, and a limiter that may say it counts in storage. */
-  const counted = (countsInStorage: boolean) => {
-    const units = { read: 0, write: 0 }
+  /** The memory relay, with every unit the Storage opens counted by mode. */
+  const counted = () => {
+    const units = { lookup: 0, read: 0, write: 0 }
     const storage = Layer.effect(
       Storage.Storage,
       Effect.map(Effect.service(Storage.Storage), (inner) =>
@@ -446,47 +446,44 @@ describe("units of work per request", () => {
           })
         }))
     ).pipe(Layer.provide(Storage.Storage.layerMemory))
-    const limiter = Layer.effect(
-      RateLimiter.RateLimiter,
-      Effect.map(Effect.service(RateLimiter.RateLimiter), (inner) => RateLimiter.RateLimiter.of({ ...inner, countsInStorage }))
-    ).pipe(Layer.provide(RateLimiter.RateLimiter.layerMemory))
-    return { units, fixture: makeFixture({ layer: Relay.layer(Layer.merge(storage, limiter)) }) }
+    const reset = () => Object.assign(units, { lookup: 0, read: 0, write: 0 })
+    return { units, reset, fixture: makeFixture({ layer: Relay.layer(Layer.merge(storage, RateLimiter.RateLimiter.layerMemory)) }) }
   }
 
-  it("AUTH-PERM-2: a GET's authentication and operation are one read unit; a POST authenticates in a unit of its own", async () => {
-    const { fixture: relay, units } = counted(false)
+  it("AUTH-PERM-2: a record by id is two lookups (the credential, the record) and no snapshot; a page is a lookup and a read", async () => {
+    const { fixture: relay, units, reset } = counted()
     try {
       const ours = await makeTenant(relay)
-      units.read = 0
-      units.write = 0
+      reset()
       const got = await relay.as(ours.admin).get(`/relay/v1/accounts/${ours.source}`)
       expect(got.status).toBe(200)
-      expect(units).toEqual({ read: 1, write: 0 })
-      const refused = await relay.send("GET", `/relay/v1/accounts/${ours.source}`, { headers: { "x-api-key": ours.admin.keyId, "x-api-secret": "crs_wrong" } })
+      expect(units).toEqual({ lookup: 2, read: 0, write: 0 })
+      reset()
+      const page = await relay.as(ours.admin).get("/relay/v1/accounts")
+      expect(page.status).toBe(200)
+      expect(units).toEqual({ lookup: 1, read: 1, write: 0 })
+      reset()
+      const refused = await relay.send("GET", `/relay/v1/accounts/${ours.source}`, { headers: { "x-api-key": ours.admin.keyId, "x-api-secret": `crs_${"A".repeat(43)}` } })
       expect(refused.status).toBe(401)
-      units.read = 0
-      const fee = await relay.as(ours.admin).post("/relay/v1/transactions/calculate-fee", {
-        sourceAccountId: ours.source,
-        destinationId: ours.whitelisted,
-        destinationType: "external",
-        amount: "0.0001",
-        assetType: "BTC"
-      })
-      expect(fee.status).toBe(200)
-      expect(units.read).toBeGreaterThanOrEqual(2)
+      expect(units).toEqual({ lookup: 1, read: 0, write: 0 })
     } finally {
       await relay.dispose()
     }
   })
 
-  it("a GET keeps authentication in its own unit when the rate limiter counts through the storage", async () => {
-    const { fixture: relay, units } = counted(true)
+  it("TXN-FEE-1: initiate validates in a lookup before the fee quote, then writes in one unit", async () => {
+    const { fixture: relay, units, reset } = counted()
     try {
       const ours = await makeTenant(relay)
-      units.read = 0
-      const got = await relay.as(ours.admin).get(`/relay/v1/accounts/${ours.source}`)
-      expect(got.status).toBe(200)
-      expect(units.read).toBe(2)
+      const transfer = { sourceAccountId: ours.source, destinationId: ours.whitelisted, destinationType: "external", amount: "0.0001", assetType: "BTC" }
+      reset()
+      const fee = await relay.as(ours.admin).post("/relay/v1/transactions/calculate-fee", transfer)
+      expect(fee.status).toBe(200)
+      expect(units).toEqual({ lookup: 2, read: 0, write: 0 })
+      reset()
+      const initiated = await relay.as(ours.admin).post("/relay/v1/transactions/initiate", transfer)
+      expect(initiated.status).toBe(201)
+      expect(units).toEqual({ lookup: 2, read: 0, write: 1 })
     } finally {
       await relay.dispose()
     }

@@ -57,7 +57,6 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
       const prefix = options.keyPrefix ?? "relay:rate:"
       const failOpen = options.failOpen ?? true
       return RateLimiter.RateLimiter.of({
-        countsInStorage: false,
         consume: (key, policy) =>
           Effect.gen(function*() {
             const nowMillis = yield* Clock.currentTimeMillis

@@ -15,9 +15,10 @@ export interface SqlEngine {
   /**
    * Starts a transaction for a unit. SQLite takes the database's write lock up front for a write unit (BEGIN
    * IMMEDIATE), so two writers never both read and then collide; PostgreSQL runs write units in READ COMMITTED
-   * with row locks and read units on one REPEATABLE READ snapshot, so a page and its total agree.
+   * with row locks and read units on one REPEATABLE READ snapshot, so a page and its total agree. A lookup unit
+   * begins none (see SqlSession).
    */
-  readonly begin: (db: Kysely<Database>, mode: Storage.UnitMode) => Promise<ControlledTransaction<Database>>
+  readonly begin: (db: Kysely<Database>, mode: Exclude<Storage.UnitMode, "lookup">) => Promise<ControlledTransaction<Database>>
   /** How the storage's units of work open their transactions on `db` (see SqlSession). */
   readonly sessions: (db: Kysely<Database>) => SessionOpener
   /**

@@ -39,7 +39,6 @@ export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateL
     }).pipe(Effect.retry(retry))
 
   return RateLimiter.RateLimiter.of({
-    countsInStorage: true,
     // The port promises a decision, not an error: a database that cannot count is an infrastructure fault.
     consume: (key, policy) =>
       Effect.gen(function*() {

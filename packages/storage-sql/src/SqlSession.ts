@@ -22,8 +22,30 @@ export interface SqlSession {
 /** Opens a session (begins a transaction) in the given mode. */
 export type SessionOpener = (mode: Storage.UnitMode) => Effect.Effect<SqlSession, Storage.StorageError>
 
+/**
+ * A lookup opens no transaction: each statement goes to the pool (kysely's `executeQuery`) on its own, one round
+ * trip each, and there is nothing to commit or roll back.
+ */
+const lookupSession = (db: Kysely<Database>, engine: SqlEngine): SqlSession => ({
+  execute(query) {
+    return Effect.tryPromise({
+      try() {
+        return db.executeQuery(query)
+      },
+      catch: engine.classify
+    })
+  },
+  commit: Effect.void,
+  release: Effect.void
+})
+
 /** Sessions over kysely's own transactions: `engine.begin`, then `executeQuery` on the controlled transaction. */
-export const kyselySessions = (db: Kysely<Database>, engine: SqlEngine): SessionOpener => (mode) =>
+export const kyselySessions = (db: Kysely<Database>, engine: SqlEngine): SessionOpener => {
+  const lookup = Effect.succeed(lookupSession(db, engine))
+  return (mode) => mode === "lookup" ? lookup : transactionSession(db, engine, mode)
+}
+
+const transactionSession = (db: Kysely<Database>, engine: SqlEngine, mode: "read" | "write") =>
   Effect.map(
     Effect.tryPromise({
       try() {

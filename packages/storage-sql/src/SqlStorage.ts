@@ -99,7 +99,7 @@ export const make = (
   // A SQLite handle reuses one session object, so its two units (read, write) are made once, not per unit of work;
   // what a unit read is forgotten when the next unit of work on it begins.
   type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead }
-  const units = new WeakMap<SqlSession, { read?: Made; write?: Made }>()
+  const units = new WeakMap<SqlSession, { lookup?: Made; read?: Made; write?: Made }>()
   const unitOf = (session: SqlSession, mode: Storage.UnitMode): Storage.StorageUnit => {
     let made = units.get(session)
     if (made === undefined) units.set(session, made = {})

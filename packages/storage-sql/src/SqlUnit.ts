@@ -3,7 +3,7 @@
  * session, the statements compiled once per storage, the rows a write unit read, and the helpers each store
  * shares (decoding an optional row, a page and its total, an update that writes only what changed).
  */
-import { Page, type Storage } from "@custody-relay/core"
+import { Page, type Storage, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
 import type { ApiUsersTable, AccountsTable, Database, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
@@ -25,7 +25,7 @@ export interface Statements {
   readonly write: (query: Compilable<unknown>) => Op<number>
 }
 
-const READ_UNIT_WRITE = new Error("a read unit of work attempted a write")
+const writeRefused = { lookup: new Error("a lookup unit of work attempted a write"), read: new Error("a read unit of work attempted a write") }
 
 export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements => ({
   rows(query) {
@@ -37,7 +37,7 @@ export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): State
   write(query) {
     return mode === "write"
       ? Effect.map(session.execute(query.compile()), (result) => Number(result.numAffectedRows ?? 0n))
-      : Effect.die(READ_UNIT_WRITE)
+      : Effect.die(writeRefused[mode])
   }
 })
 
@@ -107,11 +107,17 @@ export class RowsRead {
   readonly accounts = new Map<string, AccountsTable>()
   readonly whitelisted_addresses = new Map<string, WhitelistedAddressesTable>()
   readonly transactions = new Map<string, TransactionsTable>()
+  /**
+   * A client's webhook subscriptions as this unit listed them: every event a command appends fans out to them
+   * (initiate appends two), and one look per unit serves all (a subscription written in the unit forgets them).
+   */
+  readonly webhook_subscriptions = new Map<string, ReadonlyArray<Webhook.WebhookSubscription>>()
   clear(): void {
     this.api_users.clear()
     this.accounts.clear()
     this.whitelisted_addresses.clear()
     this.transactions.clear()
+    this.webhook_subscriptions.clear()
   }
 }
 

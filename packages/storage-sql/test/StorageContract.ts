@@ -29,6 +29,9 @@ const write = <A, E>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E>) =
 const read = <A, E>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E>) =>
   Storage.Storage.use((storage) => storage.transaction("read", work))
 
+const lookup = <A, E>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E>) =>
+  Storage.Storage.use((storage) => storage.transaction("lookup", work))
+
 const ids = (items: ReadonlyArray<{ readonly id: string }>): ReadonlyArray<string> => items.map((item) => item.id)
 
 /** What a page must hold: the port's definition, applied to everything the test stored. */
@@ -499,6 +502,21 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* read((unit) => unit.getWebhookSubscription(subscription.id)), Option.some(disabled))
         assert.deepStrictEqual(yield* read((unit) => unit.listWebhookSubscriptions(client.id)), [disabled])
         assert.deepStrictEqual(yield* read((unit) => unit.listWebhookSubscriptions(Records.client().id)), [])
+        // Within one write unit, a list follows the unit's own writes to the subscriptions, and a later unit sees the commit.
+        const added = { ...subscription, id: Records.client().id, url: "https://hooks.example.com/2" }
+        const seen = yield* write((unit) =>
+          Effect.gen(function*() {
+            const before = yield* unit.listWebhookSubscriptions(client.id)
+            yield* unit.insertWebhookSubscription(added)
+            const afterInsert = yield* unit.listWebhookSubscriptions(client.id)
+            yield* unit.updateWebhookSubscription({ ...added, enabled: false })
+            const afterUpdate = yield* unit.listWebhookSubscriptions(client.id)
+            return { before: before.length, afterInsert: afterInsert.length, enabledAfterUpdate: afterUpdate.find((s) => s.id === added.id)?.enabled }
+          }))
+        assert.deepStrictEqual(seen, { before: 1, afterInsert: 2, enabledAfterUpdate: false })
+        yield* write((unit) => unit.updateWebhookSubscription({ ...added, enabled: true }))
+        const later = yield* write((unit) => unit.listWebhookSubscriptions(client.id))
+        assert.strictEqual(later.find((s) => s.id === added.id)?.enabled, true)
         const delivery = (n: number, entityId: string) => ({
           id: `0000000${n}-0000-7000-8000-${client.id.slice(-12)}`,
           subscriptionId: subscription.id,
@@ -592,7 +610,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.isTrue(Option.isSome(yield* read((unit) => unit.getClient(client.id))))
       }))
 
-    it.effect("a read unit refuses every write and writes nothing", () =>
+    it.effect("a read unit and a lookup refuse every write and write nothing", () =>
       Effect.gen(function*() {
         const client = Records.client()
         const account = Records.account(client.id)
@@ -609,8 +627,13 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         ]
         for (const attempt of attempts) {
           assert.isTrue(Exit.hasDies(yield* Effect.exit(read(attempt))))
+          assert.isTrue(Exit.hasDies(yield* Effect.exit(lookup(attempt))))
         }
         assert.isTrue(Option.isNone(yield* read((unit) => unit.getAccount(account.id))))
+        // The store is still usable: a lookup holds nothing open after it ends.
+        assert.isTrue(Option.isSome(yield* lookup((unit) => unit.getClient(client.id))))
+        yield* write((unit) => unit.insertAccount(account))
+        assert.isTrue(Option.isSome(yield* lookup((unit) => unit.getAccount(account.id))))
       }))
 
     it.effect("a unit sees its own writes before it commits", () =>

@@ -82,5 +82,10 @@ export const sessions = ({ database, inTransaction, gate }: SqliteHandle): Sessi
         return classifySqliteError(cause)
       }
     })
-  return (mode) => Effect.andThen(gate.takeEffect, begin(mode))
+  // A lookup holds the connection like any unit but begins no transaction: each statement is its own.
+  const lookupSession: SqlSession = { execute: session.execute, commit: Effect.void, release: Effect.sync(() => gate.give()) }
+  const lookup = Effect.as(gate.takeEffect, lookupSession)
+  const beginRead = begin("read")
+  const beginWrite = begin("write")
+  return (mode) => mode === "lookup" ? lookup : Effect.andThen(gate.takeEffect, mode === "read" ? beginRead : beginWrite)
 }

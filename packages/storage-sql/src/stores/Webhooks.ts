@@ -67,10 +67,13 @@ const decodeDelivery = (row: WebhookDeliveriesTable): Webhook.WebhookDelivery =>
   updatedAt: row.updated_at as Webhook.WebhookDelivery["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, statements: { first, rows, write } }: StoreArguments): Webhook.WebhookStore => {
+export const store = ({ db, engine, mode, read, statements: { first, rows, write } }: StoreArguments): Webhook.WebhookStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
+  // Only a write unit keeps what it listed (see RowsRead): its rows are emptied when each write unit begins.
+  const listed = mode === "write" ? read.webhook_subscriptions : undefined
   return {
     insertWebhookSubscription(subscription) {
+      listed?.delete(subscription.clientId)
       return Effect.asVoid(write(db.insertInto("webhook_subscriptions").values(encodeSubscription(subscription))))
     },
     getWebhookSubscription(id) {
@@ -80,13 +83,20 @@ export const store = ({ db, engine, mode, statements: { first, rows, write } }: 
       )
     },
     updateWebhookSubscription(subscription) {
+      listed?.delete(subscription.clientId)
       const { id, ...changes } = encodeSubscription(subscription)
       return Effect.flatMap(write(db.updateTable("webhook_subscriptions").set(changes).where("id", "=", id)), expectOneRow("webhook_subscriptions", id))
     },
     listWebhookSubscriptions(clientId) {
+      const kept = listed?.get(clientId)
+      if (kept !== undefined) return Effect.succeed(kept)
       return Effect.map(
         rows(db.selectFrom("webhook_subscriptions").selectAll().where("client_id", "=", clientId).orderBy("id")),
-        (found) => found.map(decodeSubscription)
+        (found) => {
+          const subscriptions = found.map(decodeSubscription)
+          listed?.set(clientId, subscriptions)
+          return subscriptions
+        }
       )
     },
     insertWebhookDelivery(delivery) {

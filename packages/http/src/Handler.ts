@@ -26,6 +26,7 @@ import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
 import * as Idempotency from "./Idempotency.js"
 import * as Incoming from "./Incoming.js"
+import * as JsonLogLines from "./JsonLogLines.js"
 import * as LogCapture from "./LogCapture.js"
 import * as Mounting from "./Mounting.js"
 import * as OpenApi from "./OpenApi.js"
@@ -46,7 +47,7 @@ export interface HandlerOptions<E = never> {
   readonly maxBodyBytes?: number
   /** How long an Idempotency-Key keeps its answer for replay; 24 h by default. */
   readonly idempotency?: { readonly ttlSeconds?: number }
-  /** Where log lines go; one JSON line per entry on stdout by default. */
+  /** Where log lines go; one JSON line per entry on stdout by default (see JsonLogLines). */
   readonly logger?: Logger.Logger<unknown, unknown>
   readonly logLevel?: LogLevel.LogLevel
   /**
@@ -122,7 +123,9 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     ...options.config,
     ...(options.idempotency?.ttlSeconds === undefined ? {} : { idempotencyKeyTtlSeconds: options.idempotency.ttlSeconds })
   }
-  const outputLogger = options.logger ?? Logger.consoleJson
+  // The default output gathers Info lines and writes them once per tick (see JsonLogLines); disposing flushes it.
+  const jsonLines = options.logger === undefined ? JsonLogLines.make() : undefined
+  const outputLogger = options.logger ?? jsonLines?.logger ?? Logger.consoleJson
   const outputLevel = options.logLevel ?? "Info"
   // With the control protocol mounted, every line at Info and above is also kept for its GET /logs.
   const logs = options.controlToken === undefined ? undefined : LogCapture.make(outputLogger, outputLevel)
@@ -288,6 +291,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const dispose = async () => {
     if (worker !== undefined) await Effect.runPromise(Fiber.interrupt(worker))
     await runtime.dispose()
+    jsonLines?.flush()
   }
   // A start-up failure is reported through `ready` and by every request; it must not crash the process unobserved.
   ready.catch(() => undefined)

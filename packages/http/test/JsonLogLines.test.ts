@@ -1,0 +1,85 @@
+/**
+ * The default log output (JsonLogLines): the lines Effect's `Logger.formatJson` would print, gathered and written
+ * together below Warn, at once from Warn up; a value that could hold a secret still goes through Effect's redacting
+ * serialisation (AUTH-SEC-1).
+ */
+import { Effect, Logger, Redacted } from "effect"
+import { describe, expect, it, vi } from "vitest"
+import * as JsonLogLines from "../src/JsonLogLines.js"
+import { makeFixture, makeTenant } from "./RelayFixture.js"
+
+/** Every entry logged through both loggers: JsonLogLines' lines (as written, in writes) and formatJson's. */
+const both = () => {
+  const writes: Array<string> = []
+  const reference: Array<string> = []
+  const lines = JsonLogLines.make((text) => writes.push(text))
+  const logger = Logger.make<unknown, void>((entry) => {
+    reference.push(Logger.formatJson.log(entry))
+    lines.logger.log(entry)
+  })
+  const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runSync(Effect.provide(effect, Logger.layer([logger])))
+  return { writes, reference, lines, run }
+}
+
+const withoutTimestamp = (line: string) => {
+  const { timestamp: _, ...rest } = JSON.parse(line) as Record<string, unknown>
+  return rest
+}
+
+describe("JsonLogLines", () => {
+  it("prints what Logger.formatJson prints, for plain entries and for every other kind", () => {
+    const { writes, reference, lines, run } = both()
+    run(Effect.logInfo("request").pipe(Effect.annotateLogs({ requestId: "r-1", status: 200, ok: true, none: null })))
+    run(Effect.logInfo("two", "parts", 3))
+    run(Effect.logInfo({ nested: { deep: [1, 2] } }).pipe(Effect.annotateLogs({ list: [1, "a"] })))
+    run(Effect.logInfo("spanned").pipe(Effect.withLogSpan("step")))
+    run(Effect.logError("failed", new Error("boom")))
+    lines.flush()
+    const written = writes.flatMap((text) => text.split("\n"))
+    expect(written).toHaveLength(reference.length)
+    written.forEach((line, index) => expect(withoutTimestamp(line)).toEqual(withoutTimestamp(reference[index] ?? "{}")))
+  })
+
+  it("AUTH-SEC-1: a Redacted value in a message or an annotation is printed redacted", () => {
+    const { writes, lines, run } = both()
+    const secret = Redacted.make("crs_the-secret-itself")
+    run(Effect.logInfo("credential", secret).pipe(Effect.annotateLogs({ secret })))
+    lines.flush()
+    expect(writes.join("\n")).not.toContain("crs_the-secret-itself")
+    expect(writes.join("\n")).toContain("<redacted>")
+  })
+
+  it("gathers lines below Warn into one write, and writes a Warn line at once, after what was gathered", async () => {
+    const { writes, run } = both()
+    run(Effect.logInfo("first"))
+    run(Effect.logInfo("second"))
+    run(Effect.logInfo("third"))
+    expect(writes).toEqual([])
+    run(Effect.logWarning("warned"))
+    expect(writes.map((text) => text.split("\n").map((line) => JSON.parse(line).message))).toEqual([["first", "second", "third"], ["warned"]])
+    run(Effect.logInfo("later"))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(writes.at(-1)).toContain("\"later\"")
+  })
+
+  it("AUTH-SEC-1: the handler's default output (JsonLogLines on console.log) carries each request's id and holds no secret", async () => {
+    const printed: Array<string> = []
+    const spy = vi.spyOn(console, "log").mockImplementation((text: unknown) => {
+      printed.push(String(text))
+    })
+    try {
+      // No logger given: the handler's default output (the fixture would give a silent one).
+      const fixture = makeFixture({ logger: undefined as never })
+      const tenant = await makeTenant(fixture)
+      await fixture.as(tenant.admin).get("/relay/v1/accounts", { "x-request-id": "req-lines" })
+      await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-api-key": tenant.admin.keyId, "x-api-secret": `${tenant.admin.secret}x` } })
+      await fixture.dispose()
+      const all = printed.join("\n")
+      expect(all).toContain("req-lines")
+      expect(all).not.toContain(tenant.admin.secret)
+      expect(all.toLowerCase()).not.toContain("x-api-secret")
+    } finally {
+      spy.mockRestore()
+    }
+  })
+})

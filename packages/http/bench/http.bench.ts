@@ -7,7 +7,8 @@
  * Settings: BENCH_DURATION (seconds per measured run, default 10), BENCH_WARMUP (seconds of unmeasured load
  * before each, default 20: the relay's Effect code needs tens of thousands of calls before the JIT settles),
  * BENCH_CONNECTIONS (default 10),
- * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Warn: one log line per request costs throughput too).
+ * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Info, the server's own default: one log line per request; each
+ * server's output goes to a file in the temporary directory, never read by the bench while it measures).
  *
  * For the reads it also runs a bound (server/bench/memoryRelay.ts): the same server on the in-memory storage, no
  * SQL at all. Its ratio to the baseline is the most the relay could reach on that read if storage cost nothing.
@@ -18,7 +19,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { execFileSync } from "node:child_process"
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
+import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -44,7 +45,8 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 20)
 const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
-const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Warn"
+// The server's default level (one line per request at Info): the goals are measured as a deployment runs by default.
+const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 
 const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const serverMain = fileURLToPath(new URL("../../server/src/main.ts", import.meta.url))
@@ -73,7 +75,7 @@ const startPeers = async (directory: string): Promise<ReadonlyArray<Peer>> => {
   const variants = [["peer (Fastify, Kysely, zod)", {}], ["peer + statement cache", { PEER_STMT_CACHE: "1" }]] as const
   const peers: Array<Peer> = []
   for (const [name, env] of variants) {
-    const started = await start(["src/fastify.ts"], { PEER_DATABASE: join(directory, `peer-${peers.length}.db`), PORT: "0", RATE_LIMIT: "1000000000", ...env }, /"ready":true/, [process.execPath], copy)
+    const started = await start(join(directory, `peer-${peers.length}.log`), ["src/fastify.ts"], { PEER_DATABASE: join(directory, `peer-${peers.length}.db`), PORT: "0", RATE_LIMIT: "1000000000", ...env }, /"ready":true/, [process.execPath], copy)
     const line = started.output.split("\n").find((text) => text.includes('"ready":true')) ?? "{}"
     const ready = JSON.parse(line) as { url: string; keyId: string; secret: string; account: string; destination: string }
     peers.push({ name, child: started.child, url: ready.url, headers: { "x-api-key": ready.keyId, "x-api-secret": ready.secret }, account: ready.account, destination: ready.destination })
@@ -81,7 +83,13 @@ const startPeers = async (directory: string): Promise<ReadonlyArray<Peer>> => {
   return peers
 }
 
+/**
+ * Starts a server with its output going to `logFile`, as a deployment sends it (a file, or a collector reading a
+ * pipe as fast as it comes), and waits for its ready line there. The bench process never reads the output while it
+ * measures: a parent that consumed every log line of a server at Info would be measuring itself.
+ */
 const start = (
+  logFile: string,
   args: ReadonlyArray<string>,
   env: Record<string, string>,
   ready: RegExp,
@@ -89,16 +97,20 @@ const start = (
   cwd?: string
 ): Promise<{ child: ChildProcess; output: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(command[0], [...command.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], ...(cwd === undefined ? {} : { cwd }) })
-    let output = ""
-    child.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8")
-      if (ready.test(output)) resolve({ child, output })
+    const fd = openSync(logFile, "a")
+    const child = spawn(command[0], [...command.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", fd, fd], ...(cwd === undefined ? {} : { cwd }) })
+    closeSync(fd)
+    const poll = setInterval(() => {
+      const output = readFileSync(logFile, "utf8")
+      if (ready.test(output)) {
+        clearInterval(poll)
+        resolve({ child, output })
+      }
+    }, 50)
+    child.once("exit", (code) => {
+      clearInterval(poll)
+      reject(new Error(`exited with ${code}:\n${readFileSync(logFile, "utf8")}`))
     })
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8")
-    })
-    child.once("exit", (code) => reject(new Error(`exited with ${code}:\n${output}`)))
   })
 
 const grab = (output: string, pattern: RegExp): string => {
@@ -120,17 +132,17 @@ const demoOf = (output: string) => ({
 const main = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
   const database = join(directory, "relay.db")
-  const relay = await start(builtRelay ? [builtServerMain] : [serverMain], {
+  const relay = await start(join(directory, "relay.log"), builtRelay ? [builtServerMain] : [serverMain], {
     RELAY_DATABASE: database,
     PORT: "0",
     RELAY_DEMO: "always",
     RELAY_LOG_LEVEL: logLevel,
     RELAY_RATE_LIMIT: "1000000000"
   }, /custody-relay ready/, builtRelay ? [process.execPath] : undefined)
-  const baseline = await start([baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
+  const baseline = await start(join(directory, "baseline.log"), [baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
-  const memoryRelay = await start([memoryRelayMain], { PORT: "0" }, /custody-relay ready/, builtRelay ? [tsx] : undefined)
+  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0" }, /custody-relay ready/, builtRelay ? [tsx] : undefined)
   const peers = await startPeers(directory)
   try {
     const { url: relayUrl, headers, account } = demoOf(relay.output)

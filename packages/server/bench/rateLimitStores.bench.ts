@@ -1,6 +1,6 @@
 /**
  * `pnpm --filter @custody-relay/server run bench:rate-limit`: what counting rate-limit windows costs a read on
- * PostgreSQL, by store. One relay server per store (memory, database, redis) on one PostgreSQL database, GET
+ * PostgreSQL, by store. One relay server per store (memory, database, synced, redis) on one PostgreSQL database, GET
  * account under autocannon, the servers taking turns round by round so the machine's noise falls on all of them;
  * prints requests per second (median of rounds) and each store's ratio to `memory` (no shared counting at all).
  * It measures and prints; it asserts nothing.
@@ -65,7 +65,7 @@ const main = async () => {
   const servers: Array<{ store: string; child: ChildProcess; url: string; headers: Record<string, string>; account: string }> = []
   try {
     // The first server seeds the demo; the others serve the same data.
-    for (const store of ["memory", "database", "redis"]) {
+    for (const store of ["memory", "database", "synced", "redis"]) {
       const started = await start({ ...common, RELAY_RATE_LIMIT_STORE: store, RELAY_REDIS_URL: redisUrl, RELAY_DEMO: servers.length === 0 ? "always" : "never" })
       const seeded = servers[0]
       servers.push({

@@ -46,6 +46,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     databaseSettings: {
       startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
       ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
+      rateLimitSyncMillis: config.rateLimitSyncMillis,
       pool: {
         max: config.postgres.poolMax,
         readReserve: Math.min(config.postgres.readReserve, config.postgres.poolMax - 1),

@@ -8,7 +8,9 @@ export interface ServerConfig {
   readonly database: string
   readonly rateLimit: { readonly limit: number; readonly windowSeconds: number }
   /** Undefined: by engine (database for PostgreSQL, memory for SQLite). */
-  readonly rateLimitStore: "database" | "memory" | "redis" | undefined
+  readonly rateLimitStore: "database" | "memory" | "redis" | "synced" | undefined
+  /** How often the "synced" store reconciles its counts with the database. */
+  readonly rateLimitSyncMillis: number
   /** The Redis that counts rate-limit windows when rateLimitStore is "redis". */
   readonly redisUrl: string | undefined
   readonly defaultRequiredApprovals: number
@@ -93,7 +95,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       limit: integer(env, "RELAY_RATE_LIMIT", 600, 1, 1_000_000_000),
       windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", 60, 1, 86_400)
     },
-    rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis"], "memory") : undefined,
+    rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis", "synced"], "memory") : undefined,
+    rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", 1000, 10, 3_600_000),
     redisUrl: redisUrl(env),
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,

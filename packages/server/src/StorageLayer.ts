@@ -8,13 +8,16 @@
  * file is one node's, and counting in memory saves a write transaction on every request.
  */
 import { RateLimiter, type Storage } from "@custody-relay/core"
-import { layerPostgres, layerSqlite, type PostgresPoolOptions } from "@custody-relay/storage-sql"
+import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, layerPostgres, layerSqlite, type PostgresPoolOptions } from "@custody-relay/storage-sql"
 import { Layer } from "effect"
 import { layerRedis } from "./RedisRateLimiter.js"
 
 export type Engine = "sqlite" | "postgres"
-/** Where windows are counted (Kong's policies: memory = local, database = cluster, redis = redis); see RedisRateLimiter.ts. */
-export type RateLimitStore = "database" | "memory" | "redis"
+/**
+ * Where windows are counted (Kong's policies: memory = local, database = cluster, synced = cluster with a sync
+ * rate, redis = redis); see docs/server.md, "Several nodes".
+ */
+export type RateLimitStore = "database" | "memory" | "redis" | "synced"
 
 export const engineOf = (database: string): Engine => (/^postgres(?:ql)?:\/\//i.test(database) ? "postgres" : "sqlite")
 
@@ -26,6 +29,8 @@ export interface DatabaseSettings {
   readonly startupTimeoutMillis?: number
   /** The Redis that counts rate-limit windows when the store is "redis". */
   readonly redisUrl?: string
+  /** How often the "synced" store reconciles with the database (DEFAULT_RATE_LIMIT_SYNC_MILLIS by default). */
+  readonly rateLimitSyncMillis?: number
 }
 
 export const fromDatabase = (
@@ -34,11 +39,12 @@ export const fromDatabase = (
   settings: DatabaseSettings = {}
 ): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
   const startup = settings.startupTimeoutMillis === undefined ? {} : { startupTimeoutMillis: settings.startupTimeoutMillis }
+  const sync = rateLimitStore === "synced" ? { rateLimitSyncMillis: settings.rateLimitSyncMillis ?? DEFAULT_RATE_LIMIT_SYNC_MILLIS } : {}
   const sql = engineOf(database) === "postgres"
-    ? layerPostgres({ connectionString: database, ...startup, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
-    : layerSqlite({ filename: database, ...startup })
+    ? layerPostgres({ connectionString: database, ...startup, ...sync, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
+    : layerSqlite({ filename: database, ...startup, ...sync })
   // The later layer's RateLimiter replaces the SQL one.
-  if (rateLimitStore === "database") return sql
+  if (rateLimitStore === "database" || rateLimitStore === "synced") return sql
   if (rateLimitStore === "memory") return Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)
   if (settings.redisUrl === undefined) throw new Error('the "redis" rate-limit store needs a Redis URL (RELAY_REDIS_URL)')
   return Layer.merge(sql, layerRedis({ url: settings.redisUrl }))

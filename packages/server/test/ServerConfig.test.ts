@@ -12,6 +12,7 @@ describe("configFromEnv", () => {
       database: "./data/relay.db",
       rateLimit: { limit: 600, windowSeconds: 60 },
       rateLimitStore: undefined,
+      rateLimitSyncMillis: 1000,
       redisUrl: undefined,
       defaultRequiredApprovals: 1,
       controlToken: undefined,
@@ -50,6 +51,7 @@ describe("configFromEnv", () => {
       RELAY_RATE_WINDOW_SECONDS: "10",
       RELAY_RATE_LIMIT_STORE: "redis",
       RELAY_REDIS_URL: "redis://cache:6379",
+      RELAY_RATE_LIMIT_SYNC_MILLIS: "250",
       RELAY_DEFAULT_QUORUM: "2",
       RELAY_TEST_CONTROL_TOKEN: "secret-token",
       RELAY_DEMO: "never",
@@ -73,6 +75,7 @@ describe("configFromEnv", () => {
       database: "postgres://relay@db/relay",
       rateLimit: { limit: 50, windowSeconds: 10 },
       rateLimitStore: "redis",
+      rateLimitSyncMillis: 250,
       redisUrl: "redis://cache:6379",
       defaultRequiredApprovals: 2,
       controlToken: "secret-token",
@@ -90,7 +93,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

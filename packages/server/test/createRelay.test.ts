@@ -85,8 +85,8 @@ describe("createRelay", () => {
     }
   })
 
-  it("LIM-RATE-1: on SQLite the windows are counted in memory by default, in the database when asked", async () => {
-    const windowsIn = async (rateLimitStore: "database" | "memory" | undefined) => {
+  it("LIM-RATE-1: on SQLite the windows are counted in memory by default, in the database when asked (per request, or synced)", async () => {
+    const windowsIn = async (rateLimitStore: "database" | "memory" | "synced" | undefined) => {
       const database = join(directory, `windows-${rateLimitStore ?? "default"}.db`)
       const relay = await createRelay({ database, controlToken: "t", ...(rateLimitStore === undefined ? {} : { rateLimitStore }) })
       try {
@@ -105,6 +105,8 @@ describe("createRelay", () => {
     expect(await windowsIn(undefined)).toBe(0)
     expect(await windowsIn("memory")).toBe(0)
     expect(await windowsIn("database")).toBe(1)
+    // Synced: the window reaches the database at the next round or, at the latest, when the relay closes.
+    expect(await windowsIn("synced")).toBe(1)
   })
 
   it("a database that cannot be opened fails createRelay with a message, not a hang", async () => {

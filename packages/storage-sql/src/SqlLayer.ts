@@ -48,8 +48,11 @@ export const make = (
         Effect.retry({ schedule: SqlStorage.backoff, times: SqlStorage.DEFAULT_MAX_RETRIES, while: SqlStorage.isRetryable })
       )
       yield* untilReachable(migrate, options.startupTimeoutMillis ?? DEFAULT_STARTUP_TIMEOUT_MILLIS)
+      const limiter = options.rateLimitSyncMillis === undefined
+        ? SqlRateLimiter.make(db, engine)
+        : yield* SqlRateLimiter.makeSynced(db, engine, options.rateLimitSyncMillis)
       return Context.make(Storage.Storage, SqlStorage.make(db, engine, options)).pipe(
-        Context.add(RateLimiter.RateLimiter, SqlRateLimiter.make(db, engine))
+        Context.add(RateLimiter.RateLimiter, limiter)
       )
     })
   )

@@ -53,3 +53,111 @@ export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateL
       }).pipe(Effect.orDie)
   })
 }
+
+/** How often a synced limiter reconciles with the database by default (Kong's `sync_rate`, in milliseconds). */
+export const DEFAULT_SYNC_MILLIS = 1_000
+
+interface LocalWindow {
+  readonly windowStart: number
+  readonly windowEnd: number
+  /** The window's count in the database when this node last looked (its own flushed requests included). */
+  shared: number
+  /** This node's requests not yet added to the database's count. */
+  unsynced: number
+}
+
+/**
+ * The RateLimiter port counted in memory and reconciled with the database every `syncMillis`: for nodes sharing a
+ * database but no Redis, at the cost of a request's budget being exact only per node between two syncs (Kong's
+ * "cluster" policy with a `sync_rate`). A request costs no statement: each decision counts from the window's
+ * count in the database as this node last saw it plus its own requests since. The first request of a key's
+ * window on this node reads that count; every `syncMillis` each window with new requests adds them to its row
+ * (one upsert that returns the new total, as `make` does per request) and takes the total back.
+ *
+ * Accuracy: one node alone is exact. Several nodes can admit, together, up to what the others admitted since their
+ * last sync beyond the limit: at most (nodes - 1) x (one node's requests per sync interval) more, and never more
+ * than nodes x limit in a window. A window's unsynced requests are written when the layer closes; a node that
+ * dies loses at most one interval of them.
+ */
+export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: number = DEFAULT_SYNC_MILLIS) =>
+  Effect.gen(function*() {
+    const windows = new Map<string, LocalWindow>()
+    let nextPurgeAt = 0
+
+    const add = (key: string, window: LocalWindow, delta: number) =>
+      Effect.tryPromise({
+        try: () =>
+          db.insertInto("rate_limit_windows")
+            .values({ key, window_start: window.windowStart, window_end: window.windowEnd, count: delta })
+            .onConflict((oc) =>
+              oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", delta) }))
+            )
+            .returning("count")
+            .executeTakeFirstOrThrow(),
+        catch: engine.classify
+      }).pipe(Effect.retry(retry))
+
+    const read = (key: string, windowStart: number) =>
+      Effect.tryPromise({
+        try: () =>
+          db.selectFrom("rate_limit_windows").select("count")
+            .where("key", "=", key).where("window_start", "=", windowStart)
+            .executeTakeFirst(),
+        catch: engine.classify
+      }).pipe(Effect.retry(retry))
+
+    const purge = (nowMillis: number) =>
+      Effect.tryPromise({
+        try: () => db.deleteFrom("rate_limit_windows").where("window_end", "<=", nowMillis).execute(),
+        catch: engine.classify
+      }).pipe(Effect.retry(retry))
+
+    /** Adds every window's new requests to the database and takes each total back; forgets ended windows. */
+    const sync = Effect.gen(function*() {
+      const nowMillis = yield* Clock.currentTimeMillis
+      for (const [key, window] of windows) {
+        if (window.windowEnd <= nowMillis) {
+          // An ended window's count decides nothing any more, here or on another node.
+          windows.delete(key)
+          continue
+        }
+        const delta = window.unsynced
+        if (delta === 0) continue
+        const { count } = yield* add(key, window, delta)
+        // Requests counted while the upsert ran stay unsynced, for the next round.
+        window.unsynced -= delta
+        window.shared = Number(count)
+      }
+      if (nowMillis >= nextPurgeAt) {
+        nextPurgeAt = nowMillis + PURGE_INTERVAL_MILLIS
+        yield* purge(nowMillis)
+      }
+    })
+
+    // A failed round (the database unreachable) keeps its counts for the next one; decisions go on locally.
+    const syncLogged = Effect.catchCause(sync, (cause) => Effect.logWarning("rate limit: reconciling with the database failed", cause))
+    yield* Effect.forkScoped(Effect.repeat(syncLogged, Schedule.spaced(syncMillis)))
+    yield* Effect.addFinalizer(() => syncLogged)
+
+    return RateLimiter.RateLimiter.of({
+      consume: (key, policy) =>
+        Effect.flatMap(Clock.currentTimeMillis, (nowMillis) => {
+          const { resetAt, windowStart } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
+          const known = windows.get(key)
+          if (known !== undefined && known.windowStart === windowStart) {
+            known.unsynced++
+            return Effect.succeed(RateLimiter.decide(known.shared + known.unsynced, policy, resetAt, nowMillis))
+          }
+          const window: LocalWindow = { windowStart, windowEnd: resetAt * 1000, shared: 0, unsynced: 1 }
+          windows.set(key, window)
+          // The first request of the window on this node learns what the other nodes counted so far.
+          return read(key, windowStart).pipe(
+            Effect.map((row) => {
+              window.shared = Math.max(window.shared, Number(row?.count ?? 0))
+              return RateLimiter.decide(window.shared + window.unsynced, policy, resetAt, nowMillis)
+            }),
+            Effect.orDie
+          )
+        })
+    })
+  })

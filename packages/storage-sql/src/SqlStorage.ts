@@ -35,6 +35,12 @@ export interface SqlStorageOptions {
   readonly startupTimeoutMillis?: number
   /** At most this many write units at once in this process (the rest queue before taking a connection); no limit by default. */
   readonly maxConcurrentWriteUnits?: number
+  /**
+   * Count rate-limit windows in memory and reconcile them with the database every this many milliseconds (see
+   * SqlRateLimiter.makeSynced: no statement per request, exact per node between syncs). By default every request
+   * counts in the database, exact across nodes.
+   */
+  readonly rateLimitSyncMillis?: number
 }
 
 export const DEFAULT_MAX_RETRIES = 8

@@ -293,6 +293,59 @@ for (const { engine, fresh, name } of engines) {
         assert.deepStrictEqual(yield* windows(), [{ key: "new", count: 1 }])
       }).pipe(Effect.provide(TestClock.layer())))
 
+    it.live("LIM-RATE-1: the synced rate limiter is exact on one node and reconciles two nodes through the database", () =>
+      Effect.gen(function*() {
+        const { db, reopen } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const other = yield* Effect.promise(reopen)
+        yield* destroyWithScope(other)
+        // Reconciling every 20 ms; each node's background round runs in this test's scope.
+        const first = yield* SqlRateLimiter.makeSynced(db, engine, 20)
+        const second = yield* SqlRateLimiter.makeSynced(other, engine, 20)
+        const policy = { limit: 10, windowSeconds: 3600 }
+        const stored = (key: string) =>
+          Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
+        const until = (check: Effect.Effect<boolean>) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 250 && !(yield* check); i++) yield* Effect.sleep("20 millis")
+          })
+        // One node alone: exactly its budget, with the remaining count of each request.
+        const alone = `crk_${crypto.randomUUID()}`
+        const decisions = yield* Effect.forEach(Array.from({ length: 12 }), () => first.consume(alone, policy))
+        assert.deepStrictEqual(decisions.map((d) => d.remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0])
+        assert.deepStrictEqual(decisions.map((d) => d.allowed), [...Array(10).fill(true), false, false])
+        // Its count reaches the database with the next round, all twelve requests of it.
+        yield* until(Effect.map(stored(alone), (row) => Number(row?.count ?? 0) === 12))
+        assert.strictEqual(Number((yield* stored(alone))?.count), 12)
+
+        // Two nodes: the first spends 6; once synced, the second's first request of the window reads the 6.
+        const shared = `crk_${crypto.randomUUID()}`
+        for (let i = 0; i < 6; i++) yield* first.consume(shared, policy)
+        yield* until(Effect.map(stored(shared), (row) => Number(row?.count ?? 0) === 6))
+        const fromSecond = yield* Effect.forEach(Array.from({ length: 5 }), () => second.consume(shared, policy))
+        assert.deepStrictEqual(fromSecond.map((d) => d.allowed), [true, true, true, true, false])
+        // And the first learns of the second's requests at its next round: its next request is refused.
+        yield* until(Effect.map(stored(shared), (row) => Number(row?.count ?? 0) === 11))
+        yield* first.consume(shared, policy)
+        yield* until(Effect.map(stored(shared), (row) => Number(row?.count ?? 0) === 12))
+        assert.isFalse((yield* first.consume(shared, policy)).allowed)
+      }).pipe(Effect.scoped))
+
+    it.live("the synced rate limiter writes nothing per request, and its unsynced counts when its layer closes", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const key = `crk_${crypto.randomUUID()}`
+        const stored = Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
+        // An interval far longer than the test: only the closing round can write the count.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const limiter = yield* SqlRateLimiter.makeSynced(db, engine, 3_600_000)
+          for (let i = 0; i < 4; i++) yield* limiter.consume(key, { limit: 10, windowSeconds: 3600 })
+          assert.isUndefined(yield* stored)
+        }))
+        assert.strictEqual(Number((yield* stored)?.count), 4)
+      }))
+
     it.live("a write that cannot get the lock in time is a retryable StorageConflict; re-run, it succeeds once the lock is free", () =>
       Effect.gen(function*() {
         const { db, reopen, reopenImpatient } = yield* fresh

@@ -13,6 +13,17 @@ const shouted = (id: string) => {
 }
 
 describe("Ids", () => {
+  it.effect("the default ids are distinct UUIDv7s, in the order they were minted", () =>
+    Effect.gen(function*() {
+      const ids = yield* Ids.Ids.use((mint) => Effect.forEach(Array.from({ length: 20_000 }), () => mint.next))
+      assert.strictEqual(new Set(ids).size, ids.length)
+      for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      assert.deepStrictEqual([...ids].sort(), ids)
+      // The time in the first 48 bits is now, to the millisecond.
+      const millis = Number.parseInt(ids.at(-1)?.replaceAll("-", "").slice(0, 12) ?? "", 16)
+      assert.isAtMost(Math.abs(millis - Date.now()), 5_000)
+    }).pipe(Effect.provide(Ids.Ids.layer)))
+
   it("isUuid accepts the textual form in either case and nothing else; canonicalUuid lowers it", () => {
     assert.isTrue(Ids.isUuid("0190b6e4-ab12-7c00-8def-00000000000f"))
     assert.isTrue(Ids.isUuid("0190B6E4-AB12-7C00-8DEF-00000000000F"))

@@ -5,7 +5,7 @@
  * per node. The window arithmetic and the decision are the port's own (`windowOf`, `decide`).
  */
 import { RateLimiter } from "@custody-relay/core"
-import { Clock, Effect, Schedule } from "effect"
+import { Clock, Effect, Fiber, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
@@ -16,40 +16,46 @@ const PURGE_INTERVAL_MILLIS = 60_000
 /** A busy SQLite file is the one race an upsert can lose; a few quick re-runs absorb it. */
 const retry = { schedule: Schedule.exponential("2 millis").pipe(Schedule.jittered), times: 5, while: isRetryable }
 
-export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateLimiter["Service"] => {
+/** Adds `delta` to a window's count, creating its row, and returns the new total: one atomic upsert. */
+const addToWindow = (db: Kysely<Database>, engine: SqlEngine) =>
+(key: string, windowStart: number, windowEnd: number, delta: number) =>
+  Effect.tryPromise({
+    try: () =>
+      db.insertInto("rate_limit_windows")
+        .values({ key, window_start: windowStart, window_end: windowEnd, count: delta })
+        .onConflict((oc) =>
+          oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", delta) }))
+        )
+        .returning("count")
+        .executeTakeFirstOrThrow(),
+    catch: engine.classify
+  }).pipe(Effect.retry(retry))
+
+/** Removes the windows that ended by `nowMillis`, at most once per PURGE_INTERVAL_MILLIS of calls. */
+const purgeEvery = (db: Kysely<Database>, engine: SqlEngine) => {
   let nextPurgeAt = 0
-
-  const increment = (key: string, windowStart: number, windowEnd: number) =>
-    Effect.tryPromise({
-      try: () =>
-        db.insertInto("rate_limit_windows")
-          .values({ key, window_start: windowStart, window_end: windowEnd, count: 1 })
-          .onConflict((oc) =>
-            oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", 1) }))
-          )
-          .returning("count")
-          .executeTakeFirstOrThrow(),
-      catch: engine.classify
-    }).pipe(Effect.retry(retry))
-
-  const purge = (nowMillis: number) =>
-    Effect.tryPromise({
+  return (nowMillis: number) => {
+    if (nowMillis < nextPurgeAt) return Effect.void
+    nextPurgeAt = nowMillis + PURGE_INTERVAL_MILLIS
+    return Effect.tryPromise({
       try: () => db.deleteFrom("rate_limit_windows").where("window_end", "<=", nowMillis).execute(),
       catch: engine.classify
-    }).pipe(Effect.retry(retry))
+    }).pipe(Effect.retry(retry), Effect.asVoid)
+  }
+}
 
+export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateLimiter["Service"] => {
+  const add = addToWindow(db, engine)
+  const purge = purgeEvery(db, engine)
   return RateLimiter.RateLimiter.of({
     // The port promises a decision, not an error: a database that cannot count is an infrastructure fault.
     consume: (key, policy) =>
       Effect.gen(function*() {
         const nowMillis = yield* Clock.currentTimeMillis
         const { resetAt, windowStart } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-        const { count } = yield* increment(key, windowStart, resetAt * 1000)
-        if (nowMillis >= nextPurgeAt) {
-          nextPurgeAt = nowMillis + PURGE_INTERVAL_MILLIS
-          yield* purge(nowMillis)
-        }
-        return RateLimiter.decide(count, policy, resetAt, nowMillis)
+        const { count } = yield* add(key, windowStart, resetAt * 1000, 1)
+        yield* purge(nowMillis)
+        return RateLimiter.decide(Number(count), policy, resetAt, nowMillis)
       }).pipe(Effect.orDie)
   })
 }
@@ -82,20 +88,8 @@ interface LocalWindow {
 export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: number = DEFAULT_SYNC_MILLIS) =>
   Effect.gen(function*() {
     const windows = new Map<string, LocalWindow>()
-    let nextPurgeAt = 0
-
-    const add = (key: string, window: LocalWindow, delta: number) =>
-      Effect.tryPromise({
-        try: () =>
-          db.insertInto("rate_limit_windows")
-            .values({ key, window_start: window.windowStart, window_end: window.windowEnd, count: delta })
-            .onConflict((oc) =>
-              oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", delta) }))
-            )
-            .returning("count")
-            .executeTakeFirstOrThrow(),
-        catch: engine.classify
-      }).pipe(Effect.retry(retry))
+    const add = addToWindow(db, engine)
+    const purge = purgeEvery(db, engine)
 
     const read = (key: string, windowStart: number) =>
       Effect.tryPromise({
@@ -103,12 +97,6 @@ export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: 
           db.selectFrom("rate_limit_windows").select("count")
             .where("key", "=", key).where("window_start", "=", windowStart)
             .executeTakeFirst(),
-        catch: engine.classify
-      }).pipe(Effect.retry(retry))
-
-    const purge = (nowMillis: number) =>
-      Effect.tryPromise({
-        try: () => db.deleteFrom("rate_limit_windows").where("window_end", "<=", nowMillis).execute(),
         catch: engine.classify
       }).pipe(Effect.retry(retry))
 
@@ -123,21 +111,26 @@ export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: 
         }
         const delta = window.unsynced
         if (delta === 0) continue
-        const { count } = yield* add(key, window, delta)
-        // Requests counted while the upsert ran stay unsynced, for the next round.
-        window.unsynced -= delta
-        window.shared = Number(count)
+        // Written and taken off together: an interrupted round must not leave a count both in the row and unsynced.
+        yield* Effect.uninterruptible(Effect.map(add(key, window.windowStart, window.windowEnd, delta), ({ count }) => {
+          // Requests counted while the upsert ran stay unsynced, for the next round.
+          window.unsynced -= delta
+          window.shared = Number(count)
+        }))
       }
-      if (nowMillis >= nextPurgeAt) {
-        nextPurgeAt = nowMillis + PURGE_INTERVAL_MILLIS
-        yield* purge(nowMillis)
-      }
+      yield* purge(nowMillis)
     })
 
-    // A failed round (the database unreachable) keeps its counts for the next one; decisions go on locally.
-    const syncLogged = Effect.catchCause(sync, (cause) => Effect.logWarning("rate limit: reconciling with the database failed", cause))
-    yield* Effect.forkScoped(Effect.repeat(syncLogged, Schedule.spaced(syncMillis)))
-    yield* Effect.addFinalizer(() => syncLogged)
+    // One round at a time. A failed round (the database unreachable) keeps its counts for the next one; decisions
+    // go on locally.
+    const rounds = yield* Semaphore.make(1)
+    const round = Effect.catchCause(
+      rounds.withPermits(1)(sync),
+      (cause) => Effect.logWarning("rate limit: reconciling with the database failed", cause)
+    )
+    const background = yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(syncMillis)))
+    // On close: the background rounds stop (a round under way finishes its upsert), then a last round writes the rest.
+    yield* Effect.addFinalizer(() => Effect.andThen(Fiber.interrupt(background), round))
 
     return RateLimiter.RateLimiter.of({
       consume: (key, policy) =>

@@ -2,7 +2,7 @@
  * The benchmark's bound, not a deployment: the relay served exactly as `pnpm start` serves it (node adapter, the
  * same handler and demo data) but on the in-memory storage, so no SQL runs at all. What it answers per second is
  * the most any storage could let the rest of the pipeline (credentials, rate limit, permission, decoding, the
- * core's rules, the Effect runtime, the reply) reach. Started by packages/http/bench/http.bench.ts, which prints
+ * core's rules, the Effect runtime, the reply) reach. Started by bench/http.bench.ts, which prints
  * it beside the relay on SQLite and the baseline; it keeps nothing.
  */
 import { makeHandler } from "@custody-relay/http"

@@ -13,70 +13,28 @@
  * memory) instead of a SQLite file. BENCH_LOG_LEVEL (default Info), BENCH_DURATION (seconds per round, default 5),
  * BENCH_ROUNDS (default 5), BENCH_WARMUP (seconds, default 10), BENCH_CONNECTIONS (default 10).
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
+import type { ChildProcess } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-
-interface AutocannonResult {
-  readonly requests: { readonly average: number }
-  readonly non2xx: number
-}
-type Autocannon = (options: {
-  readonly url: string
-  readonly connections: number
-  readonly duration: number
-  readonly method?: string
-  readonly headers?: Record<string, string>
-  readonly body?: string
-}) => Promise<AutocannonResult>
-const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+import { autocannon, demoOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
 const scenario = process.env["BENCH_SCENARIO"] ?? "account"
 const pgUrl = process.env["BENCH_PG_URL"]
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
-const duration = Number(process.env["BENCH_DURATION"] ?? 5)
-const rounds = Number(process.env["BENCH_ROUNDS"] ?? 5)
-const warmup = Number(process.env["BENCH_WARMUP"] ?? 10)
-const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
+const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 
 interface Server {
   readonly tree: string
-  readonly child: ChildProcess
   readonly url: string
   readonly headers: Record<string, string>
   readonly account: string
   readonly whitelisted: string
 }
 
-const start = (tree: string, logFile: string, env: Record<string, string>): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const fd = openSync(logFile, "a")
-    const child = spawn(process.execPath, [join(tree, "packages/server/dist/main.js")], { env: { ...process.env, ...env }, stdio: ["ignore", fd, fd] })
-    closeSync(fd)
-    children.push(child)
-    const poll = setInterval(() => {
-      const output = readFileSync(logFile, "utf8")
-      if (output.includes("custody-relay ready")) {
-        clearInterval(poll)
-        resolve(output)
-      }
-    }, 50)
-    child.once("exit", (code) => {
-      clearInterval(poll)
-      reject(new Error(`${tree} exited with ${code}:\n${readFileSync(logFile, "utf8")}`))
-    })
-  })
 const children: Array<ChildProcess> = []
-
-const grab = (output: string, pattern: RegExp): string => {
-  const found = pattern.exec(output)?.[1]
-  if (found === undefined) throw new Error(`not found: ${pattern}\n${output}`)
-  return found
-}
 
 const load = (server: Server, seconds: number) => {
   if (scenario === "initiate") {
@@ -108,39 +66,25 @@ const run = async () => {
         url.pathname = `/${name}`
         database = url.toString()
       }
-      const output = await start(tree, join(directory, `${servers.length}.log`), {
-        RELAY_DATABASE: database,
-        RELAY_RATE_LIMIT_STORE: "memory",
-        PORT: "0",
-        RELAY_DEMO: "always",
-        RELAY_LOG_LEVEL: logLevel,
-        RELAY_RATE_LIMIT: "1000000000"
+      const started = await startServer({
+        command: [process.execPath, join(tree, "packages/server/dist/main.js")],
+        logFile: join(directory, `${servers.length}.log`),
+        ready: READY,
+        env: {
+          RELAY_DATABASE: database,
+          RELAY_RATE_LIMIT_STORE: "memory",
+          PORT: "0",
+          RELAY_DEMO: "always",
+          RELAY_LOG_LEVEL: logLevel,
+          RELAY_RATE_LIMIT: "1000000000"
+        }
       })
-      servers.push({
-        tree,
-        child: children.at(-1) as ChildProcess,
-        url: grab(output, /listening on (http:\/\/\S+)/),
-        headers: { "x-api-key": grab(output, /admin\s+x-api-key: (\S+)/), "x-api-secret": grab(output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/) },
-        account: grab(output, /account (\S+)\s+Treasury BTC/),
-        whitelisted: grab(output, /whitelisted address (\S+)/)
-      })
+      children.push(started.child)
+      servers.push({ tree, ...demoOf(started.output) })
     }
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : "PostgreSQL"}; ${scenario}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
-    for (const server of servers) await load(server, warmup)
-    const results = new Map<Server, Array<number>>(servers.map((server) => [server, []]))
-    for (let round = 0; round < rounds; round += 1) {
-      for (const server of servers) {
-        const result = await load(server, duration)
-        if (result.non2xx > 0) throw new Error(`${server.tree}: ${result.non2xx} answers were not 2xx`)
-        results.get(server)?.push(result.requests.average)
-      }
-    }
-    const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
-    const first = median(results.get(servers[0] as Server) ?? [])
-    process.stdout.write("| tree | req/s (median) | min | max | vs the first |\n|---|---|---|---|---|\n")
-    for (const [server, values] of results) {
-      process.stdout.write(`| ${server.tree} | ${median(values).toFixed(0)} | ${Math.min(...values).toFixed(0)} | ${Math.max(...values).toFixed(0)} | ${(median(values) / first).toFixed(3)} |\n`)
-    }
+    const results = await takeTurns(servers, load, { warmup, rounds, duration })
+    process.stdout.write(turnsTable(results, (server) => server.tree, servers[0] as Server, "tree"))
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await new Promise((resolve) => setTimeout(resolve, 500))

@@ -17,30 +17,13 @@
  * zod service a team would write instead, and the same with its prepared-statement cache, each on its own seeded
  * SQLite file, installed with `npm ci` into a temporary copy. They are references to beat, run as they come.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { execFileSync } from "node:child_process"
-import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-
-/** The part of autocannon's API the bench uses (it ships no types). */
-interface AutocannonResult {
-  readonly requests: { readonly average: number }
-  readonly latency: { readonly p50: number; readonly p99: number }
-  readonly non2xx: number
-  readonly errors: number
-}
-type Autocannon = (options: {
-  readonly url: string
-  readonly connections: number
-  readonly duration: number
-  readonly method?: string
-  readonly headers?: Record<string, string>
-  readonly body?: string
-}) => Promise<AutocannonResult>
-const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+import { autocannon, demoOf, grab, READY, startServer } from "./BenchProcess.js"
 
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 20)
@@ -49,12 +32,12 @@ const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 
 const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
-const serverMain = fileURLToPath(new URL("../../server/src/main.ts", import.meta.url))
+const serverMain = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 // BENCH_RELAY=built runs the relay as a deployment would: plain node on the tsup output (run `pnpm build` first).
 const builtRelay = process.env["BENCH_RELAY"] === "built"
-const builtServerMain = fileURLToPath(new URL("../../server/dist/main.js", import.meta.url))
+const builtServerMain = fileURLToPath(new URL("../dist/main.js", import.meta.url))
 const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
-const memoryRelayMain = fileURLToPath(new URL("../../server/bench/memoryRelay.ts", import.meta.url))
+const memoryRelayMain = fileURLToPath(new URL("./memoryRelay.ts", import.meta.url))
 const peerSource = process.env["BENCH_PEER"] ?? fileURLToPath(new URL("../../../../shared/bench-peer", import.meta.url))
 
 interface Peer {
@@ -83,11 +66,7 @@ const startPeers = async (directory: string): Promise<ReadonlyArray<Peer>> => {
   return peers
 }
 
-/**
- * Starts a server with its output going to `logFile`, as a deployment sends it (a file, or a collector reading a
- * pipe as fast as it comes), and waits for its ready line there. The bench process never reads the output while it
- * measures: a parent that consumed every log line of a server at Info would be measuring itself.
- */
+/** A server of this bench: run from source with tsx unless `command` says otherwise, its output in `logFile`. */
 const start = (
   logFile: string,
   args: ReadonlyArray<string>,
@@ -95,39 +74,7 @@ const start = (
   ready: RegExp,
   command: readonly [string, ...Array<string>] = [tsx, "--conditions=@custody-relay/source"],
   cwd?: string
-): Promise<{ child: ChildProcess; output: string }> =>
-  new Promise((resolve, reject) => {
-    const fd = openSync(logFile, "a")
-    const child = spawn(command[0], [...command.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", fd, fd], ...(cwd === undefined ? {} : { cwd }) })
-    closeSync(fd)
-    const poll = setInterval(() => {
-      const output = readFileSync(logFile, "utf8")
-      if (ready.test(output)) {
-        clearInterval(poll)
-        resolve({ child, output })
-      }
-    }, 50)
-    child.once("exit", (code) => {
-      clearInterval(poll)
-      reject(new Error(`exited with ${code}:\n${readFileSync(logFile, "utf8")}`))
-    })
-  })
-
-const grab = (output: string, pattern: RegExp): string => {
-  const found = pattern.exec(output)?.[1]
-  if (found === undefined) throw new Error(`not found in server output: ${pattern}\n${output}`)
-  return found
-}
-
-/** What a relay server printed on its first start (demoText): where it listens, the admin's credential, an account. */
-const demoOf = (output: string) => ({
-  url: grab(output, /listening on (http:\/\/\S+)/),
-  headers: {
-    "x-api-key": grab(output, /admin\s+x-api-key: (\S+)/),
-    "x-api-secret": grab(output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
-  },
-  account: grab(output, /account (\S+)\s+Treasury BTC/)
-})
+) => startServer({ command: [...command, ...args], logFile, ready, env, ...(cwd === undefined ? {} : { cwd }) })
 
 const main = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
@@ -138,17 +85,16 @@ const main = async () => {
     RELAY_DEMO: "always",
     RELAY_LOG_LEVEL: logLevel,
     RELAY_RATE_LIMIT: "1000000000"
-  }, /custody-relay ready/, builtRelay ? [process.execPath] : undefined)
+  }, READY, builtRelay ? [process.execPath] : undefined)
   const baseline = await start(join(directory, "baseline.log"), [baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
-  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0" }, /custody-relay ready/, builtRelay ? [tsx] : undefined)
+  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0" }, READY, builtRelay ? [tsx] : undefined)
   const peers = await startPeers(directory)
   try {
-    const { url: relayUrl, headers, account } = demoOf(relay.output)
+    const { url: relayUrl, headers, account, whitelisted } = demoOf(relay.output)
     const { url: memoryUrl, headers: memoryHeaders, account: memoryAccount } = demoOf(memoryRelay.output)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
-    const whitelisted = grab(relay.output, /whitelisted address (\S+)/)
     const initiate = JSON.stringify({
       sourceAccountId: account,
       destinationId: whitelisted,

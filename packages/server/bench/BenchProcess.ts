@@ -1,0 +1,125 @@
+/**
+ * What the benchmarks share (this package's and `@custody-relay/http`'s bench:http): autocannon, typed (it ships
+ * no types); a server started with its output going to a file, as a deployment sends it, and its ready line read
+ * from there; and what a relay printed on its first start (demoText). A bench never reads a server's output while
+ * it measures: a parent that consumed every log line of a server at Info would be measuring itself.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { closeSync, openSync, readFileSync } from "node:fs"
+import { createRequire } from "node:module"
+
+export interface AutocannonResult {
+  readonly requests: { readonly average: number; readonly total: number }
+  readonly latency: { readonly p50: number; readonly p99: number }
+  readonly non2xx: number
+  readonly errors: number
+}
+
+export type Autocannon = (options: {
+  readonly url: string
+  readonly connections: number
+  readonly duration: number
+  readonly method?: string
+  readonly headers?: Record<string, string>
+  readonly body?: string
+}) => Promise<AutocannonResult>
+
+export const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+
+export interface Started {
+  readonly child: ChildProcess
+  /** What the server had written when its ready line appeared. */
+  readonly output: string
+}
+
+/** Starts `command` with its output appended to `logFile`, and waits until `ready` matches what it wrote there. */
+export const startServer = (options: {
+  readonly command: readonly [string, ...Array<string>]
+  readonly logFile: string
+  readonly ready: RegExp
+  readonly env?: Record<string, string>
+  readonly cwd?: string
+}): Promise<Started> =>
+  new Promise((resolve, reject) => {
+    const fd = openSync(options.logFile, "a")
+    const child = spawn(options.command[0], options.command.slice(1), {
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", fd, fd],
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd })
+    })
+    closeSync(fd)
+    const poll = setInterval(() => {
+      const output = readFileSync(options.logFile, "utf8")
+      if (options.ready.test(output)) {
+        clearInterval(poll)
+        resolve({ child, output })
+      }
+    }, 50)
+    child.once("exit", (code) => {
+      clearInterval(poll)
+      reject(new Error(`${options.command.join(" ")} exited with ${code}:\n${readFileSync(options.logFile, "utf8")}`))
+    })
+  })
+
+/** The first group of `pattern` in `output`, or an error that shows the output. */
+export const grab = (output: string, pattern: RegExp): string => {
+  const found = pattern.exec(output)?.[1]
+  if (found === undefined) throw new Error(`not found in the server's output: ${pattern}\n${output}`)
+  return found
+}
+
+export const READY = /custody-relay ready/
+
+/** What a relay server printed on its first start with demo data: its URL, the admin's credential, the BTC account, the whitelisted address. */
+export const demoOf = (output: string) => ({
+  url: grab(output, /listening on (http:\/\/\S+)/),
+  headers: {
+    "x-api-key": grab(output, /admin\s+x-api-key: (\S+)/),
+    "x-api-secret": grab(output, /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/)
+  },
+  account: grab(output, /account (\S+)\s+Treasury BTC/),
+  whitelisted: grab(output, /whitelisted address (\S+)/)
+})
+
+export const median = (values: ReadonlyArray<number>): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+/**
+ * Compares servers in one run: each under `load` for `warmup` seconds (unmeasured: JIT compilation is not what is
+ * measured), then `rounds` rounds of `duration` seconds in which they take turns, so the machine's noise falls on
+ * all of them. A round with an answer other than 2xx stops the bench. Returns each server's rounds.
+ */
+export const takeTurns = async <S>(
+  servers: ReadonlyArray<S>,
+  load: (server: S, seconds: number) => Promise<AutocannonResult>,
+  settings: { readonly warmup: number; readonly rounds: number; readonly duration: number }
+): Promise<Map<S, Array<AutocannonResult>>> => {
+  for (const server of servers) await load(server, settings.warmup)
+  const results = new Map<S, Array<AutocannonResult>>(servers.map((server) => [server, []]))
+  for (let round = 0; round < settings.rounds; round += 1) {
+    for (const server of servers) {
+      const result = await load(server, settings.duration)
+      if (result.non2xx + result.errors > 0) throw new Error(`${result.non2xx} answers were not 2xx, ${result.errors} errors`)
+      results.get(server)?.push(result)
+    }
+  }
+  return results
+}
+
+/** A markdown table of `takeTurns`' results: req/s median, min, max, and the ratio to the `reference` server's median. */
+export const turnsTable = <S>(results: Map<S, Array<AutocannonResult>>, nameOf: (server: S) => string, reference: S, heading: string): string => {
+  const rates = (server: S) => (results.get(server) ?? []).map((result) => result.requests.average)
+  const base = median(rates(reference))
+  const rows = [...results.keys()].map((server) => {
+    const values = rates(server)
+    return `| ${nameOf(server)} | ${median(values).toFixed(0)} | ${Math.min(...values).toFixed(0)} | ${Math.max(...values).toFixed(0)} | ${(median(values) / base).toFixed(3)} |`
+  })
+  return [`| ${heading} | req/s (median) | min | max | vs ${nameOf(reference)} |`, "|---|---|---|---|---|", ...rows, ""].join("\n")
+}
+
+/** `takeTurns`' settings and the connections, from BENCH_DURATION, BENCH_ROUNDS, BENCH_WARMUP and BENCH_CONNECTIONS. */
+export const turnSettingsFromEnv = (defaults: { readonly rounds: number }) => ({
+  duration: Number(process.env["BENCH_DURATION"] ?? 5),
+  rounds: Number(process.env["BENCH_ROUNDS"] ?? defaults.rounds),
+  warmup: Number(process.env["BENCH_WARMUP"] ?? 10),
+  connections: Number(process.env["BENCH_CONNECTIONS"] ?? 10)
+})

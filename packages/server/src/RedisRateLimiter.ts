@@ -3,19 +3,19 @@
  * each request. Each request is one atomic `INCR` of the key's window (windows aligned as `RateLimiter.windowOf`,
  * so every node agrees on the count and the reset), the key expiring with its window.
  *
- * The three choices follow Kong's rate-limiting policies: `memory` (Kong's local: exact per node, a client spread
- * over N nodes gets up to N times its budget), `database` (cluster: exact across nodes, a write per request) and
- * `redis` (exact across nodes, one Redis round trip per request). A fixed window aligned to the epoch is counted
+ * The choices follow Kong's rate-limiting policies: `memory` (Kong's local: exact per node, a client spread over N
+ * nodes gets up to N times its budget), `database` (cluster: exact across nodes, a write per request), `synced`
+ * (cluster with a sync rate: counted locally, reconciled with the database on an interval; storage-sql's
+ * SqlRateLimiter) and `redis` (exact across nodes, one Redis round trip per request). A fixed window aligned to the epoch is counted
  * with a three-line script rather than rate-limiter-flexible, whose windows start at each key's first request and
  * would give each node's clients a different reset than the one the relay's headers promise.
  *
  * When Redis cannot be reached the request is let through and a warning logged (Kong's `fault_tolerant`): the
  * budget protects capacity, not funds, and a limiter outage must not stop custody. `failOpen: false` answers 503
- * instead.
+ * instead. ioredis is loaded when the layer is built, so a deployment that counts elsewhere never loads it.
  */
 import { RateLimiter, Storage } from "@custody-relay/core"
 import { Clock, Effect, Layer } from "effect"
-import { Redis } from "ioredis"
 
 export interface RedisRateLimiterOptions {
   /** `redis://host:port/db` */
@@ -33,6 +33,7 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
   Layer.effect(
     RateLimiter.RateLimiter,
     Effect.gen(function*() {
+      const { Redis } = yield* Effect.promise(() => import("ioredis"))
       const client = yield* Effect.acquireRelease(
         Effect.sync(() =>
           new Redis(options.url, {

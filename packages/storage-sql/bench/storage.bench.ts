@@ -351,6 +351,8 @@ const benchLatency = async (store: Store) => {
       await latency(list({ group: "pending" }, 1)),
       await latency(list({ accountId: world.source, assetType: "ETH" }, 1)),
       await latency(list({}, 251)),
+      await latency(list({}, 5000)),
+      await latency(list({}, Math.ceil(size / 20))),
       `${seedSeconds} s`
     ])
   }
@@ -374,8 +376,8 @@ const main = async () => {
   }
 
   console.log(`\nList-page latency in ms, p50 / p95 of ${LATENCY_SAMPLES}, as one client's transactions grow (page size 20)\n`)
-  row(["store", "rows", "page 1 + total", "rows only", "COUNT(*) instead", "group=pending + total", "account+asset + total", "page 251 + total", "seeding"])
-  row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+  row(["store", "rows", "page 1 + total", "rows only", "COUNT(*) instead", "group=pending + total", "account+asset + total", "page 251 + total", "page 5000 + total", "last page + total", "seeding"])
+  row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
   for (const open of stores) {
     const store = await open()
     try {

@@ -119,10 +119,21 @@ export const make = (
     }
     return unit.unit
   }
+  // A write unit's events are written together, last, before it commits (EventLog.flushEvents).
+  const beforeCommit = (session: SqlSession, mode: Storage.UnitMode): Effect.Effect<void, Storage.StorageError> => {
+    const read = mode === "write" ? units.get(session)?.write?.read : undefined
+    return read === undefined || read.pending_events.length === 0
+      ? Effect.void
+      : EventLog.flushEvents(statementsOf(session, mode).write, statements.writes, read)
+  }
   const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
       open(mode),
-      (session) => Effect.flatMap(Effect.suspend(() => work(unitOf(session, mode))), (value) => Effect.as(session.commit, value)),
+      (session) =>
+        Effect.flatMap(
+          Effect.suspend(() => work(unitOf(session, mode))),
+          (value) => Effect.as(Effect.andThen(beforeCommit(session, mode), session.commit), value)
+        ),
       (session) => session.release
     )
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)

@@ -6,7 +6,7 @@
 import { Page, type Storage, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
-import type { ApiUsersTable, AccountsTable, Database, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
+import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SqlSession } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
@@ -27,6 +27,9 @@ export interface Statements {
 
 const writeRefused = { lookup: new Error("a lookup unit of work attempted a write"), read: new Error("a read unit of work attempted a write") }
 
+/** What a write through a unit of `mode` that may not write does: it dies before reaching the database. */
+export const refuseWrite = (mode: Exclude<Storage.UnitMode, "write">) => Effect.die(writeRefused[mode])
+
 export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements => ({
   rows(query) {
     return Effect.map(session.execute(query.compile()), (result) => result.rows)
@@ -37,7 +40,7 @@ export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): State
   write(query) {
     return mode === "write"
       ? Effect.map(session.execute(query.compile()), (result) => Number(result.numAffectedRows ?? 0n))
-      : Effect.die(writeRefused[mode])
+      : refuseWrite(mode)
   }
 })
 
@@ -93,6 +96,9 @@ export interface StoreArguments {
   readonly locking: 0 | 1
 }
 
+/** An event appended in a write unit and not yet written (see RowsRead.pending_events). */
+export type PendingEvent = Omit<DomainEventsTable, "position">
+
 /**
  * The rows a write unit read by id, as it read them. The unit holds them locked (SQLite: the write lock;
  * PostgreSQL: FOR NO KEY UPDATE), so they are what the database holds until the unit itself writes them. An
@@ -112,12 +118,19 @@ export class RowsRead {
    * (initiate appends two), and one look per unit serves all (a subscription written in the unit forgets them).
    */
   readonly webhook_subscriptions = new Map<string, ReadonlyArray<Webhook.WebhookSubscription>>()
+  /**
+   * The events this unit appended and has not written yet: they go in one insert, before the unit commits or
+   * reads the log (EventLog.flushEvents). A command appends several (initiate two), one statement and round trip
+   * each before.
+   */
+  readonly pending_events: Array<PendingEvent> = []
   clear(): void {
     this.api_users.clear()
     this.accounts.clear()
     this.whitelisted_addresses.clear()
     this.transactions.clear()
     this.webhook_subscriptions.clear()
+    this.pending_events.length = 0
   }
 }
 

@@ -439,6 +439,27 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual((yield* page({ entityId: "\u0000" })).total, 0)
         assert.deepStrictEqual((yield* page({}, 10, Records.client().id)).total, 0)
         assert.isAtLeast((yield* page({ entityId }, 10, null)).total, 2)
+
+        // Several events of one unit: in the log in the order appended, and read back by the unit that appended them
+        // (a list and a page, before it commits); a unit that fails after appending leaves none.
+        const many = [2, 3, 4].map((n) => event("account.approved", n))
+        const seenInside = yield* write((unit) =>
+          Effect.gen(function*() {
+            yield* unit.appendEvent(many[0]!)
+            const listedInside = ids(yield* unit.listEvents({ entityId }, listed[1]!.position, 10))
+            yield* unit.appendEvent(many[1]!)
+            yield* unit.appendEvent(many[2]!)
+            const pagedInside = ids((yield* unit.pageEvents(client.id, { entityId }, { page: 1, limit: 3 })).items)
+            return { listedInside, pagedInside }
+          }))
+        assert.deepStrictEqual(seenInside, { listedInside: [many[0]!.id], pagedInside: [many[2]!.id, many[1]!.id, many[0]!.id] })
+        const after = yield* read((unit) => unit.listEvents({ entityId }, listed[1]!.position, 10))
+        assert.deepStrictEqual(ids(after), many.map((e) => e.id))
+        assert.isTrue(after[0]!.position < after[1]!.position && after[1]!.position < after[2]!.position)
+        const failing = [5, 6].map((n) => event("account.approved", n))
+        yield* Effect.flip(write((unit) =>
+          Effect.andThen(Effect.andThen(unit.appendEvent(failing[0]!), unit.appendEvent(failing[1]!)), Effect.fail("refused"))))
+        assert.deepStrictEqual(ids(yield* read((unit) => unit.listEvents({ entityId }, after[2]!.position, 10))), [])
       }))
 
     it.effect("outbox: entries due by time and lease, oldest first; updates kept; listed by subject", () =>

@@ -2,11 +2,12 @@
  * The domain event log (core `DomainEvent`) on SQL: one row per event, `actor` and `data` as JSON text, in the
  * order of `position`, the engine's own sequence.
  */
-import type { DomainEvent } from "@custody-relay/core"
+import type { DomainEvent, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
-import { countOf, emptyPage, matchesNothing, pageOf, type StoreArguments } from "../SqlUnit.js"
+import { countOf, emptyPage, matchesNothing, pageOf, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
+import type { StoreStatements } from "../StoreStatements.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
 
@@ -24,22 +25,41 @@ const decode = (row: EventRow): DomainEvent.LoggedEvent => ({
   data: JSON.parse(row.data) as Record<string, unknown>
 })
 
-export const store = ({ db, engine, statements: { first, rows, write }, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => ({
+/**
+ * Writes the events `read` holds for its unit in one insert, and forgets them. Runs before the unit commits
+ * (SqlStorage) and before the unit reads the log, so a unit always sees its own events.
+ */
+export const flushEvents = (write: Statements["write"], writes: StoreStatements["writes"], read: RowsRead): Effect.Effect<void, Storage.StorageError> => {
+  const pending = read.pending_events
+  if (pending.length === 0) return Effect.void
+  const values: Record<string, unknown> = {}
+  pending.forEach((row, index) => {
+    for (const [column, value] of Object.entries(row)) values[`${index}#${column}`] = value
+  })
+  pending.length = 0
+  return Effect.asVoid(write(writes.insertEvents(values)))
+}
+
+export const store = ({ db, engine, mode, read, statements, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => {
+  const { first, rows, write } = statements
+  const flushed = <A, E>(query: Effect.Effect<A, E>) =>
+    read.pending_events.length === 0 ? query : Effect.andThen(flushEvents(write, writes, read), query)
+  return {
   appendEvent(event) {
-    return Effect.asVoid(write(
-      writes.insertEvent({
-        id: event.id,
-        type: event.type,
-        client_id: event.clientId,
-        entity_type: event.entityType,
-        entity_id: event.entityId,
-        status_before: event.statusBefore,
-        status_after: event.statusAfter,
-        actor: JSON.stringify(event.actor),
-        at: event.at,
-        data: JSON.stringify(event.data)
-      })
-    ))
+    if (mode !== "write") return refuseWrite(mode)
+    read.pending_events.push({
+      id: event.id,
+      type: event.type,
+      client_id: event.clientId,
+      entity_type: event.entityType,
+      entity_id: event.entityId,
+      status_before: event.statusBefore,
+      status_after: event.statusAfter,
+      actor: JSON.stringify(event.actor),
+      at: event.at,
+      data: JSON.stringify(event.data)
+    })
+    return Effect.void
   },
   pageEvents(clientId, filter, request) {
     if (matchesNothing(filter)) return Effect.succeed(emptyPage)
@@ -54,17 +74,17 @@ export const store = ({ db, engine, statements: { first, rows, write }, compiled
       if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
       return eb.and(terms)
     }
-    return pageOf(
+    return flushed(pageOf(
       (limit, offset) =>
         rows(db.selectFrom("domain_events").selectAll().where(where).orderBy("position", "desc").limit(integer(limit)).offset(integer(offset))),
       () => Effect.map(first(db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)), countOf),
       decode,
       request
-    )
+    ))
   },
   listEvents(filter, afterPosition, limit) {
     const { integer, text } = engine.opaque
-    return Effect.map(
+    return flushed(Effect.map(
       rows(
         db.selectFrom("domain_events").selectAll()
           .where("position", ">", integer(afterPosition))
@@ -74,6 +94,7 @@ export const store = ({ db, engine, statements: { first, rows, write }, compiled
           .limit(integer(limit))
       ),
       (found) => found.map(decode)
-    )
+    ))
   }
-})
+  }
+}

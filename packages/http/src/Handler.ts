@@ -131,6 +131,9 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const logs = options.controlToken === undefined ? undefined : LogCapture.make(outputLogger, outputLevel)
   // The request line is logged at Info: with the output above Info and nothing capturing, it is never built.
   const logsRequests = logs !== undefined || !LogLevel.isGreaterThan(outputLevel, "Info")
+  // On the default output with nothing capturing, the request line goes to it directly, without an Effect log
+  // entry: the same line, for a fraction of the cost (JsonLogLines.info; docs/benchmarks.md, sixth round).
+  const requestLines = logsRequests && logs === undefined ? jsonLines : undefined
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
@@ -235,13 +238,16 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         )
       )
       if (logsRequests) {
-        yield* Effect.logInfo("request").pipe(
-          Effect.annotateLogs({
-            status: reply.status,
-            durationMs: Math.round(performance.now() - startedAt),
-            ...(state.keyId === undefined ? {} : { keyId: state.keyId })
-          })
-        )
+        const annotations = {
+          status: reply.status,
+          durationMs: Math.round(performance.now() - startedAt),
+          ...(state.keyId === undefined ? {} : { keyId: state.keyId })
+        }
+        if (requestLines === undefined) yield* Effect.logInfo("request").pipe(Effect.annotateLogs(annotations))
+        else {
+          const fiberId = yield* Effect.withFiber((fiber) => Effect.succeed(fiber.id))
+          requestLines.info("request", { requestId, method: request.method, path: request.pathname, ...annotations }, fiberId)
+        }
       }
       return Reply.finish(reply, requestId, state.rateHeaders)
     }), { requestId, method: request.method, path: request.pathname })

@@ -29,18 +29,21 @@ const plainLine = (entry: Logger.Options<unknown>): string | undefined => {
   const spans: Record<string, number> = {}
   const now = entry.date.getTime()
   for (const [label, startedAt] of entry.fiber.getRef(References.CurrentLogSpans)) spans[label] = now - startedAt
-  return JSON.stringify({
-    message: messages.length === 1 ? messages[0] : messages,
-    level: entry.logLevel.toUpperCase(),
-    timestamp: entry.date.toISOString(),
-    annotations,
-    spans,
-    fiberId: `#${entry.fiber.id}`
-  })
+  return lineOf(messages.length === 1 ? messages[0] : messages, entry.logLevel.toUpperCase(), entry.date, annotations, spans, entry.fiber.id)
 }
+
+/** The one shape of a line, `Logger.formatJson`'s. */
+const lineOf = (message: unknown, level: string, date: Date, annotations: object, spans: object, fiberId: number): string =>
+  JSON.stringify({ message, level, timestamp: date.toISOString(), annotations, spans, fiberId: `#${fiberId}` })
 
 export interface JsonLogLines {
   readonly logger: Logger.Logger<unknown, void>
+  /**
+   * Gathers an Info line of plain values without an Effect log entry: the line `Effect.logInfo(message)` would
+   * print under exactly these annotations and no span, from fiber `fiberId`. For the one line every request writes
+   * (see Handler), where Effect's entry was most of what the line cost.
+   */
+  readonly info: (message: string, annotations: Readonly<Record<string, string | number>>, fiberId: number) => void
   /** Writes the lines gathered so far. */
   readonly flush: () => void
 }
@@ -56,6 +59,10 @@ export const make = (write: (text: string) => void = (text) => console.log(text)
     gathered = ""
     write(text)
   }
+  const gather = (line: string) => {
+    gathered = gathered === "" ? line : `${gathered}\n${line}`
+    timer ??= setTimeout(flush, 0)
+  }
   const logger = Logger.make<unknown, void>((entry) => {
     const line = plainLine(entry) ?? Logger.formatJson.log(entry)
     if (LogLevel.isGreaterThanOrEqualTo(entry.logLevel, "Warn")) {
@@ -63,8 +70,9 @@ export const make = (write: (text: string) => void = (text) => console.log(text)
       write(line)
       return
     }
-    gathered = gathered === "" ? line : `${gathered}\n${line}`
-    timer ??= setTimeout(flush, 0)
+    gather(line)
   })
-  return { logger, flush }
+  const info = (message: string, annotations: Readonly<Record<string, string | number>>, fiberId: number) =>
+    gather(lineOf(message, "INFO", new Date(), annotations, {}, fiberId))
+  return { logger, info, flush }
 }

@@ -5,6 +5,7 @@
  */
 import { Effect, Logger, Redacted } from "effect"
 import { describe, expect, it, vi } from "vitest"
+import { makeHandler } from "../src/Handler.js"
 import * as JsonLogLines from "../src/JsonLogLines.js"
 import { makeFixture, makeTenant } from "./RelayFixture.js"
 
@@ -60,6 +61,40 @@ describe("JsonLogLines", () => {
     run(Effect.logInfo("later"))
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(writes.at(-1)).toContain("\"later\"")
+  })
+
+  it("the request line the default output writes without an Effect log entry is the line Effect's logger prints", async () => {
+    const requestLines = async (lines: JsonLogLines.JsonLogLines | undefined) => {
+      const printed: Array<string> = []
+      const spy = vi.spyOn(console, "log").mockImplementation((text: unknown) => {
+        printed.push(...String(text).split("\n"))
+      })
+      try {
+        // No control protocol: nothing captures, so on the default output the handler writes the line itself.
+        const handler = makeHandler(lines === undefined ? {} : { logger: lines.logger })
+        await handler.ready
+        const answer = await handler(new Request("http://relay/relay/v1/accounts", { headers: { "x-request-id": "req-same", "x-api-key": "crk_unknown" } }))
+        expect(answer.status).toBe(401)
+        await handler.dispose()
+        lines?.flush()
+        return printed
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .filter((line) => (line["annotations"] as Record<string, unknown>)?.["requestId"] === "req-same")
+          .map(({ timestamp, fiberId, annotations, ...rest }) => ({
+            ...rest,
+            timestamp: typeof timestamp === "string" && !Number.isNaN(Date.parse(timestamp)),
+            fiberId: typeof fiberId === "string" && /^#\d+$/.test(fiberId),
+            annotations: { ...(annotations as Record<string, unknown>), durationMs: typeof (annotations as Record<string, unknown>)["durationMs"] }
+          }))
+      } finally {
+        spy.mockRestore()
+      }
+    }
+    const direct = await requestLines(undefined)
+    const throughEffect = await requestLines(JsonLogLines.make())
+    expect(direct).toHaveLength(1)
+    expect(direct).toEqual(throughEffect)
+    expect(direct[0]).toMatchObject({ message: "request", level: "INFO", spans: {}, annotations: { method: "GET", path: "/relay/v1/accounts", status: 401 } })
   })
 
   it("AUTH-SEC-1: the handler's default output (JsonLogLines on console.log) carries each request's id and holds no secret", async () => {

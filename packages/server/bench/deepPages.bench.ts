@@ -1,0 +1,109 @@
+/**
+ * `pnpm --filter @custody-relay/server run bench:deep-pages`: what deep pages of a large transaction list do to
+ * every other request on SQLite, where statements run on the event loop. One relay server on a SQLite file with
+ * the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default, written straight into the
+ * file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
+ * other clients ask for the last page of the list (2 connections), and prints both readers' latencies and the
+ * deep pages' own. Asserts nothing.
+ *
+ * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
+ * BENCH_DURATION (seconds per measurement, default 10), BENCH_WARMUP (seconds, default 10).
+ */
+import type { ChildProcess } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { cpus, tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import Database from "better-sqlite3"
+import { autocannon, type AutocannonResult, demoOf, READY, startServer } from "./BenchProcess.js"
+
+const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
+const duration = Number(process.env["BENCH_DURATION"] ?? 10)
+const warmup = Number(process.env["BENCH_WARMUP"] ?? 10)
+const built = process.env["BENCH_RELAY"] === "built"
+const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
+const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
+const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+/** `count` transactions of the account's client, one millisecond apart, then the list's counters recounted. */
+const seed = (file: string, accountId: string, count: number) => {
+  const db = new Database(file)
+  try {
+    const { client_id: clientId } = db.prepare("select client_id from accounts where id = ?").get(accountId) as { client_id: string }
+    db.prepare(`
+      with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+      insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+        amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+        created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+        created_at, updated_at)
+      select printf('00000000-0000-7000-8000-%012x', i), ?, ?, 'destination', 'external', 'bc1qdest', '0.001', 'BTC',
+        '0.00001', 'BTC', '0.00101', 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'),
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch')
+      from n
+    `).run(count, clientId, accountId)
+    db.prepare("delete from transaction_counts where client_id = ?").run(clientId)
+    db.prepare(`
+      insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+      select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = ?
+      group by client_id, source_account_id, asset_type, status_group
+    `).run(clientId)
+    db.exec("analyze")
+  } finally {
+    db.close()
+  }
+}
+
+const latencies = (result: AutocannonResult) => `${result.latency.p50} / ${result.latency.p99} ms`
+
+const run = async () => {
+  const directory = mkdtempSync(join(tmpdir(), "relay-deep-pages-"))
+  const file = join(directory, "relay.db")
+  const env = { RELAY_DATABASE: file, PORT: "0", RELAY_LOG_LEVEL: "Warn", RELAY_RATE_LIMIT: "1000000000" }
+  let server: ChildProcess | undefined
+  try {
+    const first = await startServer({ command, logFile: join(directory, "first.log"), ready: READY, env: { ...env, RELAY_DEMO: "always" } })
+    const demo = demoOf(first.output)
+    await stop(first.child)
+    const seeding = performance.now()
+    seed(file, demo.account, rows)
+    const seeded = ((performance.now() - seeding) / 1000).toFixed(1)
+    const started = await startServer({ command, logFile: join(directory, "second.log"), ready: READY, env: { ...env, RELAY_DEMO: "never" } })
+    server = started.child
+    const url = /listening on (http:\/\/\S+)/.exec(started.output)?.[1] ?? ""
+    const reader = (seconds: number) =>
+      autocannon({ url: `${url}/relay/v1/accounts/${demo.account}`, connections: 10, duration: seconds, headers: demo.headers })
+    const lastPage = Math.ceil(rows / 20)
+    const deep = (seconds: number) =>
+      autocannon({ url: `${url}/relay/v1/transactions?page=${lastPage}&limit=20`, connections: 2, duration: seconds, headers: demo.headers })
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite file; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
+    await Promise.all([reader(warmup), deep(warmup)])
+    const quiet = await reader(duration)
+    const [during, pages] = await Promise.all([reader(duration), deep(duration)])
+    const failed = quiet.non2xx + quiet.errors + during.non2xx + during.errors + pages.non2xx + pages.errors
+    process.stdout.write([
+      "| measurement | req/s | p50 / p99 |",
+      "|---|---|---|",
+      `| reader (GET account), alone | ${quiet.requests.average.toFixed(0)} | ${latencies(quiet)} |`,
+      `| reader, during the deep pages | ${during.requests.average.toFixed(0)} | ${latencies(during)} |`,
+      `| the last page (${lastPage.toLocaleString("en")}), 2 connections | ${pages.requests.average.toFixed(0)} | ${latencies(pages)} |`,
+      "",
+      `reader p99 during / alone: ${(during.latency.p99 / Math.max(quiet.latency.p99, 1)).toFixed(1)}; answers other than 2xx or errors: ${failed}`,
+      ""
+    ].join("\n"))
+  } finally {
+    if (server !== undefined) await stop(server)
+    rmSync(directory, { recursive: true, force: true })
+  }
+}
+
+run().catch((error: unknown) => {
+  console.error(error)
+  process.exit(1)
+})

@@ -15,7 +15,7 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
-import { autocannon, type AutocannonResult, demoOf, READY, startServer } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, demoOf, grab, READY, startServer } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
@@ -76,7 +76,7 @@ const run = async () => {
     const seeded = ((performance.now() - seeding) / 1000).toFixed(1)
     const started = await startServer({ command, logFile: join(directory, "second.log"), ready: READY, env: { ...env, RELAY_DEMO: "never" } })
     server = started.child
-    const url = /listening on (http:\/\/\S+)/.exec(started.output)?.[1] ?? ""
+    const url = grab(started.output, /listening on (http:\/\/\S+)/)
     const reader = (seconds: number) =>
       autocannon({ url: `${url}/relay/v1/accounts/${demo.account}`, connections: 10, duration: seconds, headers: demo.headers })
     const lastPage = Math.ceil(rows / 20)

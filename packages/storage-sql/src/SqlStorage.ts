@@ -102,38 +102,36 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
-  // A SQLite handle reuses one session object, so its two units (read, write) are made once, not per unit of work;
-  // what a unit read is forgotten when the next unit of work on it begins.
-  type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead }
+  // A SQLite handle reuses one session object, so its three units (lookup, read, write) are made once, not per unit
+  // of work; what a unit read is forgotten when the next unit of work on it begins. `beforeCommit` writes a write
+  // unit's pending events together, last (EventLog.flushEvents).
+  type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead; readonly beforeCommit: Effect.Effect<void, Storage.StorageError> }
   const units = new WeakMap<SqlSession, { lookup?: Made; read?: Made; write?: Made }>()
-  const unitOf = (session: SqlSession, mode: Storage.UnitMode): Storage.StorageUnit => {
+  const madeFor = (session: SqlSession, mode: Storage.UnitMode): Made => {
     let made = units.get(session)
     if (made === undefined) units.set(session, made = {})
     let unit = made[mode]
     if (unit === undefined) {
       const read = new RowsRead()
-      unit = made[mode] = { unit: makeUnit(db, session, mode, engine, statements, read), read }
+      unit = made[mode] = {
+        unit: makeUnit(db, session, mode, engine, statements, read),
+        read,
+        beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).write, statements.writes, read) : Effect.void
+      }
     } else if (mode === "write") {
       // Only a write unit keeps what it read.
       unit.read.clear()
     }
-    return unit.unit
-  }
-  // A write unit's events are written together, last, before it commits (EventLog.flushEvents).
-  const beforeCommit = (session: SqlSession, mode: Storage.UnitMode): Effect.Effect<void, Storage.StorageError> => {
-    const read = mode === "write" ? units.get(session)?.write?.read : undefined
-    return read === undefined || read.pending_events.length === 0
-      ? Effect.void
-      : EventLog.flushEvents(statementsOf(session, mode).write, statements.writes, read)
+    return unit
   }
   const attempt = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
       open(mode),
       (session) =>
-        Effect.flatMap(
-          Effect.suspend(() => work(unitOf(session, mode))),
-          (value) => Effect.as(Effect.andThen(beforeCommit(session, mode), session.commit), value)
-        ),
+        Effect.suspend(() => {
+          const made = madeFor(session, mode)
+          return Effect.flatMap(work(made.unit), (value) => Effect.as(Effect.andThen(made.beforeCommit, session.commit), value))
+        }),
       (session) => session.release
     )
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)

@@ -26,24 +26,26 @@ const decode = (row: EventRow): DomainEvent.LoggedEvent => ({
 })
 
 /**
- * Writes the events `read` holds for its unit in one insert, and forgets them. Runs before the unit commits
- * (SqlStorage) and before the unit reads the log, so a unit always sees its own events.
+ * Writes the events `read` holds for its unit in one insert, and forgets them; nothing when it holds none. Runs
+ * before the unit commits (SqlStorage) and before the unit reads the log, so a unit always sees its own events.
+ * What is pending is taken when the effect runs, not when it is made, so one effect serves a unit's every flush.
  */
-export const flushEvents = (write: Statements["write"], writes: StoreStatements["writes"], read: RowsRead): Effect.Effect<void, Storage.StorageError> => {
-  const pending = read.pending_events
-  if (pending.length === 0) return Effect.void
-  const values: Record<string, unknown> = {}
-  pending.forEach((row, index) => {
-    for (const [column, value] of Object.entries(row)) values[`${index}#${column}`] = value
+export const flushEvents = (write: Statements["write"], writes: StoreStatements["writes"], read: RowsRead): Effect.Effect<void, Storage.StorageError> =>
+  Effect.suspend(() => {
+    const pending = read.pending_events
+    if (pending.length === 0) return Effect.void
+    const values: Record<string, unknown> = {}
+    pending.forEach((row, index) => {
+      for (const [column, value] of Object.entries(row)) values[`${index}#${column}`] = value
+    })
+    pending.length = 0
+    return Effect.asVoid(write(writes.insertEvents(values)))
   })
-  pending.length = 0
-  return Effect.asVoid(write(writes.insertEvents(values)))
-}
 
 export const store = ({ db, engine, mode, read, statements, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => {
   const { first, rows, write } = statements
-  const flushed = <A, E>(query: Effect.Effect<A, E>) =>
-    read.pending_events.length === 0 ? query : Effect.andThen(flushEvents(write, writes, read), query)
+  const flush = flushEvents(write, writes, read)
+  const flushed = <A, E>(query: Effect.Effect<A, E>) => Effect.andThen(flush, query)
   return {
   appendEvent(event) {
     if (mode !== "write") return refuseWrite(mode)

@@ -218,8 +218,10 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       return yield* Idempotency.run(principal.keyId, key, hash, work)
     })
 
-  const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) =>
-    Effect.annotateLogs(Effect.gen(function*() {
+  const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) => {
+    // Every log line of the request carries these (the request line written without Effect's entry too).
+    const requestAnnotations = { requestId, method: request.method, path: request.pathname }
+    return Effect.annotateLogs(Effect.gen(function*() {
       const state: RequestState = { rateHeaders: {}, keyId: undefined }
       const { pathname } = request
       const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
@@ -246,11 +248,12 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         if (requestLines === undefined) yield* Effect.logInfo("request").pipe(Effect.annotateLogs(annotations))
         else {
           const fiberId = yield* Effect.withFiber((fiber) => Effect.succeed(fiber.id))
-          requestLines.info("request", { requestId, method: request.method, path: request.pathname, ...annotations }, fiberId)
+          requestLines.info("request", { ...requestAnnotations, ...annotations }, fiberId)
         }
       }
       return Reply.finish(reply, requestId, state.rateHeaders)
-    }), { requestId, method: request.method, path: request.pathname })
+    }), requestAnnotations)
+  }
 
   // Once the layers are built, requests run on their context directly: a request that never waits (a read on
   // SQLite) completes inside `runForkWith`, with no promise between it and its reply.

@@ -54,20 +54,37 @@ export const countOf = (row: { readonly total: number | string | bigint } | unde
 export const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
   row === undefined ? Option.none() : Option.some(decode(row))
 
-/** The page of `request` and the total; a short page ends the list, so only a full page pays for the count. */
+/**
+ * The page of `request` and the total. The first page reads first: a short first page is the whole list and needs
+ * no count. Every later page counts first and then reads from whichever end of the list is nearer, so no page walks
+ * past more than half the list: the database steps over every row a page skips (an index walk, about 47 ns a row on
+ * SQLite), and the last page of a million rows read newest first skips them all (docs/benchmarks.md, sixth round).
+ * `rows(limit, offset, fromOldest)` reads in the list's order, or in the reverse order when `fromOldest`; the total
+ * and the rows come from one snapshot (the read unit), so the two ends agree.
+ */
 export const pageOf = <Row, A>(
-  rows: (limit: number, offset: number) => Op<ReadonlyArray<Row>>,
+  rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>,
   count: () => Op<number>,
   decode: (row: Row) => A,
   request: Page.PageRequest
 ): Op<Page.Page<A>> => {
   const offset = Page.offset(request)
-  return Effect.flatMap(rows(request.limit, offset), (found) => {
-    const endsHere = found.length < request.limit && (found.length > 0 || offset === 0)
-    const items = found.map(decode)
-    return endsHere
-      ? Effect.succeed({ items, total: offset + found.length })
-      : Effect.map(count(), (total) => ({ items, total }))
+  if (offset === 0) {
+    return Effect.flatMap(rows(request.limit, 0, false), (found) => {
+      const items = found.map(decode)
+      return found.length < request.limit
+        ? Effect.succeed({ items, total: found.length })
+        : Effect.map(count(), (total) => ({ items, total }))
+    })
+  }
+  return Effect.flatMap(count(), (total) => {
+    const end = Math.min(offset + request.limit, total)
+    if (end <= offset) return Effect.succeed({ items: [], total })
+    const fromOldest = total - end < offset
+    return Effect.map(
+      fromOldest ? rows(end - offset, total - end, true) : rows(request.limit, offset, false),
+      (found) => ({ items: (fromOldest ? [...found].reverse() : found).map(decode), total })
+    )
   })
 }
 

@@ -5,7 +5,7 @@
  * store's filters mean (`Storage.accountMatches` and friends).
  */
 import type { Account, Ids, Transaction, WhitelistedAddress } from "@custody-relay/core"
-import { type ExpressionBuilder, type Expression, type Kysely, sql, type SqlBool } from "kysely"
+import { type Compilable, type ExpressionBuilder, type Expression, type Kysely, type SelectQueryBuilder, sql, type SqlBool } from "kysely"
 import * as AccountRow from "./rows/AccountRow.js"
 import type {
   AccountsTable,
@@ -215,28 +215,29 @@ const writesOf = (db: Kysely<Database>) => ({
  */
 const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
   const { integer } = engine.opaque
-  const newestFirst = <Q extends { orderBy: (column: "created_at" | "id", direction: "desc") => Q }>(query: Q): Q =>
-    query.orderBy("created_at", "desc").orderBy("id", "desc")
+  const pages = <V extends object, T extends "accounts" | "whitelisted_addresses" | "transactions", R>(
+    from: (values: V) => SelectQueryBuilder<Database, T, R>
+  ) => {
+    const page = (direction: "asc" | "desc") =>
+      byColumns((values: V & PageValues) =>
+        from(values).orderBy(sql.ref("created_at"), direction).orderBy(sql.ref("id"), direction)
+          .limit(integer(values.limit)).offset(integer(values.offset))
+      )
+    const newest = page("desc")
+    const oldest = page("asc")
+    return (values: V & PageValues, fromOldest: boolean): Compilable<R> => (fromOldest ? oldest : newest)(values)
+  }
   return {
-    accountsPage: byColumns((values: AccountListValues & PageValues) =>
-      newestFirst(db.selectFrom("accounts").selectAll().where(accountWhere(engine, values)))
-        .limit(integer(values.limit)).offset(integer(values.offset))
-    ),
+    accountsPage: pages((values: AccountListValues) => db.selectFrom("accounts").selectAll().where(accountWhere(engine, values))),
     accountsTotal: byColumns((values: AccountListValues) =>
       db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(accountWhere(engine, values))
     ),
-    whitelistPage: byColumns((values: WhitelistListValues & PageValues) =>
-      newestFirst(db.selectFrom("whitelisted_addresses").selectAll().where(whitelistWhere(engine, values)))
-        .limit(integer(values.limit)).offset(integer(values.offset))
-    ),
+    whitelistPage: pages((values: WhitelistListValues) => db.selectFrom("whitelisted_addresses").selectAll().where(whitelistWhere(engine, values))),
     whitelistTotal: byColumns((values: WhitelistListValues) =>
       db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total"))
         .where(whitelistWhere(engine, values))
     ),
-    transactionsPage: byColumns((values: TransactionListValues & PageValues) =>
-      newestFirst(db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values)))
-        .limit(integer(values.limit)).offset(integer(values.offset))
-    ),
+    transactionsPage: pages((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
     // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
     transactionsTotal: byColumns((values: TransactionListValues) =>
       db.selectFrom("transaction_counts")

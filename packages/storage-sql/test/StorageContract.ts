@@ -433,6 +433,10 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(ids((yield* page({})).items), newestFirst)
         assert.strictEqual((yield* page({}, 1)).total, 2)
         assert.deepStrictEqual(ids((yield* page({}, 1)).items), newestFirst.slice(0, 1))
+        // A later page reads from the nearer end of the log (SqlUnit.pageOf): page 2 of 2 is the oldest event.
+        const nth = (n: number) => read((unit) => unit.pageEvents(client.id, {}, { page: n, limit: 1 }))
+        assert.deepStrictEqual({ ids: ids((yield* nth(2)).items), total: (yield* nth(2)).total }, { ids: newestFirst.slice(1), total: 2 })
+        assert.deepStrictEqual(yield* nth(3), { items: [], total: 2 })
         assert.deepStrictEqual(ids((yield* page({ types: ["account.created"], entityType: "account", entityId })).items), [event("account.created", 0).id])
         assert.deepStrictEqual(ids((yield* page({ from: Records.at(1), to: Records.at(1) })).items), [event("account.approved", 1).id])
         assert.deepStrictEqual((yield* page({ entityType: "transaction" })).total, 0)

@@ -41,7 +41,7 @@ export const store = (
       const values = accountListValues(clientId, filter)
       if (matchesNothing(values)) return Effect.succeed(emptyPage)
       return pageOf(
-        (limit, offset) => rows(lists.accountsPage({ ...values, limit, offset })),
+        (limit, offset, fromOldest) => rows(lists.accountsPage({ ...values, limit, offset }, fromOldest)),
         () => Effect.map(first(lists.accountsTotal(values)), countOf),
         AccountRow.decode,
         request

@@ -77,8 +77,11 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
       return eb.and(terms)
     }
     return flushed(pageOf(
-      (limit, offset) =>
-        rows(db.selectFrom("domain_events").selectAll().where(where).orderBy("position", "desc").limit(integer(limit)).offset(integer(offset))),
+      (limit, offset, fromOldest) =>
+        rows(
+          db.selectFrom("domain_events").selectAll().where(where).orderBy("position", fromOldest ? "asc" : "desc")
+            .limit(integer(limit)).offset(integer(offset))
+        ),
       () => Effect.map(first(db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)), countOf),
       decode,
       request

@@ -53,7 +53,7 @@ export const store = (
       const values = transactionListValues(clientId, filter)
       if (matchesNothing(values)) return Effect.succeed(emptyPage)
       return pageOf(
-        (limit, offset) => rows(lists.transactionsPage({ ...values, limit, offset })),
+        (limit, offset, fromOldest) => rows(lists.transactionsPage({ ...values, limit, offset }, fromOldest)),
         () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         TransactionRow.decode,
         request

@@ -40,7 +40,7 @@ export const store = (
       const values = whitelistListValues(clientId, filter)
       if (matchesNothing(values)) return Effect.succeed(emptyPage)
       return pageOf(
-        (limit, offset) => rows(lists.whitelistPage({ ...values, limit, offset })),
+        (limit, offset, fromOldest) => rows(lists.whitelistPage({ ...values, limit, offset }, fromOldest)),
         () => Effect.map(first(lists.whitelistTotal(values)), countOf),
         WhitelistedAddressRow.decode,
         request

@@ -4,7 +4,7 @@
  * queries, retries, migrations' shape) is written once over this interface.
  */
 import type { Storage } from "@custody-relay/core"
-import { type ControlledTransaction, type Expression, type Kysely, PostgresIntrospector, sql, SqliteIntrospector } from "kysely"
+import { type CompiledQuery, type ControlledTransaction, type Expression, type Kysely, PostgresIntrospector, sql, SqliteIntrospector } from "kysely"
 import type { Database } from "./schema/Database.js"
 import type { SessionOpener } from "./SqlSession.js"
 
@@ -35,6 +35,11 @@ export interface SqlEngine {
   /** The engine's `position of needle in haystack` function; both take (haystack, needle) and answer 0 for none. */
   readonly substringPosition: "instr" | "strpos"
   readonly classify: (cause: unknown) => Storage.StorageError
+  /**
+   * A statement whose one value changes whenever another connection commits (SQLite's `PRAGMA data_version`):
+   * what lets a process keep page boundaries (see PageBoundaries). None on PostgreSQL, where other nodes write.
+   */
+  readonly dataVersion?: CompiledQuery<{ readonly data_version: number }>
 }
 
 /** Which engine a kysely instance talks to, read from its dialect's introspector (public API, no query). */

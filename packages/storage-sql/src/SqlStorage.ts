@@ -12,6 +12,7 @@
 import { Storage } from "@custody-relay/core"
 import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
+import { PageBoundaries } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SqlSession } from "./SqlSession.js"
@@ -67,7 +68,8 @@ export const makeUnit = (
   engine: SqlEngine,
   compiled: StoreStatements,
   /** Where a write unit keeps the rows it read (see RowsRead); the caller empties it when a unit of work begins. */
-  read: RowsRead = new RowsRead()
+  read: RowsRead = new RowsRead(),
+  pageBoundaries?: PageBoundaries
 ): Storage.StorageUnit => {
   const parts: StoreArguments = {
     db,
@@ -77,7 +79,8 @@ export const makeUnit = (
     compiled,
     read,
     // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
-    locking: mode === "write" && engine.locksRowsForWrite ? 1 : 0
+    locking: mode === "write" && engine.locksRowsForWrite ? 1 : 0,
+    pageBoundaries
   }
   return {
     ...Clients.store(parts),
@@ -102,6 +105,7 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
+  const pageBoundaries = engine.dataVersion === undefined ? undefined : new PageBoundaries()
   // A SQLite handle reuses one session object, so its three units (lookup, read, write) are made once, not per unit
   // of work; what a unit read is forgotten when the next unit of work on it begins. `beforeCommit` writes a write
   // unit's pending events together, last (EventLog.flushEvents).
@@ -114,7 +118,7 @@ export const make = (
     if (unit === undefined) {
       const read = new RowsRead()
       unit = made[mode] = {
-        unit: makeUnit(db, session, mode, engine, statements, read),
+        unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries),
         read,
         beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).write, statements.writes, read) : Effect.void
       }

@@ -7,6 +7,7 @@ import { Page, type Storage, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
+import type { PageBoundaries } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SqlSession } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
@@ -66,7 +67,9 @@ export const pageOf = <Row, A>(
   rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>,
   count: () => Op<number>,
   decode: (row: Row) => A,
-  request: Page.PageRequest
+  request: Page.PageRequest,
+  /** Reads a later page of a list of `total` rows another way (see PageBoundaries). */
+  laterPage?: (total: number) => Op<ReadonlyArray<Row>>
 ): Op<Page.Page<A>> => {
   const offset = Page.offset(request)
   if (offset === 0) {
@@ -80,6 +83,7 @@ export const pageOf = <Row, A>(
   return Effect.flatMap(count(), (total) => {
     const end = Math.min(offset + request.limit, total)
     if (end <= offset) return Effect.succeed({ items: [], total })
+    if (laterPage !== undefined) return Effect.map(laterPage(total), (found) => ({ items: found.map(decode), total }))
     const fromOldest = total - end < offset
     return Effect.map(
       fromOldest ? rows(end - offset, total - end, true) : rows(request.limit, offset, false),
@@ -111,6 +115,8 @@ export interface StoreArguments {
   readonly read: RowsRead
   /** 1 when reads by id lock their row (a write unit on an engine that locks rows, see SqlEngine), else 0. */
   readonly locking: 0 | 1
+  /** The storage's page boundaries, on an engine with a data version (see PageBoundaries). */
+  readonly pageBoundaries: PageBoundaries | undefined
 }
 
 /** An event appended in a write unit and not yet written (see RowsRead.pending_events). */

@@ -17,6 +17,7 @@ import type {
   TransactionsTable,
   WhitelistedAddressesTable
 } from "./schema/Database.js"
+import type { SortKey } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { Changes } from "./SqlUnit.js"
 import { byColumns, byKey } from "./StatementTemplate.js"
@@ -53,6 +54,11 @@ export interface TransactionListValues {
   readonly source_account_id?: string | undefined
   readonly asset_type?: string | undefined
   readonly status_group?: Transaction.StatusGroup | undefined
+}
+
+interface KeyValues {
+  readonly key_created_at: string
+  readonly key_id: string
 }
 
 interface PageValues {
@@ -214,7 +220,7 @@ const writesOf = (db: Kysely<Database>) => ({
  * free-text search binds its needle three times, so it is compiled per call (StatementTemplate's rule).
  */
 const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
-  const { integer } = engine.opaque
+  const { integer, text } = engine.opaque
   const pages = <V extends object, T extends "accounts" | "whitelisted_addresses" | "transactions", R>(
     from: (values: V) => SelectQueryBuilder<Database, T, R>
   ) => {
@@ -227,6 +233,30 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     const oldest = page("asc")
     return (values: V & PageValues, fromOldest: boolean): Compilable<R> => (fromOldest ? oldest : newest)(values)
   }
+  /**
+   * A list's rows around a sort key (PageBoundaries.ListReads): oldest first from just after the key, newest first
+   * from the key itself; from the list's end when no key is given.
+   */
+  const around = <V extends object, T extends "transactions", R>(from: (values: V) => SelectQueryBuilder<Database, T, R>) => {
+    const read = (direction: "asc" | "desc") =>
+      byColumns((values: V & PageValues & Partial<KeyValues>) => {
+        const { key_created_at: createdAt, key_id: id } = values
+        const bounded = createdAt === undefined || id === undefined
+          ? from(values)
+          : from(values).where(
+            sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${sql.raw(direction === "asc" ? ">" : "<=")} (${text(createdAt)}, ${text(id)})`
+          )
+        return bounded.orderBy(sql.ref("created_at"), direction).orderBy(sql.ref("id"), direction)
+          .limit(integer(values.limit)).offset(integer(values.offset))
+      })
+    const after = read("asc")
+    const upTo = read("desc")
+    const keyed = (key: SortKey | undefined) => key === undefined ? {} : { key_created_at: key.created_at, key_id: key.id }
+    return {
+      after: (values: V, key: SortKey | undefined, limit: number, offset: number): Compilable<R> => after({ ...values, ...keyed(key), limit, offset }),
+      upTo: (values: V, key: SortKey | undefined, limit: number, offset: number): Compilable<R> => upTo({ ...values, ...keyed(key), limit, offset })
+    }
+  }
   return {
     accountsPage: pages((values: AccountListValues) => db.selectFrom("accounts").selectAll().where(accountWhere(engine, values))),
     accountsTotal: byColumns((values: AccountListValues) =>
@@ -238,6 +268,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
         .where(whitelistWhere(engine, values))
     ),
     transactionsPage: pages((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
+    transactionsAround: around((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
     // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
     transactionsTotal: byColumns((values: TransactionListValues) =>
       db.selectFrom("transaction_counts")

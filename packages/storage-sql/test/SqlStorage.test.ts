@@ -6,7 +6,7 @@
  */
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { type Account, Ids, Money, Storage } from "@custody-relay/core"
+import { type Account, Ids, Money, Storage, Timestamp } from "@custody-relay/core"
 import { Effect, Layer, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
@@ -23,6 +23,7 @@ import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlLayer from "../src/SqlLayer.js"
 import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
+import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
 import { isWanted, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
@@ -480,5 +481,95 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: an update names only the
       yield* Effect.promise(() => sql`delete from named_columns`.execute(db))
       yield* storage.transaction("write", (unit) => unit.updateAccount({ ...account, availableBalance: Money.canonical("3") }))
       assert.sameMembers((yield* named()).map((row) => row.name), ["name", "workspace", "role", "asset_id", "status", "available_balance"])
+    }))
+})
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page boundaries (SQLite file, PAGE-4)", () => {
+  it.live("deep pages of 100,000 transactions are exact after old transactions are written here and by another connection, and after a status change", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "deep.db")
+      const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
+      yield* Effect.promise(() => migrateToLatest(db))
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const account = yield* storedAccount(storage)
+      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+      const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
+      const rows = 100_000
+      const startMillis = Date.UTC(2023, 0, 1)
+      // Written by another connection, one millisecond apart; three in four pending (so that group too is long enough to
+      // get boundaries, STEP_ROWS apart). Then their counters.
+      const insertRows = (from: number, count: number, createdAtMillis: (i: number) => number) => {
+        const insert = other.prepare(`
+          insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+            amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+            created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+            created_at, updated_at)
+          values (?, ?, ?, 'destination', 'external', '0xdestination', '1.5', ?, '0.001', ?, '1.501', ?, ?, null, 1,
+            'initiator', 'Initiator', '[]', null, null, null, ?, ?)
+        `)
+        other.transaction(() => {
+          for (let i = from; i < from + count; i++) {
+            const pending = i % 4 !== 0
+            const at = new Date(createdAtMillis(i)).toISOString()
+            insert.run(`00000000-0000-7000-8000-${i.toString(16).padStart(12, "0")}`, account.clientId, account.id, account.assetId, account.assetId,
+              pending ? "AWAITING_SIGNATURE" : "COMPLETED", pending ? "pending" : "completed", at, at)
+          }
+          other.prepare("delete from transaction_counts where client_id = ?").run(account.clientId)
+          other.prepare(`
+            insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+            select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = ?
+            group by client_id, source_account_id, asset_type, status_group
+          `).run(account.clientId)
+        })()
+      }
+      insertRows(1, rows, (i) => startMillis + i)
+      const expected = (group: "pending" | undefined) =>
+        (other.prepare(`select id from transactions where client_id = ? ${group === undefined ? "" : "and status_group = 'pending'"} order by created_at desc, id desc`)
+          .all(account.clientId) as Array<{ readonly id: string }>).map((row) => row.id)
+      const checkPages = Effect.gen(function*() {
+        for (const group of [undefined, "pending"] as const) {
+          const all = expected(group)
+          const last = Math.ceil(all.length / 20)
+          for (const page of [Math.ceil(last / 2), Math.ceil(last / 3), Math.ceil((2 * last) / 3), last - 3, 2]) {
+            const found = yield* storage.transaction("read", (unit) => unit.listTransactions(account.clientId, group === undefined ? {} : { group }, { page, limit: 20 }))
+            assert.deepStrictEqual({ ids: found.items.map((tx) => tx.id), total: found.total }, { ids: all.slice((page - 1) * 20, page * 20), total: all.length }, `${group} ${page}`)
+          }
+        }
+      })
+      yield* checkPages
+      // An old transaction written through the store: it sorts among the rows the boundaries count.
+      const old = Records.transaction(account, { createdAt: Timestamp.fromMillis(startMillis + 30_000), status: "AWAITING_SIGNATURE" })
+      yield* storage.transaction("write", (unit) => unit.insertTransaction(old))
+      yield* checkPages
+      // Another connection writes an old one: this process learns it from the data version.
+      insertRows(rows + 1, 1, () => startMillis + 20_000)
+      yield* checkPages
+      // An old pending transaction, before every boundary, leaves the pending group.
+      const moved = Ids.TransactionId.make(`00000000-0000-7000-8000-${(1_001).toString(16).padStart(12, "0")}`)
+      yield* storage.transaction("write", (unit) =>
+        Effect.flatMap(unit.getTransaction(moved), (found) => unit.updateTransaction({ ...Option.getOrThrow(found), status: "COMPLETED" })))
+      yield* checkPages
+    }), 60_000)
+
+  it.live("the reads around a boundary use the list's index and never sort (SQLite query plans)", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "around.db")
+      const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
+      yield* Effect.promise(() => migrateToLatest(db))
+      const { lists } = storeStatementsOf(db, SqliteEngine)
+      const clientId = Ids.ClientId.make(crypto.randomUUID())
+      const key = { created_at: "2026-01-01T00:00:00.000Z", id: crypto.randomUUID() }
+      for (const filter of [{}, { accountId: crypto.randomUUID() }, { group: "pending" }, { assetType: "ETH" }] as const) {
+        const values = transactionListValues(clientId, filter)
+        for (const query of [lists.transactionsAround.after(values, key, 20, 5), lists.transactionsAround.upTo(values, key, 20, 5), lists.transactionsAround.after(values, undefined, 20, 5), lists.transactionsAround.upTo(values, undefined, 20, 5)]) {
+          const compiled = query.compile()
+          const plan = yield* Effect.promise(() =>
+            db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]))
+          )
+          const details = plan.rows.map((row) => row.detail).join(" | ")
+          assert.match(details, /USING INDEX|USING COVERING INDEX/, `${compiled.sql}: ${details}`)
+          assert.notMatch(details, /TEMP B-TREE/, `${compiled.sql}: ${details}`)
+        }
+      }
     }))
 })

@@ -2,6 +2,7 @@
  * The SQLite engine: write units take the write lock up front; the lock covers rows, so none are locked singly.
  * Units run straight on better-sqlite3 when the database was opened by openSqlite (see SqliteSession).
  */
+import { CompiledQuery } from "kysely"
 import { castParameters, type SqlEngine } from "../SqlEngine.js"
 import { kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
@@ -18,5 +19,6 @@ export const SqliteEngine: SqlEngine = {
   opaque: castParameters,
   substringPosition: "instr",
   locksRowsForWrite: false,
-  classify: classifySqliteError
+  classify: classifySqliteError,
+  dataVersion: CompiledQuery.raw("pragma data_version")
 }

@@ -11,8 +11,10 @@ import { countOf, emptyPage, keepingRead, matchesNothing, pageOf, type StoreArgu
 import { transactionListValues } from "../StoreStatements.js"
 
 export const store = (
-  { db, engine, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking }: StoreArguments
+  { db, engine, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking, pageBoundaries }: StoreArguments
 ): Storage.TransactionStore => {
+  const version = engine.dataVersion
+  const dataVersion = version === undefined ? undefined : { compile: () => version }
   const transactionById = keepingRead(mode, read.transactions, TransactionRow.decode)
   const update = updating(write)
   const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
@@ -27,7 +29,8 @@ export const store = (
   return {
     insertTransaction(tx) {
       const row = TransactionRow.encode(tx)
-      return Effect.andThen(write(writes.insertTransaction(row)), Effect.asVoid(countTransactions(row, 1)))
+      const inserted = Effect.andThen(write(writes.insertTransaction(row)), Effect.asVoid(countTransactions(row, 1)))
+      return pageBoundaries === undefined ? inserted : Effect.andThen(Effect.sync(() => pageBoundaries.changed(row.client_id, row)), inserted)
     },
     getTransaction(id) {
       return Effect.map(first(lookups.transaction[locking](id)), transactionById)
@@ -39,11 +42,12 @@ export const store = (
       return Effect.gen(function*() {
         // The row as the unit read it, or read now, locked, so the group it leaves is the one it really leaves.
         const before = read.transactions.get(id) ?? (yield* first(
-          db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group"])
+          db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group", "created_at"])
             .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate())
         ))
         yield* update(read.transactions, next, writes.updateTransaction, "transactions")
         if (before !== undefined && before.status_group !== next.status_group) {
+          pageBoundaries?.changed(before.client_id, { created_at: before.created_at, id })
           yield* countTransactions(before, -1)
           yield* countTransactions({ ...before, status_group: next.status_group }, 1)
         }
@@ -56,7 +60,13 @@ export const store = (
         (limit, offset, fromOldest) => rows(lists.transactionsPage({ ...values, limit, offset }, fromOldest)),
         () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         TransactionRow.decode,
-        request
+        request,
+        dataVersion === undefined || pageBoundaries === undefined ? undefined : (total) =>
+          Effect.flatMap(first(dataVersion), (version) =>
+            pageBoundaries.page(JSON.stringify(values), clientId, version?.data_version, total, request, {
+              after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
+              upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset))
+            }))
       )
     },
     listOpenTransactionsFrom(accountId) {

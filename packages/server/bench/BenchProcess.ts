@@ -22,6 +22,8 @@ export type Autocannon = (options: {
   readonly method?: string
   readonly headers?: Record<string, string>
   readonly body?: string
+  /** Each request's path chosen as it is sent (autocannon's `setupRequest`), instead of the url's. */
+  readonly requests?: ReadonlyArray<{ readonly setupRequest: (request: { path: string }) => { path: string } }>
 }) => Promise<AutocannonResult>
 
 export const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon

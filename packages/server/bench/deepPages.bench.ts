@@ -3,8 +3,9 @@
  * every other request on SQLite, where statements run on the event loop. One relay server on a SQLite file with
  * the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default, written straight into the
  * file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
- * other clients ask for the last page of the list (2 connections), and prints both readers' latencies and the
- * deep pages' own. Asserts nothing.
+ * other clients ask for deep pages of the list (2 connections): pages anywhere in the list, chosen at random, then
+ * the middle page (the farthest from both ends), and prints the readers' latencies and the deep pages' own.
+ * Asserts nothing.
  *
  * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
  * BENCH_DURATION (seconds per measurement, default 10), BENCH_WARMUP (seconds, default 10).
@@ -80,21 +81,50 @@ const run = async () => {
     const reader = (seconds: number) =>
       autocannon({ url: `${url}/relay/v1/accounts/${demo.account}`, connections: 10, duration: seconds, headers: demo.headers })
     const lastPage = Math.ceil(rows / 20)
-    const deep = (seconds: number) =>
-      autocannon({ url: `${url}/relay/v1/transactions?page=${lastPage}&limit=20`, connections: 2, duration: seconds, headers: demo.headers })
+    const middlePage = Math.ceil(lastPage / 2)
+    const path = (page: number) => `/relay/v1/transactions?page=${page}&limit=20`
+    const randomPages = [{ setupRequest: (request: { path: string }) => ({ ...request, path: path(1 + Math.floor(Math.random() * lastPage)) }) }]
+    const deep = (seconds: number, which: "random" | "middle" | "first") =>
+      autocannon({
+        url: `${url}${path(which === "first" ? 1 : middlePage)}`,
+        connections: 2,
+        duration: seconds,
+        headers: demo.headers,
+        ...(which === "random" ? { requests: randomPages } : {})
+      })
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite file; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
-    await Promise.all([reader(warmup), deep(warmup)])
+    // The first deep page a server serves walks to it; later ones start from what that walk left.
+    const timed = async (page: number) => {
+      const started = performance.now()
+      const response = await fetch(`${url}${path(page)}`, { headers: demo.headers })
+      await response.arrayBuffer()
+      return (performance.now() - started).toFixed(1)
+    }
+    const firstMiddle = await timed(middlePage)
+    const secondMiddle = await timed(middlePage)
+    // The warm-up reads every part of the list, as a server that has served for a while has.
+    await Promise.all([reader(warmup), deep(warmup, "random")])
     const quiet = await reader(duration)
-    const [during, pages] = await Promise.all([reader(duration), deep(duration)])
-    const failed = quiet.non2xx + quiet.errors + during.non2xx + during.errors + pages.non2xx + pages.errors
+    const [duringRandom, random] = await Promise.all([reader(duration), deep(duration, "random")])
+    const [duringMiddle, middle] = await Promise.all([reader(duration), deep(duration, "middle")])
+    // The same load of the first page, which walks nothing: what any two busy clients cost the reader.
+    const [duringFirst, firstPages] = await Promise.all([reader(duration), deep(duration, "first")])
+    const all = [quiet, duringRandom, random, duringMiddle, middle, duringFirst, firstPages]
+    const failed = all.reduce((sum, result) => sum + result.non2xx + result.errors, 0)
+    const ratio = (during: AutocannonResult) => (during.latency.p99 / Math.max(quiet.latency.p99, 1)).toFixed(1)
     process.stdout.write([
       "| measurement | req/s | p50 / p99 |",
       "|---|---|---|",
       `| reader (GET account), alone | ${quiet.requests.average.toFixed(0)} | ${latencies(quiet)} |`,
-      `| reader, during the deep pages | ${during.requests.average.toFixed(0)} | ${latencies(during)} |`,
-      `| the last page (${lastPage.toLocaleString("en")}), 2 connections | ${pages.requests.average.toFixed(0)} | ${latencies(pages)} |`,
+      `| reader, during pages at random | ${duringRandom.requests.average.toFixed(0)} | ${latencies(duringRandom)} |`,
+      `| pages at random (1 to ${lastPage.toLocaleString("en")}), 2 connections | ${random.requests.average.toFixed(0)} | ${latencies(random)} |`,
+      `| reader, during the middle page | ${duringMiddle.requests.average.toFixed(0)} | ${latencies(duringMiddle)} |`,
+      `| the middle page (${middlePage.toLocaleString("en")}), 2 connections | ${middle.requests.average.toFixed(0)} | ${latencies(middle)} |`,
+      `| reader, during the first page | ${duringFirst.requests.average.toFixed(0)} | ${latencies(duringFirst)} |`,
+      `| the first page, 2 connections | ${firstPages.requests.average.toFixed(0)} | ${latencies(firstPages)} |`,
       "",
-      `reader p99 during / alone: ${(during.latency.p99 / Math.max(quiet.latency.p99, 1)).toFixed(1)}; answers other than 2xx or errors: ${failed}`,
+      `the middle page, first asked after start: ${firstMiddle} ms, then ${secondMiddle} ms`,
+      `reader p99 during / alone: ${ratio(duringRandom)} (pages at random), ${ratio(duringMiddle)} (middle page), ${ratio(duringFirst)} (first page); answers other than 2xx or errors: ${failed}`,
       ""
     ].join("\n"))
   } finally {

@@ -123,7 +123,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     ...options.config,
     ...(options.idempotency?.ttlSeconds === undefined ? {} : { idempotencyKeyTtlSeconds: options.idempotency.ttlSeconds })
   }
-  // The default output gathers Info lines and writes them once per tick (see JsonLogLines); disposing flushes it.
+  // The default output gathers Info lines and writes them together (see JsonLogLines); disposing flushes it.
   const jsonLines = options.logger === undefined ? JsonLogLines.make() : undefined
   const outputLogger = options.logger ?? jsonLines?.logger ?? Logger.consoleJson
   const outputLevel = options.logLevel ?? "Info"
@@ -240,15 +240,19 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         )
       )
       if (logsRequests) {
-        const annotations = {
-          status: reply.status,
-          durationMs: Math.round(performance.now() - startedAt),
-          ...(state.keyId === undefined ? {} : { keyId: state.keyId })
-        }
-        if (requestLines === undefined) yield* Effect.logInfo("request").pipe(Effect.annotateLogs(annotations))
-        else {
-          const fiberId = yield* Effect.withFiber((fiber) => Effect.succeed(fiber.id))
-          requestLines.info("request", { ...requestAnnotations, ...annotations }, fiberId)
+        const status = reply.status
+        const durationMs = Math.round(performance.now() - startedAt)
+        const { keyId } = state
+        if (requestLines === undefined) {
+          yield* Effect.logInfo("request").pipe(Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId }))
+        } else {
+          // The annotations in the order Effect's entry would hold them; the generator runs on the request's fiber,
+          // so the current fiber is the one that entry would name.
+          const { method, path } = requestAnnotations
+          const annotations = keyId === undefined
+            ? { requestId, method, path, status, durationMs }
+            : { requestId, method, path, status, durationMs, keyId }
+          requestLines.info("request", annotations, Fiber.getCurrent()?.id ?? 0)
         }
       }
       return Reply.finish(reply, requestId, state.rateHeaders)

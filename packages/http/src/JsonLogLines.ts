@@ -1,5 +1,5 @@
 /**
- * The handler's default log output: one JSON object per line through `console.log`, the shape of Effect's
+ * The handler's default log output: one JSON object per line on stdout, the shape of Effect's
  * `Logger.formatJson` (`{message, level, timestamp, cause, annotations, spans, fiberId}`), at a cost the default
  * level can afford. At Info the relay writes a line for every request, and `Logger.consoleJson` cost a quarter of a
  * GET's throughput with its output going to a file (`pnpm --filter @custody-relay/server run bench:logging`): a
@@ -8,9 +8,14 @@
  * - An entry whose message and annotations are all plain values (every line the relay writes without a cause) is
  *   serialised with `JSON.stringify` directly: plain values hold nothing to redact and no cycle. Any other entry
  *   goes through `Logger.formatJson` as before, so a `Redacted` value is never printed whatever is logged.
- * - Lines below Warn are gathered and written together once per timer tick (a millisecond or so), one `console.log`
- *   for all of them; a line at Warn or above is written at once, after what was gathered, so nothing a crash
- *   needs to explain waits in memory. `flush` writes what is gathered (the handler calls it when disposed).
+ * - The line is put together around one `JSON.stringify` of its annotations, with the timestamp's ISO text kept
+ *   for the millisecond it names: `JSON.stringify` of the whole entry and a `toISOString` per line cost 2.5 times
+ *   as much (1.0 µs against 0.39 µs a line, and 3.3% of a GET's CPU profile at Info).
+ * - Lines below Warn are gathered and written together every GATHER_MILLIS (or sooner, past GATHER_BYTES), in one
+ *   write to stdout for all of them; a line at Warn or above is written at once, after what was gathered, so
+ *   nothing a crash needs to explain waits in memory. `flush` writes what is gathered (the handler calls it when
+ *   disposed). Where there is a `process.stdout` the lines go to it directly: `console.log` added its own call
+ *   (1.8% of the profile), and a write per millisecond its system call (2.6%).
  */
 import { Logger, LogLevel, References } from "effect"
 
@@ -29,12 +34,40 @@ const plainLine = (entry: Logger.Options<unknown>): string | undefined => {
   const spans: Record<string, number> = {}
   const now = entry.date.getTime()
   for (const [label, startedAt] of entry.fiber.getRef(References.CurrentLogSpans)) spans[label] = now - startedAt
-  return lineOf(messages.length === 1 ? messages[0] : messages, entry.logLevel.toUpperCase(), entry.date, annotations, spans, entry.fiber.id)
+  return lineOf(messages.length === 1 ? messages[0] : messages, entry.logLevel.toUpperCase(), now, annotations, spans, entry.fiber.id)
 }
 
-/** The one shape of a line, `Logger.formatJson`'s. */
-const lineOf = (message: unknown, level: string, date: Date, annotations: object, spans: object, fiberId: number): string =>
-  JSON.stringify({ message, level, timestamp: date.toISOString(), annotations, spans, fiberId: `#${fiberId}` })
+/** How long an Info line may wait to be written with others, and how much may wait before a write. */
+export const GATHER_MILLIS = 10
+export const GATHER_BYTES = 64 * 1024
+
+let isoMillis = Number.NaN
+let isoText = ""
+/** `new Date(millis).toISOString()`, worked out once per millisecond. */
+const isoOf = (millis: number): string => {
+  if (millis !== isoMillis) {
+    isoText = new Date(millis).toISOString()
+    isoMillis = millis
+  }
+  return isoText
+}
+
+/**
+ * The one shape of a line, `Logger.formatJson`'s: `{message, level, timestamp, annotations, spans, fiberId}`. `level`
+ * is one of Effect's level names, which need no escaping.
+ */
+const lineOf = (message: unknown, level: string, millis: number, annotations: object, spans: object, fiberId: number): string =>
+  `{"message":${JSON.stringify(message)},"level":"${level}","timestamp":"${isoOf(millis)}","annotations":${JSON.stringify(annotations)},"spans":${JSON.stringify(spans)},"fiberId":"#${fiberId}"}`
+
+/** One write to stdout where there is one (node, Bun, Deno's node compatibility), else `console.log`. */
+const toStdout = (): ((text: string) => void) => {
+  const stdout = (globalThis as { readonly process?: { readonly stdout?: { readonly write?: unknown } } }).process?.stdout
+  if (stdout === undefined || typeof stdout.write !== "function") return (text) => console.log(text)
+  const out = stdout as { write(text: string): unknown }
+  return (text) => {
+    out.write(`${text}\n`)
+  }
+}
 
 export interface JsonLogLines {
   readonly logger: Logger.Logger<unknown, void>
@@ -48,7 +81,7 @@ export interface JsonLogLines {
   readonly flush: () => void
 }
 
-export const make = (write: (text: string) => void = (text) => console.log(text)): JsonLogLines => {
+export const make = (write: (text: string) => void = toStdout()): JsonLogLines => {
   let gathered = ""
   let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
@@ -61,7 +94,8 @@ export const make = (write: (text: string) => void = (text) => console.log(text)
   }
   const gather = (line: string) => {
     gathered = gathered === "" ? line : `${gathered}\n${line}`
-    timer ??= setTimeout(flush, 0)
+    if (gathered.length >= GATHER_BYTES) flush()
+    else timer ??= setTimeout(flush, GATHER_MILLIS)
   }
   const logger = Logger.make<unknown, void>((entry) => {
     const line = plainLine(entry) ?? Logger.formatJson.log(entry)
@@ -73,6 +107,6 @@ export const make = (write: (text: string) => void = (text) => console.log(text)
     gather(line)
   })
   const info = (message: string, annotations: Readonly<Record<string, string | number>>, fiberId: number) =>
-    gather(lineOf(message, "INFO", new Date(), annotations, {}, fiberId))
+    gather(lineOf(message, "INFO", Date.now(), annotations, {}, fiberId))
   return { logger, info, flush }
 }

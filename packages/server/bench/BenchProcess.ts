@@ -50,15 +50,20 @@ export const startServer = (options: {
       ...(options.cwd === undefined ? {} : { cwd: options.cwd })
     })
     closeSync(fd)
+    let ready = false
     const poll = setInterval(() => {
       const output = readFileSync(options.logFile, "utf8")
       if (options.ready.test(output)) {
         clearInterval(poll)
+        ready = true
         resolve({ child, output })
       }
     }, 50)
+    // Only an exit before the ready line is a failure to start; a stop after it (a bench's own, once its temporary
+    // directory may be gone) is not.
     child.once("exit", (code) => {
       clearInterval(poll)
+      if (ready) return
       reject(new Error(`${options.command.join(" ")} exited with ${code}:\n${readFileSync(options.logFile, "utf8")}`))
     })
   })

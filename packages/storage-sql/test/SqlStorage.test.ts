@@ -67,12 +67,11 @@ const engines: ReadonlyArray<Engine> = [
       const { url } = yield* temporaryPostgresDatabase
       const db = yield* Effect.promise(() => openPostgres({ connectionString: url }))
       yield* destroyWithScope(db)
-      const impatient = new URL(url)
-      impatient.searchParams.set("options", "-c lock_timeout=50")
       return {
         db,
         reopen: () => openPostgres({ connectionString: url }),
-        reopenImpatient: () => openPostgres({ connectionString: impatient.toString() })
+        // The pool sets lock_timeout itself on every connection, which can override a `-c lock_timeout` in the URL.
+        reopenImpatient: () => openPostgres({ connectionString: url, pool: { lockTimeoutMillis: 50 } })
       }
     })
   }

@@ -161,7 +161,11 @@ const lookupsOf = (db: Kysely<Database>) => {
     transaction: [
       byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
       byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
-    ] as const
+    ] as const,
+    // Every write unit that appends an event looks these up once (initiate among them).
+    webhookSubscriptionsOfClient: byKey((clientId: Ids.ClientId) =>
+      db.selectFrom("webhook_subscriptions").selectAll().where("client_id", "=", clientId).orderBy("id")
+    )
   }
 }
 

@@ -67,7 +67,7 @@ const decodeDelivery = (row: WebhookDeliveriesTable): Webhook.WebhookDelivery =>
   updatedAt: row.updated_at as Webhook.WebhookDelivery["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, read, statements: { first, rows, write } }: StoreArguments): Webhook.WebhookStore => {
+export const store = ({ db, engine, mode, read, statements: { first, rows, write }, compiled: { lookups } }: StoreArguments): Webhook.WebhookStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
   // Only a write unit keeps what it listed (see RowsRead): its rows are emptied when each write unit begins.
   const listed = mode === "write" ? read.webhook_subscriptions : undefined
@@ -91,7 +91,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
       const kept = listed?.get(clientId)
       if (kept !== undefined) return Effect.succeed(kept)
       return Effect.map(
-        rows(db.selectFrom("webhook_subscriptions").selectAll().where("client_id", "=", clientId).orderBy("id")),
+        rows(lookups.webhookSubscriptionsOfClient(clientId)),
         (found) => {
           const subscriptions = found.map(decodeSubscription)
           listed?.set(clientId, subscriptions)

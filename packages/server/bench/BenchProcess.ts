@@ -34,21 +34,35 @@ export interface Started {
   readonly output: string
 }
 
-/** Starts `command` with its output appended to `logFile`, and waits until `ready` matches what it wrote there. */
+/**
+ * Starts `command` with its output appended to `logFile`, and waits until `ready` matches what it wrote there.
+ * `through: "pipe"` sends the output through a pipe to a `cat` of its own that appends it to the file, as a
+ * container runtime or a service manager reads a process's output; by default the server writes the file itself.
+ * Either way the bench process never holds the output.
+ */
 export const startServer = (options: {
   readonly command: readonly [string, ...Array<string>]
   readonly logFile: string
   readonly ready: RegExp
   readonly env?: Record<string, string>
   readonly cwd?: string
+  readonly through?: "file" | "pipe"
 }): Promise<Started> =>
   new Promise((resolve, reject) => {
     const fd = openSync(options.logFile, "a")
+    const piped = options.through === "pipe"
     const child = spawn(options.command[0], options.command.slice(1), {
       env: { ...process.env, ...options.env },
-      stdio: ["ignore", fd, fd],
+      stdio: piped ? ["ignore", "pipe", "pipe"] : ["ignore", fd, fd],
       ...(options.cwd === undefined ? {} : { cwd: options.cwd })
     })
+    if (piped && child.stdout !== null && child.stderr !== null) {
+      // Each reader gets a duplicate of the pipe's read end; this process then closes its own.
+      spawn("cat", [], { stdio: [child.stdout, fd, "ignore"] })
+      spawn("cat", [], { stdio: [child.stderr, fd, "ignore"] })
+      child.stdout.destroy()
+      child.stderr.destroy()
+    }
     closeSync(fd)
     let ready = false
     const poll = setInterval(() => {

@@ -2,10 +2,13 @@
  * `pnpm --filter @custody-relay/server run bench:logging`: what the default log level costs. Two relay servers, each
  * on its own SQLite file with the demo data, one at Info (the default: one JSON line per request) and one at Warn
  * (no line per request), each writing its output to a file as a deployment would (the bench never reads it while
- * it measures). BENCH_LEVELS (default Info,Warn) names the servers' levels, the last one the reference. GET account under autocannon, the two taking turns round by round so the machine's noise falls
- * on both; prints requests per second (median of rounds) and what Info costs against Warn. Asserts nothing.
+ * it measures). BENCH_LEVELS (default Info,Warn) names the servers' levels, the last one the reference. GET account
+ * under autocannon, the two taking turns round by round so the machine's noise falls on both; prints requests per
+ * second (median of rounds) and what Info costs against Warn. Asserts nothing.
  *
  * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
+ * BENCH_LOG_SINK=pipe sends each server's output through a pipe to a `cat` that writes the file, as a container
+ * runtime or a service manager reads it (default: file, the server writes the file itself).
  * BENCH_DURATION (seconds per round, default 5), BENCH_ROUNDS (default 5), BENCH_WARMUP (seconds, default 10),
  * BENCH_CONNECTIONS (default 10).
  */
@@ -22,6 +25,8 @@ const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.
 const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
 // BENCH_LEVELS=Warn,Warn runs the same level twice: what the two servers differ by with no difference between them.
 const levels = (process.env["BENCH_LEVELS"] ?? "Info,Warn").split(",")
+const sink = process.env["BENCH_LOG_SINK"] ?? "file"
+if (sink !== "file" && sink !== "pipe") throw new Error(`BENCH_LOG_SINK must be file or pipe, not ${sink}`)
 const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
 
 interface Server {
@@ -39,10 +44,10 @@ const run = async () => {
   try {
     for (const level of levels) {
       const log = join(directory, `${servers.length}.log`)
-      const started = await startServer({ command, logFile: log, ready: READY, env: { RELAY_DATABASE: join(directory, `${servers.length}.db`), PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" } })
+      const started = await startServer({ command, logFile: log, ready: READY, through: sink, env: { RELAY_DATABASE: join(directory, `${servers.length}.db`), PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" } })
       servers.push({ level: `${level} (server ${servers.length + 1})`, child: started.child, log, ...demoOf(started.output) })
     }
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; GET account; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output to a file\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; GET account; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"}\n\n`)
     const logBefore = statSync(servers[0]?.log ?? "").size
     // Every request of server 1, warm-up included, for the bytes of log each one wrote.
     let requestsAtFirst = 0

@@ -12,6 +12,8 @@ import { RateLimiter, Storage } from "@custody-relay/core"
 import { Effect, Layer } from "effect"
 import pg from "pg"
 import { layerPostgres, layerSqlite } from "../src/index.js"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { openSqlite } from "../src/sqlite/layerSqlite.js"
 
 export const dialectNames = ["memory", "sqlite-memory", "sqlite-file", "postgres"] as const
 export type DialectName = (typeof dialectNames)[number]
@@ -63,6 +65,15 @@ export const temporaryDirectory = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "relay-sqlite-"))),
   (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
 )
+
+/** A migrated SQLite file in a fresh directory, closed and removed with the scope, and its path (for another connection). */
+export const migratedSqliteFile = (name: string) =>
+  Effect.gen(function*() {
+    const filename = join(yield* temporaryDirectory, name)
+    const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
+    yield* Effect.promise(() => migrateToLatest(db))
+    return { db, filename }
+  })
 
 export type StoreLayer = Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, unknown>
 

@@ -24,7 +24,7 @@ import * as SqlLayer from "../src/SqlLayer.js"
 import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
-import { isWanted, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
+import { isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
 interface Engine {
@@ -459,9 +459,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
 describe.skipIf(!isWanted("sqlite-file"))("SQL storage: an update names only the columns it changes (SQLite trigger)", () => {
   it.live("a balance update after a read leaves the indexed columns out of its SET, so their indexes are not rewritten", () =>
     Effect.gen(function*() {
-      const filename = join(yield* temporaryDirectory, "narrow.db")
-      const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
-      yield* Effect.promise(() => migrateToLatest(db))
+      const { db } = yield* migratedSqliteFile("narrow.db")
       // `UPDATE OF column` fires only when the statement's SET names the column, whatever its value.
       yield* Effect.promise(async () => {
         await sql`create table named_columns (name text)`.execute(db)
@@ -486,9 +484,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: an update names only the
 describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page boundaries (SQLite file, PAGE-4)", () => {
   it.live("deep pages of 100,000 transactions are exact after old transactions are written here and by another connection, and after a status change", () =>
     Effect.gen(function*() {
-      const filename = join(yield* temporaryDirectory, "deep.db")
-      const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
-      yield* Effect.promise(() => migrateToLatest(db))
+      const { db, filename } = yield* migratedSqliteFile("deep.db")
       const storage = SqlStorage.make(db, SqliteEngine)
       const account = yield* storedAccount(storage)
       const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
@@ -552,9 +548,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
 
   it.live("the reads around a boundary use the list's index and never sort (SQLite query plans)", () =>
     Effect.gen(function*() {
-      const filename = join(yield* temporaryDirectory, "around.db")
-      const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
-      yield* Effect.promise(() => migrateToLatest(db))
+      const { db } = yield* migratedSqliteFile("around.db")
       const { lists } = storeStatementsOf(db, SqliteEngine)
       const clientId = Ids.ClientId.make(crypto.randomUUID())
       const key = { created_at: "2026-01-01T00:00:00.000Z", id: crypto.randomUUID() }

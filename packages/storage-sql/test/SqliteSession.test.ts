@@ -2,23 +2,15 @@
  * Units of work on SQLite run straight on better-sqlite3 (SqliteSession): synchronously when the connection is
  * free, and never interleaved with kysely's own use of the same connection (ConnectionGate).
  */
-import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option } from "effect"
-import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
-import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import * as SqlStorage from "../src/SqlStorage.js"
-import { isWanted, temporaryDirectory } from "./Dialects.js"
+import { isWanted, migratedSqliteFile } from "./Dialects.js"
 import * as Records from "./Records.js"
 
-const openFile = Effect.gen(function*() {
-  const filename = join(yield* temporaryDirectory, "session.db")
-  const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
-  yield* Effect.promise(() => migrateToLatest(db))
-  return db
-})
+const openFile = Effect.map(migratedSqliteFile("session.db"), ({ db }) => db)
 
 describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the connection directly", () => {
   it.live("a unit whose connection is free runs to its end synchronously: no promise, no suspension", () =>

@@ -4,9 +4,13 @@
  * GET account, GET list and POST initiate. Prints requests per second, latencies and the ratio relay/baseline.
  * It measures and prints; it asserts nothing (never a timed test).
  *
- * Settings: BENCH_DURATION (seconds per measured run, default 10), BENCH_WARMUP (seconds of unmeasured load
- * before each, default 20: the relay's Effect code needs tens of thousands of calls before the JIT settles),
- * BENCH_CONNECTIONS (default 10),
+ * Every server of a scenario is warmed up, then they take turns for BENCH_ROUNDS rounds (default 3), so the
+ * machine's noise falls on all of them; each figure is a server's median round, and an answer other than 2xx stops
+ * the bench. A single run of one server after another moved the peers' figures by a quarter between runs.
+ *
+ * Settings: BENCH_DURATION (seconds per round, default 10), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds of
+ * unmeasured load before the rounds, default 20: the relay's Effect code needs tens of thousands of calls before
+ * the JIT settles), BENCH_CONNECTIONS (default 10),
  * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Info, the server's own default: one log line per request; each
  * server's output goes to a file in the temporary directory, never read by the bench while it measures).
  *
@@ -23,9 +27,11 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { autocannon, demoOf, grab, READY, startServer } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, demoOf, grab, READY, startServer, takeTurns } from "./BenchProcess.js"
 
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
+// Rounds in which the servers take turns (BenchProcess.takeTurns); each figure is the server's median round.
+const rounds = Number(process.env["BENCH_ROUNDS"] ?? 3)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 20)
 const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 // The server's default level (one line per request at Info): the goals are measured as a deployment runs by default.
@@ -47,6 +53,14 @@ interface Peer {
   readonly headers: Record<string, string>
   readonly account: string
   readonly destination: string
+}
+
+/** One server's URL for a scenario, with its credentials and body. */
+interface Target {
+  readonly name: string
+  readonly url: string
+  readonly headers: Record<string, string>
+  readonly body: string | undefined
 }
 
 /** The peer (README of bench-peer): a copy installed with its lockfile, one server per variant, its ready line read. */
@@ -118,57 +132,70 @@ const main = async () => {
         })
       }
     ]
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections, ${duration} s per run after ${warmup} s of warm-up; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections; every server warmed up for ${warmup} s, then ${rounds} rounds of ${duration} s taking turns, each figure its median round; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
     const rows: Array<string> = []
     const peerRows: Array<string> = []
     for (const scenario of scenarios) {
-      const run = (url: string, credentials: Record<string, string>, seconds = duration, body = scenario.body) =>
+      const bound = scenario.bound
+      const targets: ReadonlyArray<Target> = [
+        { name: "relay", url: relayUrl + scenario.path, headers, body: scenario.body },
+        { name: "baseline", url: baselineUrl + scenario.path, headers, body: scenario.body },
+        ...(bound === undefined ? [] : [{ name: "bound", url: memoryUrl + bound, headers: memoryHeaders, body: undefined }]),
+        ...peers.map((peer) => {
+          const target: { readonly path: string; readonly body?: string } = scenario.peer(peer)
+          return { name: peer.name, url: peer.url + target.path, headers: peer.headers, body: target.body }
+        })
+      ]
+      const load = (target: Target, seconds: number) =>
         autocannon({
-          url,
+          url: target.url,
           connections,
           duration: seconds,
           method: scenario.method,
-          headers: { ...credentials, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-          ...(body === undefined ? {} : { body })
+          headers: { ...target.headers, ...(target.body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(target.body === undefined ? {} : { body: target.body })
         })
-      // Unmeasured load first, so JIT compilation is not what is measured.
-      const measured = async (url: string, credentials: Record<string, string>, body = scenario.body) => {
-        await run(url, credentials, warmup, body)
-        return run(url, credentials, duration, body)
+      // Every server warms up (JIT compilation is not what is measured), then they take turns round by round.
+      const results = await takeTurns(targets, load, { warmup, rounds, duration })
+      // Each server's median round: its req/s, and the latencies of that round.
+      const middle = (name: string): AutocannonResult | undefined => {
+        const target = targets.find((candidate) => candidate.name === name)
+        const sorted = [...(target === undefined ? [] : results.get(target) ?? [])].sort((a, b) => a.requests.average - b.requests.average)
+        return sorted[Math.floor(sorted.length / 2)]
       }
-      const ours = await measured(relayUrl + scenario.path, headers)
-      const theirs = await measured(baselineUrl + scenario.path, headers)
-      const bound = scenario.bound === undefined ? undefined : await measured(memoryUrl + scenario.bound, memoryHeaders)
+      const ours = middle("relay")
+      const theirs = middle("baseline")
+      if (ours === undefined || theirs === undefined) throw new Error("no measurement")
+      const boundResult = middle("bound")
       const ratio = ours.requests.average / theirs.requests.average
-      const boundRatio = bound === undefined ? undefined : bound.requests.average / theirs.requests.average
-      const boundCells = bound === undefined || boundRatio === undefined
+      const boundRatio = boundResult === undefined ? undefined : boundResult.requests.average / theirs.requests.average
+      const boundCells = boundResult === undefined || boundRatio === undefined
         ? "| - | - |"
-        : `| ${bound.requests.average.toFixed(0)} | ${boundRatio.toFixed(2)} |`
-      const failed = ours.non2xx + ours.errors + (bound === undefined ? 0 : bound.non2xx + bound.errors)
+        : `| ${boundResult.requests.average.toFixed(0)} | ${boundRatio.toFixed(2)} |`
       for (const peer of peers) {
-        const target: { readonly path: string; readonly body?: string } = scenario.peer(peer)
-        const answer = await measured(peer.url + target.path, peer.headers, target.body)
-        peerRows.push(`| ${scenario.name} | ${peer.name} | ${answer.requests.average.toFixed(0)} | ${answer.latency.p50} / ${answer.latency.p99} | ${(ours.requests.average / answer.requests.average).toFixed(2)} | ${answer.non2xx + answer.errors} |`)
+        const answer = middle(peer.name)
+        if (answer === undefined) continue
+        peerRows.push(`| ${scenario.name} | ${peer.name} | ${answer.requests.average.toFixed(0)} | ${answer.latency.p50} / ${answer.latency.p99} | ${(ours.requests.average / answer.requests.average).toFixed(2)} |`)
         process.stdout.write(`${scenario.name}: ${peer.name} ${answer.requests.average.toFixed(0)} req/s; relay / peer ${(ours.requests.average / answer.requests.average).toFixed(2)}\n`)
       }
       rows.push(
-        `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells} ${failed} / ${theirs.non2xx + theirs.errors} |`
+        `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells}`
       )
       process.stdout.write(
         `${scenario.name}: relay ${ours.requests.average.toFixed(0)} req/s, baseline ${theirs.requests.average.toFixed(0)} req/s, ratio ${ratio.toFixed(2)}` +
-          (bound === undefined || boundRatio === undefined ? "" : `; bound (in-memory storage) ${bound.requests.average.toFixed(0)} req/s, ratio ${boundRatio.toFixed(2)}`) +
+          (boundResult === undefined || boundRatio === undefined ? "" : `; bound (in-memory storage) ${boundResult.requests.average.toFixed(0)} req/s, ratio ${boundRatio.toFixed(2)}`) +
           "\n"
       )
     }
     process.stdout.write([
       "",
-      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline | non-2xx or errors (relay and bound / baseline) |",
-      "|---|---|---|---|---|---|---|---|---|",
+      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline |",
+      "|---|---|---|---|---|---|---|---|",
       ...rows,
       "",
       ...(peerRows.length === 0 ? ["(no peer: ../shared/bench-peer not found; set BENCH_PEER)"] : [
-        "| scenario | peer | peer req/s | peer p50 / p99 ms | relay / peer | non-2xx or errors |",
-        "|---|---|---|---|---|---|",
+        "| scenario | peer | peer req/s | peer p50 / p99 ms | relay / peer |",
+        "|---|---|---|---|---|",
         ...peerRows
       ]),
       ""

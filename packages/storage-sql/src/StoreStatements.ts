@@ -139,7 +139,7 @@ const transactionWhere = (engine: SqlEngine, values: TransactionListValues) =>
 }
 
 /** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
-const lookupsOf = (db: Kysely<Database>) => {
+const lookupsOf = (db: Kysely<Database>, engine: SqlEngine) => {
   return {
     client: [
       byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
@@ -162,9 +162,10 @@ const lookupsOf = (db: Kysely<Database>) => {
       byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
       byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
     ] as const,
-    // Every write unit that appends an event looks these up once (initiate among them).
+    // Every write unit that appends an event looks these up once (initiate among them). Behind `opaque`: with a
+    // plain parameter SQLite planned this statement again on every run, 5 µs of a 0.5 µs read (SqlEngine).
     webhookSubscriptionsOfClient: byKey((clientId: Ids.ClientId) =>
-      db.selectFrom("webhook_subscriptions").selectAll().where("client_id", "=", clientId).orderBy("id")
+      db.selectFrom("webhook_subscriptions").selectAll().where("client_id", "=", engine.opaque.text(clientId)).orderBy("id")
     )
   }
 }
@@ -294,7 +295,7 @@ export interface StoreStatements {
 }
 
 export const storeStatementsOf = (db: Kysely<Database>, engine: SqlEngine): StoreStatements => ({
-  lookups: lookupsOf(db),
+  lookups: lookupsOf(db, engine),
   writes: writesOf(db),
   lists: listsOf(db, engine)
 })

@@ -393,8 +393,8 @@ for (const { engine, fresh, name } of engines) {
   })
 }
 
-/** Every list query the SQLite store issues, one per filter kind, with the parameters it bound (on an empty database). */
-const issuedListQueries = Effect.gen(function*() {
+/** A SQLite store on an empty database, through kysely's driver so that every select it issues is recorded. */
+const recordingSelects = Effect.gen(function*() {
   const filename = join(yield* temporaryDirectory, "plans.db")
   const issued: Array<CompiledQuery> = []
   const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
@@ -406,9 +406,16 @@ const issuedListQueries = Effect.gen(function*() {
   })
   yield* destroyWithScope(db)
   yield* Effect.promise(() => migrateToLatest(db))
+  // Only the store's own statements, not the migrator's.
+  issued.length = 0
+  return { db, issued, storage: SqlStorage.make(db, SqliteEngine) }
+})
+
+/** Every list query the SQLite store issues, one per filter kind, with the parameters it bound (on an empty database). */
+const issuedListQueries = Effect.gen(function*() {
+  const { db, issued, storage } = yield* recordingSelects
   const clientId = Ids.ClientId.make(crypto.randomUUID())
   const page = { page: 1, limit: 20 }
-  const storage = SqlStorage.make(db, SqliteEngine)
   yield* storage.transaction("read", (unit) =>
     Effect.all([
       ...([{}, { assetId: "ETH" }, { workspace: "custody" }, { status: "active" }, { roles: ["staking"] }] as const).map((filter) =>
@@ -453,6 +460,25 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
         assert.notMatch(query.sql, /(?:=|<>|limit|offset)\s*\?/i, query.sql)
         assert.match(query.sql, /limit cast\(\? as integer\) offset cast\(\? as integer\)|order by "created_at", "id"$/, query.sql)
       }
+    }))
+
+  it.live("nor does an ordered read of a write unit or a worker: a client's webhook subscriptions, deliveries, outbox entries", () =>
+    Effect.gen(function*() {
+      // Measured on such a read (`client_id = ?` then `order by "id"`): 8 µs planned on every run, 2.7 µs behind a
+      // CAST. Every write unit that appends an event lists its client's subscriptions.
+      const { issued, storage } = yield* recordingSelects
+      const id = crypto.randomUUID()
+      yield* storage.transaction("write", (unit) =>
+        Effect.all([
+          unit.listWebhookSubscriptions(Ids.ClientId.make(id)),
+          unit.listWebhookDeliveries(id, 10),
+          unit.listOutboxEntries(id),
+          unit.dueOutboxEntries(Timestamp.fromMillis(Date.UTC(2026, 10, 25)), 10)
+        ]))
+      const ordered = issued.filter((query) => /\b(order by|limit)\b/i.test(query.sql))
+      assert.strictEqual(ordered.length, 4)
+      // A range (`<= ?`) is not read by the planner (measured: the same 2.7 µs either way).
+      for (const query of ordered) assert.notMatch(query.sql, /(?:(?<![<>])=|<>|limit|offset)\s*\?/i, query.sql)
     }))
 })
 

@@ -62,7 +62,7 @@ export const store = ({ db, engine, mode, statements: { first, rows, write }, co
             .where(sql<SqlBool>`${sql.ref("next_attempt_at")} <= ${now}`)
             .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
             .orderBy("next_attempt_at").orderBy("id")
-            .limit(limit)
+            .limit(engine.opaque.integer(limit))
             .$if(locks, (qb) => qb.forUpdate().skipLocked())
         ),
         (found) => found.map(decode)
@@ -70,7 +70,7 @@ export const store = ({ db, engine, mode, statements: { first, rows, write }, co
     },
     listOutboxEntries(subjectId) {
       return Effect.map(
-        rows(db.selectFrom("outbox_entries").selectAll().where("subject_id", "=", subjectId).orderBy("id")),
+        rows(db.selectFrom("outbox_entries").selectAll().where("subject_id", "=", engine.opaque.text(subjectId)).orderBy("id")),
         (found) => found.map(decode)
       )
     }

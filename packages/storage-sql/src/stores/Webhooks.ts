@@ -114,7 +114,10 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
     },
     listWebhookDeliveries(subscriptionId, limit) {
       return Effect.map(
-        rows(db.selectFrom("webhook_deliveries").selectAll().where("subscription_id", "=", subscriptionId).orderBy("id", "desc").limit(limit)),
+        rows(
+          db.selectFrom("webhook_deliveries").selectAll().where("subscription_id", "=", engine.opaque.text(subscriptionId))
+            .orderBy("id", "desc").limit(engine.opaque.integer(limit))
+        ),
         (found) => found.map(decodeDelivery)
       )
     },
@@ -127,7 +130,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
             // A literal, so SQLite sees the partial index's predicate.
             .where("state", "=", sql.lit("pending"))
             .where(sql<SqlBool>`(${sql.ref("event_at")} < ${delivery.eventAt} or (${sql.ref("event_at")} = ${delivery.eventAt} and ${sql.ref("event_id")} < ${delivery.eventId}))`)
-            .limit(1)
+            .limit(sql.lit(1))
         ),
         (row) => row !== undefined
       )

@@ -6,7 +6,7 @@ import * as ClientRow from "../rows/ClientRow.js"
 import { keepingRead, optional, type StoreArguments, updating } from "../SqlUnit.js"
 
 export const store = (
-  { db, statements: { first, rows, write }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
+  { db, engine, statements: { first, rows, write }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
 ): Storage.ClientStore => {
   const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
   const update = updating(write)
@@ -36,7 +36,7 @@ export const store = (
     },
     listApiUsers(clientId) {
       const all = db.selectFrom("api_users").selectAll().orderBy("id")
-      const query = clientId === undefined ? all : clientId === null ? all.where("client_id", "is", null) : all.where("client_id", "=", clientId)
+      const query = clientId === undefined ? all : clientId === null ? all.where("client_id", "is", null) : all.where("client_id", "=", engine.opaque.text(clientId))
       return Effect.map(rows(query), (found) => found.map(ApiUserRow.decode))
     }
   }

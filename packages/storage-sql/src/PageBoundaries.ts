@@ -13,15 +13,55 @@
  * - every transaction this process inserts, or moves to another status group, forgets the boundaries of its
  *   client's lists at or after its key (`changed`), before its unit commits; a unit that rolls back only forgets
  *   more than it had to;
- * - another connection's commit (another process on the file) forgets them all: each use first reads the engine's
- *   data version (SQLite's `PRAGMA data_version`, which moves when another connection commits), inside the unit,
- *   after its snapshot is taken.
- * Engines with no such version (PostgreSQL, where other nodes write) keep none: their pages read from the nearer
- * end only, and their walks do not hold up this process's event loop.
+ * - what other writers changed is read in the unit that uses the boundaries, after its snapshot is taken (a
+ *   `Sighting`, one statement per engine, see SqlEngine.listChanges):
+ *   - SQLite: `PRAGMA data_version`, which moves when another connection (another process on the file) commits;
+ *     a new version forgets every boundary. SQLite runs one unit at a time, so a unit's snapshot is the newest.
+ *   - PostgreSQL: other nodes write all the time, so a node keeps, per client, the snapshot its boundaries are exact
+ *     in, and reads the client's list changes (migration 8's log, written by a trigger) of every transaction at or
+ *     after that snapshot's oldest running one. Units of a node run side by side on their own snapshots, so a unit
+ *     uses and adds boundaries only when its snapshot sees everything the kept one saw (its oldest running
+ *     transaction began after the kept one's newest): it forgets the boundaries at or after each change, then its
+ *     snapshot becomes the kept one. A unit on an older or overlapping snapshot reads from the nearer end, as
+ *     without boundaries, and so does one whose kept snapshot moved on while it walked.
  */
 import { Page } from "@custody-relay/core"
 import { Effect } from "effect"
 import type { Op } from "./SqlUnit.js"
+
+/**
+ * What a unit learned of other writers, read after its snapshot was taken (see SqlEngine.listChanges).
+ * `DataVersion`: SQLite's data version. `Snapshot`: PostgreSQL's snapshot (its oldest running and next transaction
+ * ids, and its text to tell two apart) and the client's list changes by transactions at or after `since`, the kept
+ * snapshot's oldest running transaction when the unit asked (undefined: none was kept).
+ */
+export type Sighting =
+  | { readonly _tag: "DataVersion"; readonly version: number }
+  | {
+    readonly _tag: "Snapshot"
+    readonly since: bigint | undefined
+    readonly xmin: bigint
+    readonly xmax: bigint
+    readonly snapshot: string
+    readonly changes: ReadonlyArray<SortKey>
+  }
+
+/**
+ * How long a client's kept PostgreSQL snapshot may go unused before its boundaries are forgotten: the list-change
+ * log is pruned of entries older than `LIST_CHANGES_KEPT_MILLIS`, so a snapshot must be brought up to date well
+ * before its changes could be pruned.
+ */
+export const SNAPSHOT_KEPT_MILLIS = 10 * 60_000
+/** How long the list-change log keeps an entry (SqlLayer prunes older ones). */
+export const LIST_CHANGES_KEPT_MILLIS = 60 * 60_000
+
+/** The snapshot a client's boundaries are exact in (PostgreSQL). */
+interface KeptSnapshot {
+  readonly xmin: bigint
+  readonly xmax: bigint
+  readonly snapshot: string
+  seenAt: number
+}
 
 /** A row's place in the list order: the list is sorted by (created_at, id). */
 export interface SortKey {
@@ -64,7 +104,9 @@ interface List {
 
 export class PageBoundaries {
   readonly #lists = new Map<string, List>()
-  #version: unknown = undefined
+  #version: number | undefined = undefined
+  /** Per client, the snapshot its boundaries are exact in (PostgreSQL only). */
+  readonly #snapshots = new Map<string, KeptSnapshot>()
 
   /** `stepRows`: the longest walk from a boundary (tests use short steps on short lists). */
   constructor(readonly stepRows: number = STEP_ROWS) {}
@@ -76,6 +118,15 @@ export class PageBoundaries {
     }
   }
 
+  /**
+   * What a unit asks the log for: the oldest running transaction of the snapshot `clientId`'s boundaries are kept
+   * in, or undefined when none is (PostgreSQL; SQLite asks nothing).
+   */
+  since(clientId: string, now: number = Date.now()): bigint | undefined {
+    const kept = this.#snapshots.get(clientId)
+    return kept === undefined || now - kept.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : kept.xmin
+  }
+
   /** Boundaries kept in total, for tests and benchmarks. */
   size(): number {
     let size = 0
@@ -84,27 +135,27 @@ export class PageBoundaries {
   }
 
   /**
-   * The page of `request` of a list of `total` rows, read from the nearest boundary or end. `version` is the
-   * engine's data version read in this unit, after its snapshot was taken.
+   * The page of `request` of a list of `total` rows, read from the nearest boundary or end. `sighting` is what
+   * this unit read of other writers, after its snapshot was taken.
    */
   page<Row extends SortKey>(
     listKey: string,
     clientId: string,
-    version: unknown,
+    sighting: Sighting,
     total: number,
     request: Page.PageRequest,
-    reads: ListReads<Row>
+    reads: ListReads<Row>,
+    now: number = Date.now()
   ): Op<ReadonlyArray<Row>> {
-    if (version !== this.#version) {
-      this.#lists.clear()
-      this.#version = version
-    }
-    const list = this.#listOf(listKey, clientId)
+    const current = this.#bringUpToDate(clientId, sighting, now)
     const offset = Page.offset(request)
     const end = Math.min(offset + request.limit, total)
     // The page's rows, counted from the oldest: [low, high).
     const low = total - end
     const high = total - offset
+    // A unit whose snapshot the kept boundaries may be ahead of reads from the nearer end, as with none kept.
+    if (current === undefined) return this.#fromNearerEnd(total, low, high, reads)
+    const list = this.#listOf(listKey, clientId)
     const self = this
     return Effect.gen(function*() {
       // A step that adds no boundary (one already there, so the anchor was not the nearest) would repeat forever:
@@ -112,6 +163,9 @@ export class PageBoundaries {
       let stepped = Math.ceil(total / self.stepRows) + 1
       for (;;) {
         stepped--
+        // Another unit may have moved the client's kept snapshot on while this one read (here, and before a
+        // boundary is added): the kept boundaries are then exact in a snapshot this unit's may not see.
+        if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
         const { from, walk, oldestFirst } = self.#nearest(list, total, low, high)
         if (walk < self.stepRows || stepped === 0) {
           if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
@@ -122,9 +176,59 @@ export class PageBoundaries {
         const [row] = oldestFirst ? yield* reads.after(from?.key, 1, self.stepRows - 1) : yield* reads.upTo(from?.key, 1, self.stepRows)
         if (row === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
         const count = oldestFirst ? (from?.count ?? 0) + self.stepRows : (from?.count ?? total) - self.stepRows
+        if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
         self.#insert(list, { count, key: { created_at: row.created_at, id: row.id } })
       }
     })
+  }
+
+  /**
+   * Brings the kept boundaries up to the unit's sighting. Answers how to tell, later in the unit, that they are
+   * still exact in its snapshot, or undefined when the unit may not use them at all.
+   */
+  #bringUpToDate(clientId: string, sighting: Sighting, now: number): (() => boolean) | undefined {
+    if (sighting._tag === "DataVersion") {
+      if (sighting.version !== this.#version) {
+        this.#lists.clear()
+        this.#version = sighting.version
+      }
+      return () => true
+    }
+    const kept = this.#snapshots.get(clientId)
+    const keptSince = kept === undefined || now - kept.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : kept.xmin
+    // The kept snapshot changed between the unit's question and now: the changes it read may not be all.
+    if (sighting.since !== keptSince) return undefined
+    let next: KeptSnapshot
+    if (kept === undefined || keptSince === undefined) {
+      this.#forgetClient(clientId)
+      next = { xmin: sighting.xmin, xmax: sighting.xmax, snapshot: sighting.snapshot, seenAt: now }
+    } else if (sighting.snapshot === kept.snapshot) {
+      kept.seenAt = now
+      next = kept
+    } else if (sighting.xmin >= kept.xmax) {
+      // Every transaction the kept snapshot knew of, running or not yet begun, had ended when this one was taken:
+      // it sees all the kept one saw, and the changes it read are every commit since.
+      for (const key of sighting.changes) this.changed(clientId, key)
+      next = { xmin: sighting.xmin, xmax: sighting.xmax, snapshot: sighting.snapshot, seenAt: now }
+    } else {
+      return undefined
+    }
+    this.#snapshots.delete(clientId)
+    if (this.#snapshots.size >= MAX_LISTS) this.#forgetClient(this.#snapshots.keys().next().value as string)
+    this.#snapshots.set(clientId, next)
+    return () => this.#snapshots.get(clientId) === next
+  }
+
+  #forgetClient(clientId: string): void {
+    this.#snapshots.delete(clientId)
+    for (const [listKey, list] of this.#lists) if (list.clientId === clientId) this.#lists.delete(listKey)
+  }
+
+  /** The page read from the nearer end of the list, without boundaries. */
+  #fromNearerEnd<Row extends SortKey>(total: number, low: number, high: number, reads: ListReads<Row>): Op<ReadonlyArray<Row>> {
+    return low <= total - high
+      ? Effect.map(reads.after(undefined, high - low, low), (rows) => [...rows].reverse())
+      : reads.upTo(undefined, high - low, total - high)
   }
 
   #listOf(listKey: string, clientId: string): List {

@@ -5,6 +5,7 @@
  */
 import type { Storage } from "@custody-relay/core"
 import { type CompiledQuery, type ControlledTransaction, type Expression, type Kysely, PostgresIntrospector, sql, SqliteIntrospector } from "kysely"
+import type { Sighting } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SessionOpener } from "./SqlSession.js"
 
@@ -36,10 +37,19 @@ export interface SqlEngine {
   readonly substringPosition: "instr" | "strpos"
   readonly classify: (cause: unknown) => Storage.StorageError
   /**
-   * A statement whose one value changes whenever another connection commits (SQLite's `PRAGMA data_version`):
-   * what lets a process keep page boundaries (see PageBoundaries). None on PostgreSQL, where other nodes write.
+   * How a read unit that pages deep learns what other writers changed since the process's page boundaries were
+   * kept (see PageBoundaries): SQLite's data version, or PostgreSQL's snapshot and the client's list changes.
    */
-  readonly dataVersion?: CompiledQuery<{ readonly data_version: number }>
+  readonly listChanges: ListChanges
+}
+
+/** One statement, run in the read unit after its snapshot is taken, and what its rows say. */
+export interface ListChanges {
+  /** `since`: what the client's kept boundaries ask for (PageBoundaries.since). */
+  readonly query: (clientId: string, since: bigint | undefined) => CompiledQuery<Readonly<Record<string, unknown>>>
+  readonly sighting: (rows: ReadonlyArray<Readonly<Record<string, unknown>>>, since: bigint | undefined) => Sighting
+  /** Deletes what no node can still ask for, where the engine keeps a log (PostgreSQL; SqlLayer runs it). */
+  readonly prune?: CompiledQuery
 }
 
 /** Which engine a kysely instance talks to, read from its dialect's introspector (public API, no query). */

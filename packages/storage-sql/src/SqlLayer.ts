@@ -4,13 +4,16 @@
  * only how to open its database.
  */
 import { RateLimiter, Storage } from "@custody-relay/core"
-import { Clock, Context, Effect, Layer, Result, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Result, Schedule, type Scope } from "effect"
 import type { Kysely } from "kysely"
 import { migrateToLatest } from "./migrations/migrateToLatest.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import * as SqlRateLimiter from "./SqlRateLimiter.js"
 import * as SqlStorage from "./SqlStorage.js"
+
+/** How often a node prunes the engine's list-change log (see PageBoundaries), where it keeps one. */
+export const PRUNE_EVERY_MILLIS = 5 * 60_000
 
 /** How long a layer waits for an unreachable database at start-up before it fails; 60 s by default. */
 export const DEFAULT_STARTUP_TIMEOUT_MILLIS = 60_000
@@ -48,6 +51,15 @@ export const make = (
         Effect.retry({ schedule: SqlStorage.backoff, times: SqlStorage.DEFAULT_MAX_RETRIES, while: SqlStorage.isRetryable })
       )
       yield* untilReachable(migrate, options.startupTimeoutMillis ?? DEFAULT_STARTUP_TIMEOUT_MILLIS)
+      const prune = engine.listChanges.prune
+      if (prune !== undefined) {
+        // Every node prunes; a round that fails (the database unreachable) is tried again at the next.
+        const round = Effect.catchCause(
+          Effect.tryPromise({ try: () => db.executeQuery(prune), catch: engine.classify }),
+          (cause) => Effect.logWarning("pruning the list-change log failed", cause)
+        )
+        yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(PRUNE_EVERY_MILLIS)))
+      }
       const limiter = options.rateLimitSyncMillis === undefined
         ? SqlRateLimiter.make(db, engine)
         : yield* SqlRateLimiter.makeSynced(db, engine, options.rateLimitSyncMillis)

@@ -105,7 +105,7 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
-  const pageBoundaries = engine.dataVersion === undefined ? undefined : new PageBoundaries()
+  const pageBoundaries = new PageBoundaries()
   // A SQLite handle reuses one session object, so its three units (lookup, read, write) are made once, not per unit
   // of work; what a unit read is forgotten when the next unit of work on it begins. `beforeCommit` writes a write
   // unit's pending events together, last (EventLog.flushEvents).

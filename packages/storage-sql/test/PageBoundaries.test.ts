@@ -2,15 +2,17 @@
  * Page boundaries (PageBoundaries) against a model: a client's transactions in memory, read through the same
  * reads the SQL store makes, with short steps so a short list gets boundaries. Whatever happens between pages (new
  * transactions, transactions written with an old key, transactions moving between status groups, another
- * connection's commit), every page of the whole list and of a status group is the port's slice (PAGE-1, PAGE-4);
- * with `changed` left out the model finds pages that are off. The SQLite test in SqlStorage.test.ts runs it on a
- * real file.
+ * connection's commit, another node's change), every page of the whole list and of a status group is the port's
+ * slice (PAGE-1, PAGE-4), told of other writers as SQLite tells it (a data version) and as PostgreSQL does (a
+ * snapshot and a log of list changes); with the changes left out the model finds pages that are off. Units on
+ * PostgreSQL snapshots older than, or overlapping, the kept one never use or add boundaries. The tests in
+ * SqlStorage.test.ts run the same on a real SQLite file and a real PostgreSQL database.
  */
 import { describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { assert } from "vitest"
-import { PageBoundaries, type SortKey } from "../src/PageBoundaries.js"
+import { PageBoundaries, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey } from "../src/PageBoundaries.js"
 
 interface Row extends SortKey {
   group: "pending" | "completed"
@@ -23,21 +25,49 @@ type Step =
   | { readonly kind: "insert"; readonly at: number | undefined; readonly group: "pending" | "completed" }
   | { readonly kind: "move"; readonly which: number }
   | { readonly kind: "foreign"; readonly at: number }
+  | { readonly kind: "foreignMove"; readonly which: number }
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("page" as const), group: fc.constantFrom("pending" as const, undefined), page: fc.integer({ min: 1, max: 40 }), limit: fc.integer({ min: 1, max: 9 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("insert" as const), at: fc.option(fc.integer({ min: 0, max: 400 }), { nil: undefined }), group: fc.constantFrom("pending" as const, "completed" as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("move" as const), which: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("foreign" as const), at: fc.integer({ min: 0, max: 400 }) }) }
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("foreign" as const), at: fc.integer({ min: 0, max: 400 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("foreignMove" as const), which: fc.nat() }) }
 )
 
-/** Runs the steps; `tellChanges: false` leaves out the calls that keep boundaries exact. */
-const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tellChanges = true): string | undefined => {
+type Engine = "sqlite" | "postgres"
+
+/**
+ * Runs the steps; `tellChanges: false` leaves out what keeps boundaries exact (this process's own `changed` calls,
+ * and the data version or the log entries of other writers). On "postgres" every page's unit has a snapshot that
+ * sees every commit (the concurrent cases are the tests below), and another node's writes reach the log.
+ */
+const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tellChanges = true, engine: Engine = "sqlite"): string | undefined => {
   let serial = 0
   const made = (at: number, group: Row["group"]): Row => ({ created_at: String(at).padStart(6, "0"), id: String(serial++).padStart(6, "0"), group })
   const rows: Array<Row> = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
   const boundaries = new PageBoundaries(stepRows)
   let version = 0
+  // PostgreSQL: transaction ids, and the log of other nodes' list changes.
+  let nextXid = 3n
+  const log: Array<{ readonly xid: bigint; readonly key: SortKey }> = []
+  const foreignChange = (row: Row) => {
+    if (!tellChanges) return
+    if (engine === "sqlite") version++
+    else log.push({ xid: nextXid++, key: row })
+  }
+  const sighting = (): Sighting => {
+    if (engine === "sqlite") return { _tag: "DataVersion", version }
+    const since = boundaries.since("client", 0)
+    return {
+      _tag: "Snapshot",
+      since,
+      xmin: nextXid,
+      xmax: nextXid,
+      snapshot: `${nextXid}:${nextXid}:`,
+      changes: since === undefined ? [] : log.filter((entry) => entry.xid >= since).map((entry) => entry.key)
+    }
+  }
   for (const s of steps) {
     if (s.kind === "insert") {
       const row = made(s.at ?? 1_000 + serial, s.group)
@@ -48,21 +78,26 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
       row.group = row.group === "pending" ? "completed" : "pending"
       if (tellChanges) boundaries.changed("client", row)
     } else if (s.kind === "foreign") {
-      rows.push(made(s.at, "pending"))
-      if (tellChanges) version++
+      const row = made(s.at, "pending")
+      rows.push(row)
+      foreignChange(row)
+    } else if (s.kind === "foreignMove" && rows.length > 0) {
+      const row = rows[s.which % rows.length]!
+      row.group = row.group === "pending" ? "completed" : "pending"
+      foreignChange(row)
     } else if (s.kind === "page") {
       const list = rows.filter((row) => s.group === undefined || row.group === s.group).sort(compare)
       const oldest = (key: SortKey | undefined) => key === undefined ? 0 : list.filter((row) => compare(row, key) <= 0).length
       const start = (s.page - 1) * s.limit
       const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
       if (start === 0 || start >= list.length) continue
-      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", version, list.length, { page: s.page, limit: s.limit }, {
+      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, {
         after: (key, limit, offset) => Effect.succeed(list.slice(oldest(key) + offset, oldest(key) + offset + limit)),
         upTo: (key, limit, offset) => {
           const end = key === undefined ? list.length : oldest(key)
           return Effect.succeed(list.slice(Math.max(0, end - offset - limit), Math.max(0, end - offset)).reverse())
         }
-      })).map((row) => row.id)
+      }, 0)).map((row) => row.id)
       if (JSON.stringify(found) !== JSON.stringify(expected)) return JSON.stringify({ step: s, found, expected })
     }
   }
@@ -72,14 +107,16 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
 const steps = fc.array(step, { minLength: 1, maxLength: 60 })
 
 describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
-  it("every page is the port's slice, whatever was written between pages", () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), steps, (initial, stepRows, list) => {
-        assert.strictEqual(run(initial, stepRows, list), undefined)
-      }),
-      { numRuns: 500 }
-    )
-  })
+  for (const engine of ["sqlite", "postgres"] as const) {
+    it(`every page is the port's slice, whatever was written between pages (${engine})`, () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), steps, (initial, stepRows, list) => {
+          assert.strictEqual(run(initial, stepRows, list, true, engine), undefined)
+        }),
+        { numRuns: 500 }
+      )
+    })
+  }
 
   it("without being told of changes, boundaries go stale: the model can tell", () => {
     // An old transaction written after the boundaries were made moves every later row by one.
@@ -95,6 +132,16 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       { kind: "page", group: undefined, page: 10, limit: 10 }
     ], false)
     assert.isDefined(foreign)
+    // Another node's old transaction, and another node's status change, on PostgreSQL without the log.
+    for (const change of [{ kind: "foreign", at: 5 }, { kind: "foreignMove", which: 3 }] as const) {
+      const steps: ReadonlyArray<Step> = [
+        { kind: "page", group: "pending", page: 5, limit: 10 },
+        change,
+        { kind: "page", group: "pending", page: 5, limit: 10 }
+      ]
+      assert.isDefined(run(200, 4, steps, false, "postgres"), change.kind)
+      assert.isUndefined(run(200, 4, steps, true, "postgres"), change.kind)
+    }
   })
 
   it("a walk longer than a step leaves boundaries a step apart, and the next page of the list walks less than a step", () => {
@@ -113,16 +160,119 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
         return Effect.succeed(list.slice(Math.max(0, end - offset - limit), end - offset).reverse())
       }
     }
-    Effect.runSync(boundaries.page("l", "client", 0, 1_000, { page: 25, limit: 20 }, reads))
+    Effect.runSync(boundaries.page("l", "client", { _tag: "DataVersion", version: 0 }, 1_000, { page: 25, limit: 20 }, reads))
     assert.strictEqual(boundaries.size(), 48)
     skipped.length = 0
     // Rows 650 to 656 counted from the oldest: 3 from the boundary at 660.
-    const page = Effect.runSync(boundaries.page("l", "client", 0, 1_000, { page: 50, limit: 7 }, reads))
+    const page = Effect.runSync(boundaries.page("l", "client", { _tag: "DataVersion", version: 0 }, 1_000, { page: 50, limit: 7 }, reads))
     assert.deepStrictEqual(page.map((row) => row.created_at), list.slice(650, 657).reverse().map((row) => row.created_at))
     assert.deepStrictEqual(skipped.length, 1)
     assert.isBelow(skipped[0]!, 10)
     // Another connection's commit (a new data version) forgets them all.
-    Effect.runSync(boundaries.page("l", "client", 1, 1_000, { page: 2, limit: 5 }, reads))
+    Effect.runSync(boundaries.page("l", "client", { _tag: "DataVersion", version: 1 }, 1_000, { page: 2, limit: 5 }, reads))
     assert.strictEqual(boundaries.size(), 0)
+  })
+
+  describe("PostgreSQL snapshots: a unit uses boundaries only when its snapshot sees all the kept one saw", () => {
+    const list = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
+    /** The list's reads, counting the rows each skips; `during` runs inside the next read, once. */
+    const counting = () => {
+      const skipped: Array<number> = []
+      let during: (() => void) | undefined
+      const reads = {
+        after: (key: SortKey | undefined, limit: number, offset: number) =>
+          Effect.sync(() => {
+            const next = during
+            during = undefined
+            next?.()
+            const start = key === undefined ? 0 : Number(key.created_at) + 1
+            skipped.push(offset)
+            return list.slice(start + offset, start + offset + limit)
+          }),
+        upTo: (key: SortKey | undefined, limit: number, offset: number) =>
+          Effect.sync(() => {
+            const next = during
+            during = undefined
+            next?.()
+            const end = key === undefined ? list.length : Number(key.created_at) + 1
+            skipped.push(offset)
+            return list.slice(Math.max(0, end - offset - limit), end - offset).reverse()
+          })
+      }
+      return { skipped, reads, duringNextRead: (run: () => void) => (during = run) }
+    }
+    const snapshot = (since: bigint | undefined, xmin: number, xmax: number, changes: ReadonlyArray<SortKey> = []): Sighting => ({
+      _tag: "Snapshot",
+      since,
+      xmin: BigInt(xmin),
+      xmax: BigInt(xmax),
+      snapshot: `${xmin}:${xmax}:${xmin < xmax ? xmin : ""}`,
+      changes
+    })
+    const middle = { page: 25, limit: 20 }
+    const expectedMiddle = list.slice(500, 520).reverse().map((row) => row.created_at)
+    const pageOf = (boundaries: PageBoundaries, sighting: Sighting, reads: ReturnType<typeof counting>["reads"], now = 0) =>
+      Effect.runSync(boundaries.page("l", "client", sighting, 1_000, middle, reads, now)).map((row) => row.created_at)
+
+    it("the first unit keeps its snapshot; one on the same snapshot or a newer one uses the boundaries", () => {
+      const boundaries = new PageBoundaries(10)
+      const { skipped, reads } = counting()
+      assert.isUndefined(boundaries.since("client", 0))
+      assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 10, 12), reads), expectedMiddle)
+      assert.strictEqual(boundaries.since("client", 0), 10n)
+      assert.isAbove(boundaries.size(), 0)
+      for (const sighting of [snapshot(10n, 10, 12), snapshot(10n, 12, 12), snapshot(12n, 15, 16)]) {
+        skipped.length = 0
+        assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
+        assert.deepStrictEqual(skipped, [0], "a seek to a boundary and no walk")
+      }
+      // Unused for longer than SNAPSHOT_KEPT_MILLIS (the log may have been pruned since): nothing kept.
+      assert.isUndefined(boundaries.since("client", SNAPSHOT_KEPT_MILLIS + 1))
+    })
+
+    it("a newer snapshot forgets the boundaries at or after each change it read, and only those", () => {
+      const boundaries = new PageBoundaries(10)
+      const { reads } = counting()
+      pageOf(boundaries, snapshot(undefined, 10, 12), reads)
+      const kept = boundaries.size()
+      pageOf(boundaries, snapshot(10n, 12, 13, [list[900]!]), reads)
+      assert.isBelow(boundaries.size(), kept)
+      assert.isAbove(boundaries.size(), 0)
+    })
+
+    it("a unit on an older or overlapping snapshot, or one that asked before the kept snapshot moved, neither uses nor adds boundaries", () => {
+      const boundaries = new PageBoundaries(10)
+      const { skipped, reads } = counting()
+      pageOf(boundaries, snapshot(undefined, 10, 12), reads)
+      const kept = boundaries.size()
+      // Older (xmax at most the kept xmin), overlapping (began before the kept snapshot's newest ended), and one
+      // whose question named another snapshot: each reads the page from the nearer end, walking 480 rows.
+      for (const sighting of [snapshot(10n, 8, 10), snapshot(10n, 11, 13), snapshot(9n, 14, 15), snapshot(undefined, 14, 15)]) {
+        skipped.length = 0
+        assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
+        assert.deepStrictEqual(skipped, [480], sighting._tag === "Snapshot" ? sighting.snapshot : "")
+        assert.strictEqual(boundaries.size(), kept)
+        assert.strictEqual(boundaries.since("client", 0), 10n)
+      }
+    })
+
+    it("a unit whose kept snapshot moves on while it walks stops using the boundaries and adds none", () => {
+      const boundaries = new PageBoundaries(10)
+      const { skipped, reads, duringNextRead } = counting()
+      // The first unit's walk: while it reads its first step, a unit on a newer snapshot (it asked for the changes
+      // since the first unit's) brings the kept one up.
+      duringNextRead(() => {
+        assert.deepStrictEqual(pageOf(boundaries, snapshot(10n, 20, 21), counting().reads), expectedMiddle)
+      })
+      const before = boundaries.size()
+      assert.strictEqual(before, 0)
+      assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 10, 12), reads), expectedMiddle)
+      // The newer unit's snapshot is kept, with its boundaries; the older unit read from the nearer end.
+      assert.strictEqual(boundaries.since("client", 0), 20n)
+      assert.deepStrictEqual(skipped.slice(-1), [480])
+      const newerOnly = new PageBoundaries(10)
+      pageOf(newerOnly, snapshot(undefined, 20, 21), counting().reads)
+      assert.strictEqual(boundaries.size(), newerOnly.size())
+    })
   })
 })

@@ -12,6 +12,7 @@ import * as TransactionCounts from "./0004_transaction_counts.js"
 import * as CommandsEventsOutbox from "./0005_commands_events_outbox.js"
 import * as SettingsAndKeyBudgets from "./0006_settings_and_key_budgets.js"
 import * as Webhooks from "./0007_webhooks.js"
+import * as TransactionListChanges from "./0008_transaction_list_changes.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -22,7 +23,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0004_transaction_counts", TransactionCounts.up],
   ["0005_commands_events_outbox", CommandsEventsOutbox.up],
   ["0006_settings_and_key_budgets", SettingsAndKeyBudgets.up],
-  ["0007_webhooks", Webhooks.up]
+  ["0007_webhooks", Webhooks.up],
+  ["0008_transaction_list_changes", TransactionListChanges.up]
 ]
 
 /** Migration names, oldest first. */

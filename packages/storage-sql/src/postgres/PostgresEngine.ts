@@ -5,6 +5,8 @@
  * different orders are reported by the server (40P01) and the unit is re-run. Read units see one REPEATABLE READ
  * snapshot, so a page and its total agree; a read-only snapshot never fails to serialize.
  */
+import { CompiledQuery } from "kysely"
+import { LIST_CHANGES_KEPT_MILLIS } from "../PageBoundaries.js"
 import { plainParameters, type SqlEngine } from "../SqlEngine.js"
 import { kyselySessions } from "../SqlSession.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
@@ -20,5 +22,34 @@ export const PostgresEngine: SqlEngine = {
   opaque: plainParameters,
   substringPosition: "strpos",
   locksRowsForWrite: true,
-  classify: classifyPostgresError
+  classify: classifyPostgresError,
+  listChanges: {
+    // The read unit's snapshot (REPEATABLE READ: the unit's one snapshot), and migration 8's log of the client's
+    // list changes by transactions at or after `since`: none when there is no `since` (a null compares to nothing).
+    query: (clientId, since) =>
+      CompiledQuery.raw(
+        `select pg_snapshot_xmin(now.s)::text as xmin, pg_snapshot_xmax(now.s)::text as xmax, now.s::text as snapshot,
+          c.created_at, c.id
+        from (select pg_current_snapshot() as s) as now
+        left join transaction_list_changes as c on c.client_id = $1 and c.xid >= $2::xid8`,
+        [clientId, since === undefined ? null : since.toString()]
+      ),
+    sighting: (rows, since) => {
+      const [first] = rows
+      if (first === undefined) throw new Error("pg_current_snapshot() answered no row")
+      return {
+        _tag: "Snapshot",
+        since,
+        xmin: BigInt(first["xmin"] as string),
+        xmax: BigInt(first["xmax"] as string),
+        snapshot: first["snapshot"] as string,
+        changes: rows.flatMap((row) =>
+          row["id"] === null ? [] : [{ created_at: row["created_at"] as string, id: row["id"] as string }]
+        )
+      }
+    },
+    prune: CompiledQuery.raw(
+      `delete from transaction_list_changes where recorded_at < statement_timestamp() - interval '${LIST_CHANGES_KEPT_MILLIS / 1000} seconds'`
+    )
+  }
 }

@@ -8,6 +8,9 @@ import { kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import * as SqliteSession from "./SqliteSession.js"
 
+/** Moves whenever another connection commits to the file (another process: the operator CLI, a second server). */
+const DATA_VERSION = CompiledQuery.raw("pragma data_version") as CompiledQuery<Readonly<Record<string, unknown>>>
+
 export const SqliteEngine: SqlEngine = {
   name: "sqlite",
   begin: (db, mode) =>
@@ -20,5 +23,8 @@ export const SqliteEngine: SqlEngine = {
   substringPosition: "instr",
   locksRowsForWrite: false,
   classify: classifySqliteError,
-  dataVersion: CompiledQuery.raw("pragma data_version")
+  listChanges: {
+    query: () => DATA_VERSION,
+    sighting: (rows) => ({ _tag: "DataVersion", version: Number(rows[0]?.["data_version"]) })
+  }
 }

@@ -13,8 +13,6 @@ import { transactionListValues } from "../StoreStatements.js"
 export const store = (
   { db, engine, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking, pageBoundaries }: StoreArguments
 ): Storage.TransactionStore => {
-  const version = engine.dataVersion
-  const dataVersion = version === undefined ? undefined : { compile: () => version }
   const transactionById = keepingRead(mode, read.transactions, TransactionRow.decode)
   const update = updating(write)
   const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
@@ -61,12 +59,16 @@ export const store = (
         () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         TransactionRow.decode,
         request,
-        dataVersion === undefined || pageBoundaries === undefined ? undefined : (total) =>
-          Effect.flatMap(first(dataVersion), (version) =>
-            pageBoundaries.page(JSON.stringify(values), clientId, version?.data_version, total, request, {
+        // Only a read unit holds one snapshot on every engine (a PostgreSQL write unit reads each statement afresh).
+        pageBoundaries === undefined || mode !== "read" ? undefined : (total) => {
+          const since = pageBoundaries.since(clientId)
+          const changes = engine.listChanges.query(clientId, since)
+          return Effect.flatMap(rows({ compile: () => changes }), (found) =>
+            pageBoundaries.page(JSON.stringify(values), clientId, engine.listChanges.sighting(found, since), total, request, {
               after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
               upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset))
             }))
+        }
       )
     },
     listOpenTransactionsFrom(accountId) {

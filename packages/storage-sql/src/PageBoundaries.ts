@@ -94,6 +94,12 @@ const compareKeys = (a: SortKey, b: SortKey): number =>
 export interface ListReads<Row extends SortKey> {
   readonly after: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<Row>>
   readonly upTo: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<Row>>
+  /**
+   * The same, reading the sort key alone: what a step to a new boundary reads. The list's index holds it, so
+   * PostgreSQL walks the index alone (an index-only scan) rather than fetching every row it skips.
+   */
+  readonly keysAfter: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<SortKey>>
+  readonly keysUpTo: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<SortKey>>
 }
 
 interface List {
@@ -173,7 +179,7 @@ export class PageBoundaries {
         }
         // One row a step away from the nearest anchor, toward the page: a new boundary, then look again.
         // Oldest first the read starts just after the anchor's key, newest first at the key itself.
-        const [row] = oldestFirst ? yield* reads.after(from?.key, 1, self.stepRows - 1) : yield* reads.upTo(from?.key, 1, self.stepRows)
+        const [row] = oldestFirst ? yield* reads.keysAfter(from?.key, 1, self.stepRows - 1) : yield* reads.keysUpTo(from?.key, 1, self.stepRows)
         if (row === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
         const count = oldestFirst ? (from?.count ?? 0) + self.stepRows : (from?.count ?? total) - self.stepRows
         if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)

@@ -274,6 +274,9 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     ),
     transactionsPage: pages((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
     transactionsAround: around((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
+    transactionKeysAround: around((values: TransactionListValues) =>
+      db.selectFrom("transactions").select(["created_at", "id"]).where(transactionWhere(engine, values))
+    ),
     // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
     transactionsTotal: byColumns((values: TransactionListValues) =>
       db.selectFrom("transaction_counts")

@@ -12,7 +12,7 @@ import { describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { assert } from "vitest"
-import { PageBoundaries, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey } from "../src/PageBoundaries.js"
+import { type ListReads, PageBoundaries, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey } from "../src/PageBoundaries.js"
 
 interface Row extends SortKey {
   group: "pending" | "completed"
@@ -36,6 +36,13 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 )
 
 type Engine = "sqlite" | "postgres"
+
+/** A list's reads with the key-only reads made from them (the rows here are their own keys and a group). */
+const withKeys = <Row extends SortKey>(reads: Pick<ListReads<Row>, "after" | "upTo">): ListReads<Row> => ({
+  ...reads,
+  keysAfter: reads.after,
+  keysUpTo: reads.upTo
+})
 
 /**
  * Runs the steps; `tellChanges: false` leaves out what keeps boundaries exact (this process's own `changed` calls,
@@ -91,13 +98,13 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
       const start = (s.page - 1) * s.limit
       const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
       if (start === 0 || start >= list.length) continue
-      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, {
+      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, withKeys({
         after: (key, limit, offset) => Effect.succeed(list.slice(oldest(key) + offset, oldest(key) + offset + limit)),
         upTo: (key, limit, offset) => {
           const end = key === undefined ? list.length : oldest(key)
           return Effect.succeed(list.slice(Math.max(0, end - offset - limit), Math.max(0, end - offset)).reverse())
         }
-      }, 0)).map((row) => row.id)
+      }), 0)).map((row) => row.id)
       if (JSON.stringify(found) !== JSON.stringify(expected)) return JSON.stringify({ step: s, found, expected })
     }
   }
@@ -148,7 +155,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     const boundaries = new PageBoundaries(10)
     const list = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
     const skipped: Array<number> = []
-    const reads = {
+    const reads = withKeys({
       after: (key: SortKey | undefined, limit: number, offset: number) => {
         const start = key === undefined ? 0 : Number(key.created_at) + 1
         skipped.push(offset)
@@ -159,7 +166,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
         skipped.push(offset)
         return Effect.succeed(list.slice(Math.max(0, end - offset - limit), end - offset).reverse())
       }
-    }
+    })
     Effect.runSync(boundaries.page("l", "client", { _tag: "DataVersion", version: 0 }, 1_000, { page: 25, limit: 20 }, reads))
     assert.strictEqual(boundaries.size(), 48)
     skipped.length = 0
@@ -179,7 +186,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     const counting = () => {
       const skipped: Array<number> = []
       let during: (() => void) | undefined
-      const reads = {
+      const reads = withKeys({
         after: (key: SortKey | undefined, limit: number, offset: number) =>
           Effect.sync(() => {
             const next = during
@@ -198,7 +205,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
             skipped.push(offset)
             return list.slice(Math.max(0, end - offset - limit), end - offset).reverse()
           })
-      }
+      })
       return { skipped, reads, duringNextRead: (run: () => void) => (during = run) }
     }
     const snapshot = (since: bigint | undefined, xmin: number, xmax: number, changes: ReadonlyArray<SortKey> = []): Sighting => ({

@@ -582,7 +582,13 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       const key = { created_at: "2026-01-01T00:00:00.000Z", id: crypto.randomUUID() }
       for (const filter of [{}, { accountId: crypto.randomUUID() }, { group: "pending" }, { assetType: "ETH" }] as const) {
         const values = transactionListValues(clientId, filter)
-        for (const query of [lists.transactionsAround.after(values, key, 20, 5), lists.transactionsAround.upTo(values, key, 20, 5), lists.transactionsAround.after(values, undefined, 20, 5), lists.transactionsAround.upTo(values, undefined, 20, 5)]) {
+        const reads = [lists.transactionsAround, lists.transactionKeysAround].flatMap((around) => [
+          around.after(values, key, 20, 5),
+          around.upTo(values, key, 20, 5),
+          around.after(values, undefined, 20, 5),
+          around.upTo(values, undefined, 20, 5)
+        ])
+        for (const query of reads) {
           const compiled = query.compile()
           const plan = yield* Effect.promise(() =>
             db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]))

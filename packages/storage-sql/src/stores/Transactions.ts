@@ -66,7 +66,9 @@ export const store = (
           return Effect.flatMap(rows({ compile: () => changes }), (found) =>
             pageBoundaries.page(JSON.stringify(values), clientId, engine.listChanges.sighting(found, since), total, request, {
               after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
-              upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset))
+              upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
+              keysAfter: (key, limit, offset) => rows(lists.transactionKeysAround.after(values, key, limit, offset)),
+              keysUpTo: (key, limit, offset) => rows(lists.transactionKeysAround.upTo(values, key, limit, offset))
             }))
         }
       )

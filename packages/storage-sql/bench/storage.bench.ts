@@ -14,6 +14,8 @@
  * SQLite runs on a file in a temporary directory; PostgreSQL on a temporary database of RELAY_BENCH_PG_URL (or
  * RELAY_TEST_PG_URL), skipped when neither is set. RELAY_BENCH_ROWS=10000,100000 narrows step 3;
  * RELAY_BENCH_STORES=postgres (or sqlite) runs one engine.
+ * 4. Deep pages at random, alone and during writes of the same client, at the largest size (RELAY_BENCH_DEEP_SECONDS
+ *    each, default 10).
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -376,6 +378,61 @@ const benchLatency = async (store: Store) => {
   }
 }
 
+const DEEP_SECONDS = Number(process.env["RELAY_BENCH_DEEP_SECONDS"] ?? 10)
+
+/**
+ * Step 4: deep pages at random (2 readers, pages 2 to the last) for DEEP_SECONDS, alone and then while 2 writers
+ * initiate transfers of the same client through the core as fast as they can. On PostgreSQL a deep page whose
+ * snapshot overlaps the kept one (a write was running when that was taken) reads from the nearer end instead of
+ * from the boundaries (see PageBoundaries): the share of pages over 10 ms says how often.
+ */
+const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
+  const runtime = relayOn(store)
+  const world = await makeWorld(runtime)
+  await seed(store, world, 1, size)
+  await recount(store, world.clientId)
+  const principal = await runtime.runPromise(principalOf({ keyId: world.keyId, secret: world.secret }))
+  const storage = SqlStorage.make(store.db, store.engine)
+  const clientId = Ids.ClientId.make(world.clientId)
+  const lastPage = Math.ceil(size / 20)
+  const input = { sourceAccountId: world.source, destinationId: world.destination, destinationType: "external" as const, amount: "1", assetType: "ETH" }
+  // The first walks, untimed: boundaries every step of the list.
+  for (let page = 2; page <= lastPage; page += Math.ceil(lastPage / 8)) {
+    await Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, {}, { page, limit: 20 })))
+  }
+  for (const writers of [0, 2]) {
+    const samples: Array<number> = []
+    let writes = 0
+    const until = performance.now() + DEEP_SECONDS * 1000
+    const reader = async () => {
+      while (performance.now() < until) {
+        const page = 2 + Math.floor(Math.random() * (lastPage - 1))
+        const start = performance.now()
+        await Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, {}, { page, limit: 20 })))
+        samples.push(performance.now() - start)
+      }
+    }
+    const writer = async () => {
+      while (performance.now() < until) {
+        await runtime.runPromise(Transactions.initiate(principal, input))
+        writes++
+      }
+    }
+    await Promise.all([reader(), reader(), ...Array.from({ length: writers }, writer)])
+    const over = samples.filter((ms) => ms > 10).length
+    row([
+      store.name,
+      size.toLocaleString("en"),
+      writers,
+      samples.length,
+      [50, 95, 99].map((p) => percentile(samples, p).toFixed(2)).join(" / "),
+      `${((100 * over) / samples.length).toFixed(1)}%`,
+      (writes / DEEP_SECONDS).toFixed(0)
+    ])
+  }
+  await runtime.dispose()
+}
+
 const main = async () => {
   const stores: Array<() => Promise<Store>> = []
   if (storeNames.includes("sqlite")) stores.push(openSqliteStore)
@@ -406,6 +463,18 @@ const main = async () => {
     const store = await open()
     try {
       await benchLatency(store)
+    } finally {
+      await store.close()
+    }
+  }
+  const deepRows = sizes.at(-1) ?? 0
+  console.log(`\nDeep pages at random (2 readers, ${DEEP_SECONDS} s), alone and during writes of the same client (initiations through the core), ${deepRows.toLocaleString("en")} rows, ms\n`)
+  row(["store", "rows", "writers", "pages", "p50 / p95 / p99", "pages over 10 ms", "writes/s"])
+  row(["---", "---:", "---:", "---:", "---:", "---:", "---:"])
+  for (const open of stores) {
+    const store = await open()
+    try {
+      await benchDeepPagesUnderWrites(store, deepRows)
     } finally {
       await store.close()
     }

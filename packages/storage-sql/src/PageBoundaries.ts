@@ -20,10 +20,10 @@
  *   - PostgreSQL: other nodes write all the time, so a node keeps, per client, the snapshot its boundaries are exact
  *     in, and reads the client's list changes (migration 8's log, written by a trigger) of every transaction at or
  *     after that snapshot's oldest running one. Units of a node run side by side on their own snapshots, so a unit
- *     uses and adds boundaries only when its snapshot sees everything the kept one saw (its oldest running
- *     transaction began after the kept one's newest): it forgets the boundaries at or after each change, then its
- *     snapshot becomes the kept one. A unit on an older or overlapping snapshot reads from the nearer end, as
- *     without boundaries, and so does one whose kept snapshot moved on while it walked.
+ *     uses and adds boundaries only when its snapshot sees everything the kept one saw (`seesAllOf`): it forgets
+ *     the boundaries at or after each change, then its snapshot becomes the kept one. A unit on an older snapshot
+ *     (one that misses a commit the kept one saw) reads from the nearer end, as without boundaries, and so does
+ *     one whose kept snapshot moved on while it walked.
  */
 import { Page } from "@custody-relay/core"
 import { Effect } from "effect"
@@ -32,7 +32,8 @@ import type { Op } from "./SqlUnit.js"
 /**
  * What a unit learned of other writers, read after its snapshot was taken (see SqlEngine.listChanges).
  * `DataVersion`: SQLite's data version. `Snapshot`: PostgreSQL's snapshot (its oldest running and next transaction
- * ids, and its text to tell two apart) and the client's list changes by transactions at or after `since`, the kept
+ * ids, those running when it was taken, and its text to tell two apart) and the client's list changes by
+ * transactions at or after `since`, the kept
  * snapshot's oldest running transaction when the unit asked (undefined: none was kept).
  */
 export type Sighting =
@@ -42,6 +43,7 @@ export type Sighting =
     readonly since: bigint | undefined
     readonly xmin: bigint
     readonly xmax: bigint
+    readonly running: ReadonlyArray<bigint>
     readonly snapshot: string
     readonly changes: ReadonlyArray<SortKey>
   }
@@ -59,8 +61,24 @@ export const LIST_CHANGES_KEPT_MILLIS = 60 * 60_000
 interface KeptSnapshot {
   readonly xmin: bigint
   readonly xmax: bigint
+  readonly running: ReadonlySet<bigint>
   readonly snapshot: string
   seenAt: number
+}
+
+/**
+ * Whether `snapshot` sees every commit `kept` saw. `kept` saw as committed every transaction below its `xmax` that
+ * was not running; a finished transaction never runs again, so `snapshot` sees them all unless it counts one of
+ * them as running or not yet begun: one in its own running set, or at or above its own `xmax`, that `kept` did not
+ * count as running. Exact for two snapshots of one server, whichever was taken first: an older snapshot with no
+ * commit between the two sees the same.
+ */
+export const seesAllOf = (snapshot: { readonly xmax: bigint; readonly running: ReadonlyArray<bigint> }, kept: KeptSnapshot): boolean => {
+  if (snapshot.xmax < kept.xmax) {
+    if (kept.xmax - snapshot.xmax > BigInt(kept.running.size)) return false
+    for (let xid = snapshot.xmax; xid < kept.xmax; xid++) if (!kept.running.has(xid)) return false
+  }
+  return snapshot.running.every((xid) => xid >= kept.xmax || kept.running.has(xid))
 }
 
 /** A row's place in the list order: the list is sorted by (created_at, id). */
@@ -204,18 +222,25 @@ export class PageBoundaries {
     const keptSince = kept === undefined || now - kept.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : kept.xmin
     // The kept snapshot changed between the unit's question and now: the changes it read may not be all.
     if (sighting.since !== keptSince) return undefined
+    const taken = (): KeptSnapshot => ({
+      xmin: sighting.xmin,
+      xmax: sighting.xmax,
+      running: new Set(sighting.running),
+      snapshot: sighting.snapshot,
+      seenAt: now
+    })
     let next: KeptSnapshot
     if (kept === undefined || keptSince === undefined) {
       this.#forgetClient(clientId)
-      next = { xmin: sighting.xmin, xmax: sighting.xmax, snapshot: sighting.snapshot, seenAt: now }
+      next = taken()
     } else if (sighting.snapshot === kept.snapshot) {
       kept.seenAt = now
       next = kept
-    } else if (sighting.xmin >= kept.xmax) {
-      // Every transaction the kept snapshot knew of, running or not yet begun, had ended when this one was taken:
-      // it sees all the kept one saw, and the changes it read are every commit since.
+    } else if (seesAllOf(sighting, kept)) {
+      // What this snapshot sees and the kept one did not was committed after the kept one was taken, by a
+      // transaction running then or begun since: at or after its oldest running one, so among the changes read.
       for (const key of sighting.changes) this.changed(clientId, key)
-      next = { xmin: sighting.xmin, xmax: sighting.xmax, snapshot: sighting.snapshot, seenAt: now }
+      next = taken()
     } else {
       return undefined
     }

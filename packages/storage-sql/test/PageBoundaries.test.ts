@@ -12,7 +12,7 @@ import { describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { assert } from "vitest"
-import { type ListReads, PageBoundaries, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey } from "../src/PageBoundaries.js"
+import { type ListReads, PageBoundaries, seesAllOf, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey } from "../src/PageBoundaries.js"
 
 interface Row extends SortKey {
   group: "pending" | "completed"
@@ -71,6 +71,7 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
       since,
       xmin: nextXid,
       xmax: nextXid,
+      running: [],
       snapshot: `${nextXid}:${nextXid}:`,
       changes: since === undefined ? [] : log.filter((entry) => entry.xid >= since).map((entry) => entry.key)
     }
@@ -180,6 +181,33 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     assert.strictEqual(boundaries.size(), 0)
   })
 
+  it("seesAllOf is exact: against every transaction of a history, one snapshot sees all the other saw finished", () => {
+    // A history of transactions beginning (the next id) and ending (any running one), and two snapshots taken in it.
+    const history = fc.array(fc.oneof(fc.constant("begin" as const), fc.nat({ max: 20 })), { maxLength: 40 })
+    fc.assert(
+      fc.property(history, fc.nat(), fc.nat(), (events, first, second) => {
+        let next = 1n
+        const running: Array<bigint> = []
+        const snapshots: Array<{ readonly xmax: bigint; readonly running: ReadonlyArray<bigint> }> = []
+        const take = () => snapshots.push({ xmax: next, running: [...running] })
+        take()
+        for (const event of events) {
+          if (event === "begin") running.push(next++)
+          else if (running.length > 0) running.splice(event % running.length, 1)
+          take()
+        }
+        const a = snapshots[first % snapshots.length]!
+        const b = snapshots[second % snapshots.length]!
+        const finished = (snapshot: typeof a, xid: bigint) => xid < snapshot.xmax && !snapshot.running.includes(xid)
+        let exact = true
+        for (let xid = 1n; xid < next; xid++) if (finished(b, xid) && !finished(a, xid)) exact = false
+        const kept = { xmin: 0n, xmax: b.xmax, running: new Set(b.running), snapshot: "", seenAt: 0 }
+        assert.strictEqual(seesAllOf(a, kept), exact, JSON.stringify({ a, b }, (_, value) => typeof value === "bigint" ? Number(value) : value))
+      }),
+      { numRuns: 2_000 }
+    )
+  })
+
   describe("PostgreSQL snapshots: a unit uses boundaries only when its snapshot sees all the kept one saw", () => {
     const list = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
     /** The list's reads, counting the rows each skips; `during` runs inside the next read, once. */
@@ -208,12 +236,20 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       })
       return { skipped, reads, duringNextRead: (run: () => void) => (during = run) }
     }
-    const snapshot = (since: bigint | undefined, xmin: number, xmax: number, changes: ReadonlyArray<SortKey> = []): Sighting => ({
+    /** A snapshot as PostgreSQL writes it, `xmin:xmax:running`; by default its oldest running transaction runs. */
+    const snapshot = (
+      since: bigint | undefined,
+      xmin: number,
+      xmax: number,
+      changes: ReadonlyArray<SortKey> = [],
+      running: ReadonlyArray<number> = xmin < xmax ? [xmin] : []
+    ): Sighting => ({
       _tag: "Snapshot",
       since,
       xmin: BigInt(xmin),
       xmax: BigInt(xmax),
-      snapshot: `${xmin}:${xmax}:${xmin < xmax ? xmin : ""}`,
+      running: running.map(BigInt),
+      snapshot: `${xmin}:${xmax}:${running.join(",")}`,
       changes
     })
     const middle = { page: 25, limit: 20 }
@@ -228,7 +264,9 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 10, 12), reads), expectedMiddle)
       assert.strictEqual(boundaries.since("client", 0), 10n)
       assert.isAbove(boundaries.size(), 0)
-      for (const sighting of [snapshot(10n, 10, 12), snapshot(10n, 12, 12), snapshot(12n, 15, 16)]) {
+      // The same; one taken after the kept one's running transaction ended; and one in which it still runs, with a
+      // newer one (each sees every commit the kept one saw).
+      for (const sighting of [snapshot(10n, 10, 12), snapshot(10n, 12, 12), snapshot(12n, 15, 16), snapshot(15n, 15, 18, [], [15, 17])]) {
         skipped.length = 0
         assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
         assert.deepStrictEqual(skipped, [0], "a seek to a boundary and no walk")
@@ -247,13 +285,14 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.isAbove(boundaries.size(), 0)
     })
 
-    it("a unit on an older or overlapping snapshot, or one that asked before the kept snapshot moved, neither uses nor adds boundaries", () => {
+    it("a unit on an older snapshot (one that misses a commit the kept one saw), or one that asked before the kept snapshot moved, neither uses nor adds boundaries", () => {
       const boundaries = new PageBoundaries(10)
       const { skipped, reads } = counting()
       pageOf(boundaries, snapshot(undefined, 10, 12), reads)
       const kept = boundaries.size()
-      // Older (xmax at most the kept xmin), overlapping (began before the kept snapshot's newest ended), and one
-      // whose question named another snapshot: each reads the page from the nearer end, walking 480 rows.
+      // Kept: 10:12:10, so transaction 11 had committed. Older: taken before 11 began (xmax 10), or while 11 ran
+      // (running 11); and two whose question named another snapshot: each reads the page from the nearer end,
+      // walking 480 rows.
       for (const sighting of [snapshot(10n, 8, 10), snapshot(10n, 11, 13), snapshot(9n, 14, 15), snapshot(undefined, 14, 15)]) {
         skipped.length = 0
         assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)

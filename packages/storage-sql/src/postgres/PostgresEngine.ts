@@ -42,6 +42,8 @@ export const PostgresEngine: SqlEngine = {
         since,
         xmin: BigInt(first["xmin"] as string),
         xmax: BigInt(first["xmax"] as string),
+        // The snapshot's text is xmin:xmax:running,running,...
+        running: ((first["snapshot"] as string).split(":")[2] ?? "").split(",").filter((xid) => xid !== "").map(BigInt),
         snapshot: first["snapshot"] as string,
         changes: rows.flatMap((row) =>
           row["id"] === null ? [] : [{ created_at: row["created_at"] as string, id: row["id"] as string }]

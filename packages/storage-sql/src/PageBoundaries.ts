@@ -218,10 +218,8 @@ export class PageBoundaries {
       }
       return () => true
     }
-    const kept = this.#snapshots.get(clientId)
-    const keptSince = kept === undefined || now - kept.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : kept.xmin
-    // The kept snapshot changed between the unit's question and now: the changes it read may not be all.
-    if (sighting.since !== keptSince) return undefined
+    const found = this.#snapshots.get(clientId)
+    const kept = found === undefined || now - found.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : found
     const taken = (): KeptSnapshot => ({
       xmin: sighting.xmin,
       xmax: sighting.xmax,
@@ -230,15 +228,18 @@ export class PageBoundaries {
       seenAt: now
     })
     let next: KeptSnapshot
-    if (kept === undefined || keptSince === undefined) {
+    if (kept === undefined) {
       this.#forgetClient(clientId)
       next = taken()
     } else if (sighting.snapshot === kept.snapshot) {
       kept.seenAt = now
       next = kept
-    } else if (seesAllOf(sighting, kept)) {
+    } else if (sighting.since !== undefined && sighting.since <= kept.xmin && seesAllOf(sighting, kept)) {
       // What this snapshot sees and the kept one did not was committed after the kept one was taken, by a
-      // transaction running then or begun since: at or after its oldest running one, so among the changes read.
+      // transaction running then or begun since: at or after the kept one's oldest running transaction, so among
+      // the changes read (from `since`, the oldest running transaction of the snapshot kept when the unit asked;
+      // another unit may have moved the kept one on since, only ever to one with an oldest running transaction at
+      // or after it, or to a fresh one after forgetting all).
       for (const key of sighting.changes) this.changed(clientId, key)
       next = taken()
     } else {

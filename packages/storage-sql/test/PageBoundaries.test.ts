@@ -208,6 +208,115 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     )
   })
 
+  it("units on concurrent PostgreSQL snapshots, other nodes writing between and during them: every page is its own snapshot's slice", async () => {
+    // Other nodes' write transactions begin (taking the next id), commit in any order, and each changes one row:
+    // an insert anywhere in the order, or a move to a status group, logged with its id. Units of this node start
+    // at any point (asking for the changes since the kept snapshot, taking their snapshot), and every read they
+    // make waits until the schedule lets it through, so units overlap each other and the commits.
+    type Change = { readonly kind: "insert"; readonly at: number; readonly group: Row["group"] } | { readonly kind: "move"; readonly which: number; readonly group: Row["group"] }
+    type Event =
+      | { readonly kind: "begin"; readonly change: Change }
+      | { readonly kind: "commit"; readonly which: number }
+      | { readonly kind: "unit"; readonly group: "pending" | undefined; readonly position: number; readonly limit: number }
+      | { readonly kind: "release"; readonly count: number }
+    const group = fc.constantFrom("pending" as const, "completed" as const)
+    const event: fc.Arbitrary<Event> = fc.oneof(
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant("begin" as const), change: fc.oneof(fc.record({ kind: fc.constant("insert" as const), at: fc.integer({ min: 0, max: 200 }), group }), fc.record({ kind: fc.constant("move" as const), which: fc.nat(), group })) }) },
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant("commit" as const), which: fc.nat() }) },
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant("unit" as const), group: fc.constantFrom("pending" as const, undefined), position: fc.nat(), limit: fc.integer({ min: 1, max: 9 }) }) },
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant("release" as const), count: fc.integer({ min: 1, max: 4 }) }) }
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 40, max: 200 }), fc.integer({ min: 1, max: 6 }), fc.array(event, { minLength: 10, maxLength: 60, size: "max" }), fc.nat(), async (initial, stepRows, events, seed) => {
+        let serial = 0
+        const made = (at: number, group: Row["group"]): Row => ({ created_at: String(at).padStart(6, "0"), id: String(serial++).padStart(6, "0"), group })
+        const initialRows = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
+        const writers: Array<{ readonly xid: bigint; readonly change: Change; readonly row: Row }> = []
+        const running: Array<(typeof writers)[number]> = []
+        const commits: Array<(typeof writers)[number]> = []
+        let nextXid = 2n
+        /** The rows a snapshot sees: the initial ones with the first `prefix` commits applied, in commit order. */
+        const rowsAt = (prefix: number): Array<Row> => {
+          const rows = new Map(initialRows.map((row) => [row.id, { ...row }]))
+          for (const writer of commits.slice(0, prefix)) {
+            if (writer.change.kind === "insert") rows.set(writer.row.id, { ...writer.row })
+            else { const row = rows.get(writer.row.id); if (row !== undefined) row.group = writer.change.group }
+          }
+          return [...rows.values()]
+        }
+        const boundaries = new PageBoundaries(stepRows)
+        let random = seed
+        const pick = (n: number) => (random = (random * 1103515245 + 12345) % 2147483648) % n
+        const gates: Array<() => void> = []
+        const gate = () => new Promise<void>((resolve) => gates.push(resolve))
+        const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
+        const failures: Array<string> = []
+        const units: Array<Promise<void>> = []
+        const unit = async (s: Extract<Event, { kind: "unit" }>) => {
+          const since = boundaries.since("client", 0)
+          const prefix = commits.length
+          const runningIds = running.map((writer) => writer.xid)
+          const xmax = nextXid
+          const xmin = runningIds.length === 0 ? xmax : runningIds.reduce((a, b) => (a < b ? a : b))
+          const seen = new Set(commits.slice(0, prefix).map((writer) => writer.xid))
+          await gate()
+          const list = rowsAt(prefix).filter((row) => s.group === undefined || row.group === s.group).sort(compare)
+          // A page past the first (the first reads no boundary), anywhere in the list.
+          const pages = Math.ceil(list.length / s.limit)
+          if (pages < 2) return
+          const page = 2 + (s.position % (pages - 1))
+          const start = (page - 1) * s.limit
+          const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
+          const oldest = (key: SortKey | undefined) => key === undefined ? 0 : list.filter((row) => compare(row, key) <= 0).length
+          const waited = <A>(value: () => A) => Effect.promise(async () => { await gate(); return value() })
+          const sighting: Sighting = {
+            _tag: "Snapshot",
+            since,
+            xmin,
+            xmax,
+            running: runningIds,
+            snapshot: `${xmin}:${xmax}:${runningIds.join(",")}`,
+            changes: since === undefined ? [] : commits.slice(0, prefix).filter((writer) => seen.has(writer.xid) && writer.xid >= since).map((writer) => writer.row)
+          }
+          const found = await Effect.runPromise(boundaries.page(`client|${s.group}`, "client", sighting, list.length, { page, limit: s.limit }, withKeys({
+            after: (key, limit, offset) => waited(() => list.slice(oldest(key) + offset, oldest(key) + offset + limit)),
+            upTo: (key, limit, offset) => waited(() => {
+              const end = key === undefined ? list.length : oldest(key)
+              return list.slice(Math.max(0, end - offset - limit), Math.max(0, end - offset)).reverse()
+            })
+          }), 0))
+          const ids = found.map((row) => row.id)
+          if (JSON.stringify(ids) !== JSON.stringify(expected)) failures.push(JSON.stringify({ unit: s, page, ids, expected }))
+        }
+        const release = async (count: number) => {
+          for (let i = 0; i < count && gates.length > 0; i++) gates.splice(pick(gates.length), 1)[0]!()
+          await flush()
+        }
+        for (const e of events) {
+          if (e.kind === "begin") {
+            const rows = rowsAt(commits.length)
+            const row = e.change.kind === "insert" ? made(e.change.at, e.change.group) : rows[e.change.which % rows.length]!
+            const writer = { xid: nextXid++, change: e.change, row }
+            writers.push(writer)
+            running.push(writer)
+          } else if (e.kind === "commit" && running.length > 0) {
+            commits.push(running.splice(e.which % running.length, 1)[0]!)
+          } else if (e.kind === "unit") {
+            units.push(unit(e))
+          } else if (e.kind === "release") {
+            await release(e.count)
+          }
+          await flush()
+        }
+        let done = false
+        void Promise.all(units).then(() => (done = true))
+        while (!done) await release(gates.length + 1)
+        assert.deepStrictEqual(failures, [])
+      }),
+      { numRuns: 10_000 }
+    )
+  }, 120_000)
+
   describe("PostgreSQL snapshots: a unit uses boundaries only when its snapshot sees all the kept one saw", () => {
     const list = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
     /** The list's reads, counting the rows each skips; `during` runs inside the next read, once. */
@@ -264,9 +373,10 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 10, 12), reads), expectedMiddle)
       assert.strictEqual(boundaries.since("client", 0), 10n)
       assert.isAbove(boundaries.size(), 0)
-      // The same; one taken after the kept one's running transaction ended; and one in which it still runs, with a
-      // newer one (each sees every commit the kept one saw).
-      for (const sighting of [snapshot(10n, 10, 12), snapshot(10n, 12, 12), snapshot(12n, 15, 16), snapshot(15n, 15, 18, [], [15, 17])]) {
+      // The same; one taken after the kept one's running transaction ended; one in which it still runs, with a
+      // newer one (each sees every commit the kept one saw); and one whose changes were read from an earlier kept
+      // snapshot's oldest running transaction (another unit moved the kept one on meanwhile).
+      for (const sighting of [snapshot(10n, 10, 12), snapshot(10n, 12, 12), snapshot(12n, 15, 16), snapshot(15n, 15, 18, [], [15, 17]), snapshot(12n, 19, 19)]) {
         skipped.length = 0
         assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
         assert.deepStrictEqual(skipped, [0], "a seek to a boundary and no walk")
@@ -291,9 +401,9 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       pageOf(boundaries, snapshot(undefined, 10, 12), reads)
       const kept = boundaries.size()
       // Kept: 10:12:10, so transaction 11 had committed. Older: taken before 11 began (xmax 10), or while 11 ran
-      // (running 11); and two whose question named another snapshot: each reads the page from the nearer end,
-      // walking 480 rows.
-      for (const sighting of [snapshot(10n, 8, 10), snapshot(10n, 11, 13), snapshot(9n, 14, 15), snapshot(undefined, 14, 15)]) {
+      // (running 11); and two whose changes may miss some (read from after the kept oldest running transaction, or
+      // none read): each reads the page from the nearer end, walking 480 rows.
+      for (const sighting of [snapshot(10n, 8, 10), snapshot(10n, 11, 13), snapshot(11n, 14, 15), snapshot(undefined, 14, 15)]) {
         skipped.length = 0
         assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
         assert.deepStrictEqual(skipped, [480], sighting._tag === "Snapshot" ? sighting.snapshot : "")

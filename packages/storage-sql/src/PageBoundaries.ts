@@ -33,8 +33,8 @@ import type { Op } from "./SqlUnit.js"
  * What a unit learned of other writers, read after its snapshot was taken (see SqlEngine.listChanges).
  * `DataVersion`: SQLite's data version. `Snapshot`: PostgreSQL's snapshot (its oldest running and next transaction
  * ids, those running when it was taken, and its text to tell two apart) and the client's list changes by
- * transactions at or after `since`, the kept
- * snapshot's oldest running transaction when the unit asked (undefined: none was kept).
+ * transactions at or after `since`, the kept snapshot's oldest running transaction when the unit asked
+ * (undefined: none was kept).
  */
 export type Sighting =
   | { readonly _tag: "DataVersion"; readonly version: number }

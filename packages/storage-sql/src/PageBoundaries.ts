@@ -27,7 +27,7 @@
  */
 import { Page } from "@custody-relay/core"
 import { Effect } from "effect"
-import type { Op } from "./SqlUnit.js"
+import { fromNearerEnd, type Op } from "./SqlUnit.js"
 
 /**
  * What a unit learned of other writers, read after its snapshot was taken (see SqlEngine.listChanges).
@@ -256,11 +256,14 @@ export class PageBoundaries {
     for (const [listKey, list] of this.#lists) if (list.clientId === clientId) this.#lists.delete(listKey)
   }
 
-  /** The page read from the nearer end of the list, without boundaries. */
+  /** The page (rows [low, high) counted from the oldest) read from the nearer end of the list, without boundaries. */
   #fromNearerEnd<Row extends SortKey>(total: number, low: number, high: number, reads: ListReads<Row>): Op<ReadonlyArray<Row>> {
-    return low <= total - high
-      ? Effect.map(reads.after(undefined, high - low, low), (rows) => [...rows].reverse())
-      : reads.upTo(undefined, high - low, total - high)
+    return fromNearerEnd(
+      (limit, offset, fromOldest) => fromOldest ? reads.after(undefined, limit, offset) : reads.upTo(undefined, limit, offset),
+      total,
+      total - high,
+      total - low
+    )
   }
 
   #listOf(listKey: string, clientId: string): List {

@@ -83,14 +83,26 @@ export const pageOf = <Row, A>(
   return Effect.flatMap(count(), (total) => {
     const end = Math.min(offset + request.limit, total)
     if (end <= offset) return Effect.succeed({ items: [], total })
-    if (laterPage !== undefined) return Effect.map(laterPage(total), (found) => ({ items: found.map(decode), total }))
-    const fromOldest = total - end < offset
     return Effect.map(
-      fromOldest ? rows(end - offset, total - end, true) : rows(request.limit, offset, false),
-      (found) => ({ items: (fromOldest ? [...found].reverse() : found).map(decode), total })
+      laterPage !== undefined ? laterPage(total) : fromNearerEnd(rows, total, offset, end),
+      (found) => ({ items: found.map(decode), total })
     )
   })
 }
+
+/**
+ * The rows [offset, end) of a list of `total` rows, newest first, read from whichever end of the list is nearer, so
+ * the read skips at most half the list. `rows` as for {@link pageOf}. Page boundaries fall back on it too.
+ */
+export const fromNearerEnd = <Row>(
+  rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>,
+  total: number,
+  offset: number,
+  end: number
+): Op<ReadonlyArray<Row>> =>
+  total - end < offset
+    ? Effect.map(rows(end - offset, total - end, true), (found) => [...found].reverse())
+    : rows(end - offset, offset, false)
 
 /**
  * Whether a list filter's values can match no stored row: no stored text holds U+0000 (the core's Text refuses

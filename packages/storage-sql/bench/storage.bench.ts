@@ -383,8 +383,8 @@ const DEEP_SECONDS = Number(process.env["RELAY_BENCH_DEEP_SECONDS"] ?? 10)
 /**
  * Step 4: deep pages at random (2 readers, pages 2 to the last) for DEEP_SECONDS, alone and then while 2 writers
  * initiate transfers of the same client through the core as fast as they can. On PostgreSQL a deep page whose
- * snapshot overlaps the kept one (a write was running when that was taken) reads from the nearer end instead of
- * from the boundaries (see PageBoundaries): the share of pages over 10 ms says how often.
+ * snapshot misses a commit the kept one saw reads from the nearer end instead of from the boundaries (see
+ * PageBoundaries): the share of pages over 10 ms says how often.
  */
 const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
   const runtime = relayOn(store)
@@ -443,42 +443,32 @@ const main = async () => {
   } else {
     stores.push(() => openPostgresStore(postgresUrl))
   }
+  /** Runs `run` on a fresh database of each engine, closed (and dropped) after. */
+  const onEachStore = async (run: (store: Store) => Promise<void>) => {
+    for (const open of stores) {
+      const store = await open()
+      try {
+        await run(store)
+      } finally {
+        await store.close()
+      }
+    }
+  }
 
   console.log(`\nInitiate and list page, operations per second (one at a time; best of ${ROUNDS} rounds of ${INITIATIONS / ROUNDS} initiations, ${LIST_PAGES / ROUNDS} pages)\n`)
   row(["store", "operation", "core ops/s", "hand-written kysely ops/s", "hand-written better-sqlite3 ops/s", "core / kysely"])
   row(["---", "---", "---:", "---:", "---:", "---:"])
-  for (const open of stores) {
-    const store = await open()
-    try {
-      await benchInitiateAndList(store)
-    } finally {
-      await store.close()
-    }
-  }
+  await onEachStore((store) => benchInitiateAndList(store))
 
   console.log(`\nList-page latency in ms, p50 / p95 of ${LATENCY_SAMPLES}, as one client's transactions grow (page size 20)\n`)
   row(["store", "rows", "page 1 + total", "rows only", "COUNT(*) instead", "group=pending + total", "account+asset + total", "page 251 + total", "page 5000 + total", "middle page, first call", "middle page + total", "last page + total", "seeding"])
   row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
-  for (const open of stores) {
-    const store = await open()
-    try {
-      await benchLatency(store)
-    } finally {
-      await store.close()
-    }
-  }
+  await onEachStore((store) => benchLatency(store))
   const deepRows = sizes.at(-1) ?? 0
   console.log(`\nDeep pages at random (2 readers, ${DEEP_SECONDS} s), alone and during writes of the same client (initiations through the core), ${deepRows.toLocaleString("en")} rows, ms\n`)
   row(["store", "rows", "writers", "pages", "p50 / p95 / p99", "pages over 10 ms", "writes/s"])
   row(["---", "---:", "---:", "---:", "---:", "---:", "---:"])
-  for (const open of stores) {
-    const store = await open()
-    try {
-      await benchDeepPagesUnderWrites(store, deepRows)
-    } finally {
-      await store.close()
-    }
-  }
+  await onEachStore((store) => benchDeepPagesUnderWrites(store, deepRows))
   console.log(`\nnode ${process.version}, ${new Date().toISOString()}; ${Money.canonical("1")} ETH per initiation`)
 }
 

@@ -44,14 +44,70 @@ const withKeys = <Row extends SortKey>(reads: Pick<ListReads<Row>, "after" | "up
   keysUpTo: reads.upTo
 })
 
+/** Rows with keys from their place `at` and ids in the order made. */
+const rowMaker = () => {
+  let serial = 0
+  return (at: number, group: Row["group"]): Row => ({ created_at: String(at).padStart(6, "0"), id: String(serial++).padStart(6, "0"), group })
+}
+
+/** The reads of `list` (sorted oldest first) as the SQL store makes them, each answered through `answer`. */
+const readsOver = (list: ReadonlyArray<Row>, answer: <A>(value: () => A) => Effect.Effect<A> = Effect.sync): ListReads<Row> => {
+  const oldest = (key: SortKey | undefined) => key === undefined ? 0 : list.filter((row) => compare(row, key) <= 0).length
+  return withKeys({
+    after: (key, limit, offset) => answer(() => list.slice(oldest(key) + offset, oldest(key) + offset + limit)),
+    upTo: (key, limit, offset) =>
+      answer(() => {
+        const end = key === undefined ? list.length : oldest(key)
+        return list.slice(Math.max(0, end - offset - limit), Math.max(0, end - offset)).reverse()
+      })
+  })
+}
+
+/** A PostgreSQL sighting, its snapshot's text written as PostgreSQL writes it: `xmin:xmax:running,...`. */
+const snapshotSighting = (
+  since: bigint | undefined,
+  xmin: bigint,
+  xmax: bigint,
+  running: ReadonlyArray<bigint>,
+  changes: ReadonlyArray<SortKey>
+): Sighting => ({ _tag: "Snapshot", since, xmin, xmax, running, snapshot: `${xmin}:${xmax}:${running.join(",")}`, changes })
+
+/** A list of 1,000 rows keyed by their place, and its reads, counting the rows each skips; `during` runs inside the next read, once. */
+const numberedList = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
+const counting = () => {
+  const list = numberedList
+  const skipped: Array<number> = []
+  let during: (() => void) | undefined
+  const reads = withKeys({
+    after: (key: SortKey | undefined, limit: number, offset: number) =>
+      Effect.sync(() => {
+        const next = during
+        during = undefined
+        next?.()
+        const start = key === undefined ? 0 : Number(key.created_at) + 1
+        skipped.push(offset)
+        return list.slice(start + offset, start + offset + limit)
+      }),
+    upTo: (key: SortKey | undefined, limit: number, offset: number) =>
+      Effect.sync(() => {
+        const next = during
+        during = undefined
+        next?.()
+        const end = key === undefined ? list.length : Number(key.created_at) + 1
+        skipped.push(offset)
+        return list.slice(Math.max(0, end - offset - limit), end - offset).reverse()
+      })
+  })
+  return { skipped, reads, duringNextRead: (run: () => void) => (during = run) }
+}
+
 /**
  * Runs the steps; `tellChanges: false` leaves out what keeps boundaries exact (this process's own `changed` calls,
  * and the data version or the log entries of other writers). On "postgres" every page's unit has a snapshot that
  * sees every commit (the concurrent cases are the tests below), and another node's writes reach the log.
  */
 const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tellChanges = true, engine: Engine = "sqlite"): string | undefined => {
-  let serial = 0
-  const made = (at: number, group: Row["group"]): Row => ({ created_at: String(at).padStart(6, "0"), id: String(serial++).padStart(6, "0"), group })
+  const made = rowMaker()
   const rows: Array<Row> = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
   const boundaries = new PageBoundaries(stepRows)
   let version = 0
@@ -66,19 +122,11 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
   const sighting = (): Sighting => {
     if (engine === "sqlite") return { _tag: "DataVersion", version }
     const since = boundaries.since("client", 0)
-    return {
-      _tag: "Snapshot",
-      since,
-      xmin: nextXid,
-      xmax: nextXid,
-      running: [],
-      snapshot: `${nextXid}:${nextXid}:`,
-      changes: since === undefined ? [] : log.filter((entry) => entry.xid >= since).map((entry) => entry.key)
-    }
+    return snapshotSighting(since, nextXid, nextXid, [], since === undefined ? [] : log.filter((entry) => entry.xid >= since).map((entry) => entry.key))
   }
   for (const s of steps) {
     if (s.kind === "insert") {
-      const row = made(s.at ?? 1_000 + serial, s.group)
+      const row = made(s.at ?? 1_000 + rows.length, s.group)
       rows.push(row)
       if (tellChanges) boundaries.changed("client", row)
     } else if (s.kind === "move" && rows.length > 0) {
@@ -95,17 +143,11 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
       foreignChange(row)
     } else if (s.kind === "page") {
       const list = rows.filter((row) => s.group === undefined || row.group === s.group).sort(compare)
-      const oldest = (key: SortKey | undefined) => key === undefined ? 0 : list.filter((row) => compare(row, key) <= 0).length
       const start = (s.page - 1) * s.limit
       const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
       if (start === 0 || start >= list.length) continue
-      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, withKeys({
-        after: (key, limit, offset) => Effect.succeed(list.slice(oldest(key) + offset, oldest(key) + offset + limit)),
-        upTo: (key, limit, offset) => {
-          const end = key === undefined ? list.length : oldest(key)
-          return Effect.succeed(list.slice(Math.max(0, end - offset - limit), Math.max(0, end - offset)).reverse())
-        }
-      }), 0)).map((row) => row.id)
+      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, readsOver(list), 0))
+        .map((row) => row.id)
       if (JSON.stringify(found) !== JSON.stringify(expected)) return JSON.stringify({ step: s, found, expected })
     }
   }
@@ -154,20 +196,8 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
 
   it("a walk longer than a step leaves boundaries a step apart, and the next page of the list walks less than a step", () => {
     const boundaries = new PageBoundaries(10)
-    const list = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
-    const skipped: Array<number> = []
-    const reads = withKeys({
-      after: (key: SortKey | undefined, limit: number, offset: number) => {
-        const start = key === undefined ? 0 : Number(key.created_at) + 1
-        skipped.push(offset)
-        return Effect.succeed(list.slice(start + offset, start + offset + limit))
-      },
-      upTo: (key: SortKey | undefined, limit: number, offset: number) => {
-        const end = key === undefined ? list.length : Number(key.created_at) + 1
-        skipped.push(offset)
-        return Effect.succeed(list.slice(Math.max(0, end - offset - limit), end - offset).reverse())
-      }
-    })
+    const list = numberedList
+    const { skipped, reads } = counting()
     Effect.runSync(boundaries.page("l", "client", { _tag: "DataVersion", version: 0 }, 1_000, { page: 25, limit: 20 }, reads))
     assert.strictEqual(boundaries.size(), 48)
     skipped.length = 0
@@ -228,12 +258,11 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     )
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 40, max: 200 }), fc.integer({ min: 1, max: 6 }), fc.array(event, { minLength: 10, maxLength: 60, size: "max" }), fc.nat(), async (initial, stepRows, events, seed) => {
-        let serial = 0
-        const made = (at: number, group: Row["group"]): Row => ({ created_at: String(at).padStart(6, "0"), id: String(serial++).padStart(6, "0"), group })
+        const made = rowMaker()
         const initialRows = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
-        const writers: Array<{ readonly xid: bigint; readonly change: Change; readonly row: Row }> = []
-        const running: Array<(typeof writers)[number]> = []
-        const commits: Array<(typeof writers)[number]> = []
+        type Writer = { readonly xid: bigint; readonly change: Change; readonly row: Row }
+        const running: Array<Writer> = []
+        const commits: Array<Writer> = []
         let nextXid = 2n
         /** The rows a snapshot sees: the initial ones with the first `prefix` commits applied, in commit order. */
         const rowsAt = (prefix: number): Array<Row> => {
@@ -267,24 +296,10 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
           const page = 2 + (s.position % (pages - 1))
           const start = (page - 1) * s.limit
           const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
-          const oldest = (key: SortKey | undefined) => key === undefined ? 0 : list.filter((row) => compare(row, key) <= 0).length
           const waited = <A>(value: () => A) => Effect.promise(async () => { await gate(); return value() })
-          const sighting: Sighting = {
-            _tag: "Snapshot",
-            since,
-            xmin,
-            xmax,
-            running: runningIds,
-            snapshot: `${xmin}:${xmax}:${runningIds.join(",")}`,
-            changes: since === undefined ? [] : commits.slice(0, prefix).filter((writer) => seen.has(writer.xid) && writer.xid >= since).map((writer) => writer.row)
-          }
-          const found = await Effect.runPromise(boundaries.page(`client|${s.group}`, "client", sighting, list.length, { page, limit: s.limit }, withKeys({
-            after: (key, limit, offset) => waited(() => list.slice(oldest(key) + offset, oldest(key) + offset + limit)),
-            upTo: (key, limit, offset) => waited(() => {
-              const end = key === undefined ? list.length : oldest(key)
-              return list.slice(Math.max(0, end - offset - limit), Math.max(0, end - offset)).reverse()
-            })
-          }), 0))
+          const changes = since === undefined ? [] : commits.slice(0, prefix).filter((writer) => seen.has(writer.xid) && writer.xid >= since).map((writer) => writer.row)
+          const sighting = snapshotSighting(since, xmin, xmax, runningIds, changes)
+          const found = await Effect.runPromise(boundaries.page(`client|${s.group}`, "client", sighting, list.length, { page, limit: s.limit }, readsOver(list, waited), 0))
           const ids = found.map((row) => row.id)
           if (JSON.stringify(ids) !== JSON.stringify(expected)) failures.push(JSON.stringify({ unit: s, page, ids, expected }))
         }
@@ -296,9 +311,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
           if (e.kind === "begin") {
             const rows = rowsAt(commits.length)
             const row = e.change.kind === "insert" ? made(e.change.at, e.change.group) : rows[e.change.which % rows.length]!
-            const writer = { xid: nextXid++, change: e.change, row }
-            writers.push(writer)
-            running.push(writer)
+            running.push({ xid: nextXid++, change: e.change, row })
           } else if (e.kind === "commit" && running.length > 0) {
             commits.push(running.splice(e.which % running.length, 1)[0]!)
           } else if (e.kind === "unit") {
@@ -318,33 +331,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
   }, 120_000)
 
   describe("PostgreSQL snapshots: a unit uses boundaries only when its snapshot sees all the kept one saw", () => {
-    const list = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
-    /** The list's reads, counting the rows each skips; `during` runs inside the next read, once. */
-    const counting = () => {
-      const skipped: Array<number> = []
-      let during: (() => void) | undefined
-      const reads = withKeys({
-        after: (key: SortKey | undefined, limit: number, offset: number) =>
-          Effect.sync(() => {
-            const next = during
-            during = undefined
-            next?.()
-            const start = key === undefined ? 0 : Number(key.created_at) + 1
-            skipped.push(offset)
-            return list.slice(start + offset, start + offset + limit)
-          }),
-        upTo: (key: SortKey | undefined, limit: number, offset: number) =>
-          Effect.sync(() => {
-            const next = during
-            during = undefined
-            next?.()
-            const end = key === undefined ? list.length : Number(key.created_at) + 1
-            skipped.push(offset)
-            return list.slice(Math.max(0, end - offset - limit), end - offset).reverse()
-          })
-      })
-      return { skipped, reads, duringNextRead: (run: () => void) => (during = run) }
-    }
+    const list = numberedList
     /** A snapshot as PostgreSQL writes it, `xmin:xmax:running`; by default its oldest running transaction runs. */
     const snapshot = (
       since: bigint | undefined,
@@ -352,15 +339,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       xmax: number,
       changes: ReadonlyArray<SortKey> = [],
       running: ReadonlyArray<number> = xmin < xmax ? [xmin] : []
-    ): Sighting => ({
-      _tag: "Snapshot",
-      since,
-      xmin: BigInt(xmin),
-      xmax: BigInt(xmax),
-      running: running.map(BigInt),
-      snapshot: `${xmin}:${xmax}:${running.join(",")}`,
-      changes
-    })
+    ): Sighting => snapshotSighting(since, BigInt(xmin), BigInt(xmax), running.map(BigInt), changes)
     const middle = { page: 25, limit: 20 }
     const expectedMiddle = list.slice(500, 520).reverse().map((row) => row.created_at)
     const pageOf = (boundaries: PageBoundaries, sighting: Sighting, reads: ReturnType<typeof counting>["reads"], now = 0) =>

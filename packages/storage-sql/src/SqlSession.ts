@@ -12,8 +12,18 @@ import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import * as StorageFailure from "./StorageFailure.js"
 
+/** Judges a write's answer by the rows it changed: a refusal fails the unit. */
+export type WriteCheck = (affected: number) => Storage.StorageError | undefined
+
 export interface SqlSession {
   readonly execute: <R>(query: CompiledQuery<R>) => Effect.Effect<QueryResult<R>, Storage.StorageError>
+  /**
+   * A write the unit does not wait for, on an engine that can send it with the unit's next statement (see
+   * postgres/PostgresSession.ts); `check` judges its answer when it arrives. `sure`: the database itself
+   * guarantees the answer the check expects, or fails the statement (see Statements.writeLater), so the write may
+   * go with the COMMIT. Absent, the write runs at once.
+   */
+  readonly queue?: (query: CompiledQuery, check: WriteCheck, sure: boolean) => Effect.Effect<void, Storage.StorageError>
   readonly commit: Effect.Effect<void, Storage.StorageError>
   /** Rolls back what was not committed and gives the connection back. Never fails: the outcome is decided. */
   readonly release: Effect.Effect<void>

@@ -120,7 +120,7 @@ export const make = (
       unit = made[mode] = {
         unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries),
         read,
-        beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).write, statements.writes, read) : Effect.void
+        beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).writeLater, statements.writes, read) : Effect.void
       }
     } else if (mode === "write") {
       // Only a write unit keeps what it read.

@@ -9,7 +9,7 @@ import type { Compilable, Kysely } from "kysely"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
-import type { SqlSession } from "./SqlSession.js"
+import type { SqlSession, WriteCheck } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
 import * as StorageFailure from "./StorageFailure.js"
 
@@ -24,12 +24,24 @@ export interface Statements {
   readonly rows: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>
   readonly first: <R>(query: Compilable<R>) => Op<R | undefined>
   readonly write: (query: Compilable<unknown>) => Op<number>
+  /**
+   * A write that must change `expected` rows and whose answer the unit does not wait for: where the session can,
+   * it goes with the unit's next statement (SqlSession.queue), else it runs at once. Any other count fails the
+   * unit, as a fault, when the answer arrives. `sure` says the database itself guarantees the count or fails the
+   * statement: an insert without ON CONFLICT writes all its rows or fails, and an update by id of a row the unit
+   * read holds it locked (RowsRead); only such a write may go with the COMMIT, since nothing can fail it after.
+   */
+  readonly writeLater: (query: Compilable<unknown>, expected: number, subject: string, sure: boolean) => Op<void>
 }
 
 const writeRefused = { lookup: new Error("a lookup unit of work attempted a write"), read: new Error("a read unit of work attempted a write") }
 
 /** What a write through a unit of `mode` that may not write does: it dies before reaching the database. */
 export const refuseWrite = (mode: Exclude<Storage.UnitMode, "write">) => Effect.die(writeRefused[mode])
+
+/** The check of a write that must change `expected` rows of `subject`. */
+export const changesExactly = (expected: number, subject: string): WriteCheck => (affected) =>
+  affected === expected ? undefined : StorageFailure.fault(new Error(`write of ${subject} changed ${affected} rows, not ${expected}`))
 
 export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements => ({
   rows(query) {
@@ -42,6 +54,15 @@ export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): State
     return mode === "write"
       ? Effect.map(session.execute(query.compile()), (result) => Number(result.numAffectedRows ?? 0n))
       : refuseWrite(mode)
+  },
+  writeLater(query, expected, subject, sure) {
+    if (mode !== "write") return refuseWrite(mode)
+    const check = changesExactly(expected, subject)
+    if (session.queue !== undefined) return session.queue(query.compile(), check, sure)
+    return Effect.flatMap(session.execute(query.compile()), (result) => {
+      const refused = check(Number(result.numAffectedRows ?? 0n))
+      return refused === undefined ? Effect.void : Effect.fail(refused)
+    })
   }
 })
 
@@ -202,8 +223,13 @@ export const keepingRead = <Row extends { readonly id: string }, A>(
   return Option.some(decode(row))
 }
 
-/** An update of a row read in this unit, writing only the columns that changed; the kept row becomes what it wrote. */
-export const updating = (write: Statements["write"]) =>
+/**
+ * An update of a row read in this unit, writing only the columns that changed and sent with the unit's next
+ * statement where the engine can (Statements.writeLater); the kept row becomes what it wrote. A row the unit read
+ * in a unit that locks what it reads (`locking`) is sure to be matched; any other update is answered before the
+ * unit commits, and one that matched no row fails the unit.
+ */
+export const updating = (writeLater: Statements["writeLater"], locking: 0 | 1) =>
 <Next extends { readonly id: string }>(
   rowsOf: Map<string, object>,
   next: Next,
@@ -211,8 +237,6 @@ export const updating = (write: Statements["write"]) =>
   table: string
 ): Op<void> => {
   const before = rowsOf.get(next.id)
-  return Effect.flatMap(write(statement(changedColumns(next, before))), (updated) => {
-    if (updated === 1 && before !== undefined) rowsOf.set(next.id, { ...before, ...next })
-    return expectOneRow(table, next.id)(updated)
-  })
+  if (before !== undefined) rowsOf.set(next.id, { ...before, ...next })
+  return writeLater(statement(changedColumns(next, before)), 1, `${table} ${next.id}`, before !== undefined && locking === 1)
 }

@@ -8,16 +8,17 @@
 import { CompiledQuery } from "kysely"
 import { LIST_CHANGES_KEPT_MILLIS } from "../PageBoundaries.js"
 import { plainParameters, type SqlEngine } from "../SqlEngine.js"
-import { kyselySessions } from "../SqlSession.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
+import { isolation, postgresSessions } from "./PostgresSession.js"
 
 export const PostgresEngine: SqlEngine = {
   name: "postgres",
   begin: (db, mode) =>
     mode === "read"
-      ? db.startTransaction().setIsolationLevel("repeatable read").setAccessMode("read only").execute()
-      : db.startTransaction().setIsolationLevel("read committed").execute(),
-  sessions: (db) => kyselySessions(db, PostgresEngine),
+      ? db.startTransaction().setIsolationLevel(isolation.read.level).setAccessMode(isolation.read.accessMode).execute()
+      : db.startTransaction().setIsolationLevel(isolation.write.level).execute(),
+  // BEGIN with the first statement, writes with the next one (see PostgresSession).
+  sessions: (db) => postgresSessions(db, PostgresEngine),
   // PostgreSQL plans an unnamed statement with its values each time anyway; nothing to hide from its planner.
   opaque: plainParameters,
   substringPosition: "strpos",

@@ -11,6 +11,11 @@ import type { Database } from "../schema/Database.js"
 import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
 import { PostgresEngine } from "./PostgresEngine.js"
+import type { PgParts } from "./Pipeline.js"
+import { pipelineOn } from "./PostgresSession.js"
+
+/** pg's own mapping of parameter values (what its `query` binds with), for pipelines; pg publishes lib/ but no types for it. */
+const PG_UTILS = "pg/lib/utils.js"
 
 export interface PostgresPoolOptions {
   /** Connections per node; default 10. Each open unit of work holds one. */
@@ -54,7 +59,10 @@ export interface PostgresOptions extends SqlStorageOptions {
 
 /** Opens the pool; exported for tools and tests that need the kysely instance itself. */
 export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
-  const { default: pg } = await import("pg")
+  const [{ default: pg }, { default: utils }] = await Promise.all([
+    import("pg"),
+    import(PG_UTILS) as Promise<{ readonly default: { readonly prepareValue: PgParts["prepareValue"] } }>
+  ])
   const settings = { ...poolDefaults, ...options.pool }
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -73,7 +81,11 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   pool.on("connect", (client) => {
     client.on("error", () => undefined)
   })
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  // pg's types declare Result's constructor but not the methods its own Query calls, which a pipeline calls too.
+  const newResult = () => new pg.Result("", pg.types) as unknown as ReturnType<PgParts["newResult"]>
+  pipelineOn(db, { pool, parts: { newResult, prepareValue: utils.prepareValue } })
+  return db
 }
 
 export const layerPostgres = (

@@ -7,13 +7,13 @@ import { countOf, emptyPage, keepingRead, matchesNothing, optional, pageOf, type
 import { accountListValues } from "../StoreStatements.js"
 
 export const store = (
-  { db, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking }: StoreArguments
+  { db, statements: { first, rows, writeLater }, mode, compiled: { lists, lookups, writes }, read, locking }: StoreArguments
 ): Storage.AccountStore => {
   const accountById = keepingRead(mode, read.accounts, AccountRow.decode)
-  const update = updating(write)
+  const update = updating(writeLater, locking)
   return {
     insertAccount(account) {
-      return Effect.asVoid(write(db.insertInto("accounts").values(AccountRow.encode(account))))
+      return writeLater(db.insertInto("accounts").values(AccountRow.encode(account)), 1, `accounts ${account.id}`, true)
     },
     getAccount(id) {
       return Effect.map(first(lookups.account[locking](id)), accountById)

@@ -6,20 +6,20 @@ import * as ClientRow from "../rows/ClientRow.js"
 import { keepingRead, optional, type StoreArguments, updating } from "../SqlUnit.js"
 
 export const store = (
-  { db, engine, statements: { first, rows, write }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
+  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
 ): Storage.ClientStore => {
   const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
-  const update = updating(write)
+  const update = updating(writeLater, locking)
   return {
     insertClient(client) {
-      return Effect.asVoid(write(db.insertInto("clients").values(ClientRow.encode(client))))
+      return writeLater(db.insertInto("clients").values(ClientRow.encode(client)), 1, `clients ${client.id}`, true)
     },
     getClient(id) {
       return Effect.map(first(lookups.client[locking](id)), optional(ClientRow.decode))
     },
 
     insertApiUser(user) {
-      return Effect.asVoid(write(db.insertInto("api_users").values(ApiUserRow.encode(user))))
+      return writeLater(db.insertInto("api_users").values(ApiUserRow.encode(user)), 1, `api_users ${user.id}`, true)
     },
     getApiUser(id) {
       return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)

@@ -27,10 +27,11 @@ const decode = (row: EventRow): DomainEvent.LoggedEvent => ({
 
 /**
  * Writes the events `read` holds for its unit in one insert, and forgets them; nothing when it holds none. Runs
- * before the unit commits (SqlStorage) and before the unit reads the log, so a unit always sees its own events.
+ * before the unit commits (SqlStorage) and before the unit reads the log, so a unit always sees its own events. The
+ * insert is a later write (Statements.writeLater): on PostgreSQL it goes with the COMMIT or the read, one round trip.
  * What is pending is taken when the effect runs, not when it is made, so one effect serves a unit's every flush.
  */
-export const flushEvents = (write: Statements["write"], writes: StoreStatements["writes"], read: RowsRead): Effect.Effect<void, Storage.StorageError> =>
+export const flushEvents = (writeLater: Statements["writeLater"], writes: StoreStatements["writes"], read: RowsRead): Effect.Effect<void, Storage.StorageError> =>
   Effect.suspend(() => {
     const pending = read.pending_events
     if (pending.length === 0) return Effect.void
@@ -38,13 +39,14 @@ export const flushEvents = (write: Statements["write"], writes: StoreStatements[
     pending.forEach((row, index) => {
       for (const [column, value] of Object.entries(row)) values[`${index}#${column}`] = value
     })
+    const count = pending.length
     pending.length = 0
-    return Effect.asVoid(write(writes.insertEvents(values)))
+    return writeLater(writes.insertEvents(values), count, "domain_events", true)
   })
 
 export const store = ({ db, engine, mode, read, statements, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => {
-  const { first, rows, write } = statements
-  const flush = flushEvents(write, writes, read)
+  const { first, rows, writeLater } = statements
+  const flush = flushEvents(writeLater, writes, read)
   const flushed = <A, E>(query: Effect.Effect<A, E>) => Effect.andThen(flush, query)
   return {
   appendEvent(event) {

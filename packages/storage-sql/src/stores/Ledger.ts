@@ -4,9 +4,9 @@ import { Effect } from "effect"
 import * as LedgerEntryRow from "../rows/LedgerEntryRow.js"
 import type { StoreArguments } from "../SqlUnit.js"
 
-export const store = ({ db, engine, statements: { rows, write }, compiled: { writes } }: StoreArguments): Storage.LedgerStore => ({
+export const store = ({ db, engine, statements: { rows, writeLater }, compiled: { writes } }: StoreArguments): Storage.LedgerStore => ({
   insertLedgerEntry(entry) {
-    return Effect.asVoid(write(writes.insertLedgerEntry(LedgerEntryRow.encode(entry))))
+    return writeLater(writes.insertLedgerEntry(LedgerEntryRow.encode(entry)), 1, `ledger_entries ${entry.id}`, true)
   },
   listLedgerEntries(accountId) {
     return Effect.map(

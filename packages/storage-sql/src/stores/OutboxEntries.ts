@@ -7,7 +7,7 @@ import type { Outbox } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { OutboxEntriesTable } from "../schema/Database.js"
-import { expectOneRow, type StoreArguments } from "../SqlUnit.js"
+import { type StoreArguments } from "../SqlUnit.js"
 
 const encode = (entry: Outbox.OutboxEntry): OutboxEntriesTable => ({
   id: entry.id,
@@ -37,11 +37,11 @@ const decode = (row: OutboxEntriesTable): Outbox.OutboxEntry => ({
   updatedAt: row.updated_at as Outbox.OutboxEntry["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, statements: { first, rows, write }, compiled: { writes } }: StoreArguments): Outbox.OutboxStore => {
+export const store = ({ db, engine, mode, statements: { first, rows, writeLater }, compiled: { writes } }: StoreArguments): Outbox.OutboxStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
   return {
     insertOutboxEntry(entry) {
-      return Effect.asVoid(write(writes.insertOutboxEntry(encode(entry))))
+      return writeLater(writes.insertOutboxEntry(encode(entry)), 1, `outbox_entries ${entry.id}`, true)
     },
     getOutboxEntry(id) {
       return Effect.map(
@@ -51,7 +51,7 @@ export const store = ({ db, engine, mode, statements: { first, rows, write }, co
     },
     updateOutboxEntry(entry) {
       const { id, ...changes } = encode(entry)
-      return Effect.flatMap(write(db.updateTable("outbox_entries").set(changes).where("id", "=", id)), expectOneRow("outbox_entries", id))
+      return writeLater(db.updateTable("outbox_entries").set(changes).where("id", "=", id), 1, `outbox_entries ${id}`, false)
     },
     dueOutboxEntries(now, limit) {
       return Effect.map(

@@ -11,23 +11,29 @@ import { countOf, emptyPage, keepingRead, matchesNothing, pageOf, type StoreArgu
 import { transactionListValues } from "../StoreStatements.js"
 
 export const store = (
-  { db, engine, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking, pageBoundaries }: StoreArguments
+  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lists, lookups, writes }, read, locking, pageBoundaries }: StoreArguments
 ): Storage.TransactionStore => {
   const transactionById = keepingRead(mode, read.transactions, TransactionRow.decode)
-  const update = updating(write)
+  const update = updating(writeLater, locking)
   const countTransactions = (key: Pick<TransactionsTable, "client_id" | "source_account_id" | "asset_type" | "status_group">, delta: 1 | -1) =>
-    write(writes.countTransactions({
-      client_id: key.client_id,
-      source_account_id: key.source_account_id,
-      asset_type: key.asset_type,
-      status_group: key.status_group,
-      count: delta,
-      increment: delta
-    }))
+    writeLater(
+      writes.countTransactions({
+        client_id: key.client_id,
+        source_account_id: key.source_account_id,
+        asset_type: key.asset_type,
+        status_group: key.status_group,
+        count: delta,
+        increment: delta
+      }),
+      1,
+      `transaction_counts of ${key.source_account_id}`,
+      // An upsert with no condition on its update changes one row or fails.
+      true
+    )
   return {
     insertTransaction(tx) {
       const row = TransactionRow.encode(tx)
-      const inserted = Effect.andThen(write(writes.insertTransaction(row)), Effect.asVoid(countTransactions(row, 1)))
+      const inserted = Effect.andThen(writeLater(writes.insertTransaction(row), 1, `transactions ${row.id}`, true), countTransactions(row, 1))
       return pageBoundaries === undefined ? inserted : Effect.andThen(Effect.sync(() => pageBoundaries.changed(row.client_id, row)), inserted)
     },
     getTransaction(id) {

@@ -3,7 +3,7 @@ import type { Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../schema/Database.js"
-import { expectOneRow, type StoreArguments } from "../SqlUnit.js"
+import { type StoreArguments } from "../SqlUnit.js"
 
 const encodeSubscription = (s: Webhook.WebhookSubscription): WebhookSubscriptionsTable => ({
   id: s.id,
@@ -67,14 +67,14 @@ const decodeDelivery = (row: WebhookDeliveriesTable): Webhook.WebhookDelivery =>
   updatedAt: row.updated_at as Webhook.WebhookDelivery["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, read, statements: { first, rows, write }, compiled: { lookups } }: StoreArguments): Webhook.WebhookStore => {
+export const store = ({ db, engine, mode, read, statements: { first, rows, writeLater }, compiled: { lookups } }: StoreArguments): Webhook.WebhookStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
   // Only a write unit keeps what it listed (see RowsRead): its rows are emptied when each write unit begins.
   const listed = mode === "write" ? read.webhook_subscriptions : undefined
   return {
     insertWebhookSubscription(subscription) {
       listed?.delete(subscription.clientId)
-      return Effect.asVoid(write(db.insertInto("webhook_subscriptions").values(encodeSubscription(subscription))))
+      return writeLater(db.insertInto("webhook_subscriptions").values(encodeSubscription(subscription)), 1, `webhook_subscriptions ${subscription.id}`, true)
     },
     getWebhookSubscription(id) {
       return Effect.map(
@@ -85,7 +85,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
     updateWebhookSubscription(subscription) {
       listed?.delete(subscription.clientId)
       const { id, ...changes } = encodeSubscription(subscription)
-      return Effect.flatMap(write(db.updateTable("webhook_subscriptions").set(changes).where("id", "=", id)), expectOneRow("webhook_subscriptions", id))
+      return writeLater(db.updateTable("webhook_subscriptions").set(changes).where("id", "=", id), 1, `webhook_subscriptions ${id}`, false)
     },
     listWebhookSubscriptions(clientId) {
       const kept = listed?.get(clientId)
@@ -100,7 +100,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
       )
     },
     insertWebhookDelivery(delivery) {
-      return Effect.asVoid(write(db.insertInto("webhook_deliveries").values(encodeDelivery(delivery))))
+      return writeLater(db.insertInto("webhook_deliveries").values(encodeDelivery(delivery)), 1, `webhook_deliveries ${delivery.id}`, true)
     },
     getWebhookDelivery(id) {
       return Effect.map(
@@ -110,7 +110,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
     },
     updateWebhookDelivery(delivery) {
       const { id, ...changes } = encodeDelivery(delivery)
-      return Effect.flatMap(write(db.updateTable("webhook_deliveries").set(changes).where("id", "=", id)), expectOneRow("webhook_deliveries", id))
+      return writeLater(db.updateTable("webhook_deliveries").set(changes).where("id", "=", id), 1, `webhook_deliveries ${id}`, false)
     },
     listWebhookDeliveries(subscriptionId, limit) {
       return Effect.map(

@@ -7,13 +7,13 @@ import { countOf, emptyPage, keepingRead, matchesNothing, optional, pageOf, type
 import { whitelistListValues } from "../StoreStatements.js"
 
 export const store = (
-  { db, statements: { first, rows, write }, mode, compiled: { lists, lookups, writes }, read, locking }: StoreArguments
+  { db, statements: { first, rows, writeLater }, mode, compiled: { lists, lookups, writes }, read, locking }: StoreArguments
 ): Storage.WhitelistStore => {
   const whitelistedAddressById = keepingRead(mode, read.whitelisted_addresses, WhitelistedAddressRow.decode)
-  const update = updating(write)
+  const update = updating(writeLater, locking)
   return {
     insertWhitelistedAddress(entry) {
-      return Effect.asVoid(write(db.insertInto("whitelisted_addresses").values(WhitelistedAddressRow.encode(entry))))
+      return writeLater(db.insertInto("whitelisted_addresses").values(WhitelistedAddressRow.encode(entry)), 1, `whitelisted_addresses ${entry.id}`, true)
     },
     getWhitelistedAddress(id) {
       return Effect.map(first(lookups.whitelistedAddress[locking](id)), whitelistedAddressById)

@@ -1,0 +1,127 @@
+/**
+ * Several statements sent to PostgreSQL as one round trip: each as an extended-protocol Parse, Bind, Describe and
+ * Execute, and one Sync after the last. The server runs them in order and answers them all before its one
+ * ReadyForQuery. node-postgres sends one statement per round trip and has no pipelining of its own
+ * (brianc/node-postgres#2646), but it runs any object with a `submit(connection)` method on its connection in
+ * turn (how pg-cursor and pg-query-stream work); this is such an object.
+ *
+ * After an error the server skips every message up to the Sync, so the statements after the failing one do not
+ * run, and the pipeline fails with that error. Inside a transaction block (every pipeline of PostgresSession is)
+ * the block is then aborted and only a ROLLBACK ends it.
+ */
+import type { QueryResult } from "kysely"
+
+/** One statement: its text, with $n parameters, and their values. */
+export interface PipelineStatement {
+  readonly sql: string
+  readonly parameters: ReadonlyArray<unknown>
+}
+
+/** The part of pg's wire connection a submittable uses (pg/lib/connection.js). */
+interface WireConnection {
+  readonly stream: { cork?: () => void; uncork?: () => void }
+  parse(message: { text: string; types?: Array<number> }): void
+  bind(message: { values: ReadonlyArray<unknown>; valueMapper: (value: unknown) => unknown }): void
+  describe(message: { type: "P"; name: string }): void
+  execute(message: { portal: string; rows: number }): void
+  sync(): void
+  sendCopyFail(reason: string): void
+}
+
+/** pg's Result (exported by pg as `Result`): one statement's fields, rows and command tag. */
+interface PgResult {
+  readonly command: string | null
+  readonly rowCount: number | null
+  readonly rows: Array<Record<string, unknown>>
+  addFields(fields: unknown): void
+  parseRow(fields: unknown): Record<string, unknown>
+  addRow(row: Record<string, unknown>): void
+  addCommandComplete(message: unknown): void
+}
+
+/** What pipelines are made with: pg's own Result and parameter mapping, so values and rows mean what they mean through pg's `query`. */
+export interface PgParts {
+  readonly newResult: () => PgResult
+  readonly prepareValue: (value: unknown) => unknown
+}
+
+/** What kysely's pg driver makes of a result: the rows, and the count a write changed. */
+const resultOf = (result: PgResult): QueryResult<unknown> => {
+  const changes = result.command === "INSERT" || result.command === "UPDATE" || result.command === "DELETE" ||
+    result.command === "MERGE"
+  return changes ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows: result.rows }
+}
+
+/** A pg submittable running `statements` in one round trip; `done` gets every result, in order, or the error. */
+export class Pipeline {
+  private readonly results: Array<QueryResult<unknown>> = []
+  private current: PgResult
+  private failure: unknown = undefined
+
+  constructor(
+    private readonly parts: PgParts,
+    private readonly statements: ReadonlyArray<PipelineStatement>,
+    private readonly done: (error: unknown, results?: ReadonlyArray<QueryResult<unknown>>) => void
+  ) {
+    this.current = parts.newResult()
+  }
+
+  submit(connection: WireConnection): null {
+    // Corked, the messages leave in one write (one packet where they fit), as pg does for a single statement.
+    connection.stream.cork?.()
+    try {
+      for (const statement of this.statements) {
+        connection.parse({ text: statement.sql })
+        connection.bind({ values: statement.parameters, valueMapper: this.parts.prepareValue })
+        connection.describe({ type: "P", name: "" })
+        connection.execute({ portal: "", rows: 0 })
+      }
+      connection.sync()
+    } finally {
+      connection.stream.uncork?.()
+    }
+    return null
+  }
+
+  handleRowDescription(message: { fields: unknown }): void {
+    this.current.addFields(message.fields)
+  }
+
+  handleDataRow(message: { fields: unknown }): void {
+    if (this.failure !== undefined) return
+    try {
+      this.current.addRow(this.current.parseRow(message.fields))
+    } catch (cause) {
+      this.failure = cause
+    }
+  }
+
+  handleCommandComplete(message: unknown): void {
+    this.current.addCommandComplete(message)
+    this.results.push(resultOf(this.current))
+    this.current = this.parts.newResult()
+  }
+
+  handleEmptyQuery(): void {
+    this.results.push({ rows: [] })
+    this.current = this.parts.newResult()
+  }
+
+  /** The server's error; pg stops calling this pipeline after it, and the ReadyForQuery that follows is not ours. */
+  handleError(error: unknown): void {
+    this.done(this.failure ?? error)
+  }
+
+  handleReadyForQuery(): void {
+    if (this.failure !== undefined) this.done(this.failure)
+    else this.done(undefined, this.results)
+  }
+
+  handlePortalSuspended(): void {}
+
+  handleCopyInResponse(connection: WireConnection): void {
+    connection.sendCopyFail("a pipeline sends no COPY data")
+  }
+
+  handleCopyData(): void {}
+}

@@ -1,0 +1,144 @@
+/**
+ * PostgreSQL units of work in as few round trips as their reads allow (PostgresSession, issue 17), counted on the
+ * wire by a proxy in front of a real database: BEGIN goes with the first statement, a write goes with the unit's
+ * next statement or its COMMIT. And what must not change with it: a unit reads its own writes, a write that fails or
+ * changes the wrong number of rows fails the unit where its answer arrives and nothing of the unit is kept, and the
+ * connection is clean for the next unit.
+ */
+import { Storage } from "@custody-relay/core"
+import { describe, it } from "@effect/vitest"
+import { Cause, Effect, type Exit, Option } from "effect"
+import type { Kysely } from "kysely"
+import { assert } from "vitest"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import type { Database } from "../src/schema/Database.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { countingProxy } from "./CountingProxy.js"
+import { postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
+import * as Records from "./Records.js"
+
+if (postgresSkipReason !== undefined) console.log(`PostgresSession.test.ts: skipped: ${postgresSkipReason}`)
+
+/** A migrated database reached through a counting proxy; the storage on it, and the proxy. */
+const throughProxy = Effect.gen(function*() {
+  const { url } = yield* temporaryPostgresDatabase
+  const proxy = yield* Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))
+  const db = yield* Effect.acquireRelease(
+    Effect.promise(() => openPostgres({ connectionString: proxy.url, pool: { max: 1 } })),
+    (db) => Effect.promise(() => db.destroy())
+  )
+  yield* Effect.promise(() => migrateToLatest(db))
+  // Retries off: a unit that fails here must fail once, so the test sees its own error and its own round trips.
+  const storage = SqlStorage.make(db, PostgresEngine, { maxRetries: 0 })
+  // The pool's one connection is opened before counting.
+  yield* storage.transaction("read", (unit) => unit.getClient(Records.client().id))
+  /** How `work` ended, and the round trips it made. */
+  const trips = <A, E>(work: Effect.Effect<A, E>) =>
+    Effect.promise(async () => {
+      let exit: Exit.Exit<A, E> | undefined
+      const count = await proxy.count(async () => {
+        exit = await Effect.runPromise(Effect.exit(work))
+      })
+      if (exit === undefined) throw new Error("the unit did not end")
+      return { count, exit }
+    })
+  return { db, storage, trips }
+})
+
+const countRows = (db: Kysely<Database>, table: "clients" | "accounts", id: string) =>
+  Effect.promise(() => db.selectFrom(table).select(db.fn.countAll<string>().as("n")).where("id", "=", id as never).executeTakeFirstOrThrow())
+    .pipe(Effect.map((row) => Number(row.n)))
+
+describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pipelined", () => {
+  it.live("a unit's writes go with its next read, BEGIN with its first statement, the rest with COMMIT; it reads its own writes", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      const account = Records.account(client.id)
+      const { count, exit } = yield* trips(storage.transaction("write", (unit) =>
+        Effect.gen(function*() {
+          yield* unit.insertClient(client)
+          yield* unit.insertAccount(account)
+          // BEGIN, both inserts and this read: one round trip, and the read sees the inserts.
+          const read = yield* unit.getAccount(account.id)
+          yield* unit.updateAccount({ ...account, name: "Renamed" })
+          return read
+        })
+      ))
+      assert.isTrue(exit._tag === "Success" && Option.isSome(exit.value))
+      // The read with everything before it, then the update with COMMIT.
+      assert.strictEqual(count, 2)
+      const stored = yield* storage.transaction("read", (unit) => unit.getAccount(account.id))
+      assert.strictEqual(Option.getOrThrow(stored).name, "Renamed")
+      assert.strictEqual(yield* countRows(db, "clients", client.id), 1)
+    })))
+
+  it.live("a unit that writes and never reads sends BEGIN, its writes and COMMIT as one round trip", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      const { count, exit } = yield* trips(storage.transaction("write", (unit) =>
+        unit.insertClient(client).pipe(Effect.andThen(unit.insertAccount(Records.account(client.id))))
+      ))
+      assert.strictEqual(exit._tag, "Success")
+      assert.strictEqual(count, 1)
+      assert.strictEqual(yield* countRows(db, "clients", client.id), 1)
+    })))
+
+  it.live("an update of a row the unit did not read is answered before COMMIT is sent: one that changes no row fails the unit, and nothing of it is kept", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      const never = Records.account(client.id)
+      const { count, exit } = yield* trips(storage.transaction("write", (unit) =>
+        unit.insertClient(client).pipe(Effect.andThen(unit.updateAccount(never)))
+      ))
+      assert.strictEqual(exit._tag, "Failure")
+      const error = exit._tag === "Failure" ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+      assert.instanceOf(error, Storage.StorageError)
+      assert.strictEqual(error?.reason._tag, "StorageFault")
+      assert.match(error?.reason.message ?? "", /changed 0 rows, not 1/)
+      // BEGIN, the insert and the update in one, but not the COMMIT: the update's count is not the database's
+      // promise (the unit holds no lock on that row). It failed on its answer, then ROLLBACK.
+      assert.strictEqual(count, 2)
+      assert.strictEqual(yield* countRows(db, "clients", client.id), 0)
+      // The connection (the pool's only one) is clean: the next unit commits.
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      assert.strictEqual(yield* countRows(db, "clients", client.id), 1)
+    })))
+
+  it.live("a write the database refuses fails the unit with its error at the next statement; the statements after it do not run", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      const other = Records.client()
+      const { exit } = yield* trips(storage.transaction("write", (unit) =>
+        Effect.gen(function*() {
+          yield* unit.insertClient(client) // a duplicate id
+          yield* unit.insertClient(other)
+          return yield* unit.getClient(other.id)
+        })
+      ))
+      const error = exit._tag === "Failure" ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+      assert.instanceOf(error, Storage.StorageError)
+      assert.strictEqual(error?.reason._tag, "StorageConstraintViolated")
+      assert.strictEqual(yield* countRows(db, "clients", other.id), 0)
+      yield* storage.transaction("write", (unit) => unit.insertClient(other))
+      assert.strictEqual(yield* countRows(db, "clients", other.id), 1)
+    })))
+
+  it.live("a unit that fails before sending anything sends nothing: no BEGIN, no ROLLBACK", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      const { count, exit } = yield* trips(storage.transaction("write", (unit) =>
+        unit.insertClient(client).pipe(Effect.andThen(Effect.fail("refused by a check of the unit's own")))
+      ))
+      assert.strictEqual(exit._tag, "Failure")
+      assert.strictEqual(count, 0)
+      assert.strictEqual(yield* countRows(db, "clients", client.id), 0)
+    })))
+})

@@ -10,10 +10,12 @@
  *
  * BENCH_SCENARIO: account (GET an account, default), list (GET the accounts), initiate (POST, to the whitelisted
  * address). BENCH_PG_URL: each server on a PostgreSQL database of its own (created and dropped here; rate limits in
- * memory) instead of a SQLite file. BENCH_LOG_LEVEL (default Info), BENCH_DURATION (seconds per round, default 5),
+ * memory) instead of a SQLite file. BENCH_PG_DELAY_MS (with BENCH_PG_URL): each server reaches PostgreSQL through a
+ * proxy (delayProxy.mjs, a process of its own) that holds every chunk that many milliseconds each way, as a database
+ * on another host would; a round trip then costs twice that more. BENCH_LOG_LEVEL (default Info), BENCH_DURATION (seconds per round, default 5),
  * BENCH_ROUNDS (default 5), BENCH_WARMUP (seconds, default 10), BENCH_CONNECTIONS (default 10).
  */
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -23,6 +25,7 @@ import { autocannon, demoOf, READY, startServer, takeTurns, turnsTable, turnSett
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
 const scenario = process.env["BENCH_SCENARIO"] ?? "account"
 const pgUrl = process.env["BENCH_PG_URL"]
+const pgDelayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "0")
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 
@@ -45,6 +48,24 @@ const load = (server: Server, seconds: number) => {
   return autocannon({ url: server.url + path, connections, duration: seconds, headers: server.headers })
 }
 
+/** Starts delayProxy.mjs in front of `target`; the address to reach it by. */
+const delayed = (target: URL, millis: number): Promise<URL> =>
+  new Promise((resolve, reject) => {
+    const proxy = spawn(process.execPath, [new URL("./delayProxy.mjs", import.meta.url).pathname, target.hostname, target.port || "5432", String(millis)], {
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    children.push(proxy)
+    proxy.once("exit", (code) => reject(new Error(`delayProxy.mjs exited with ${code}`)))
+    proxy.stdout?.once("data", (chunk: Buffer) => {
+      const port = /listening (\d+)/.exec(chunk.toString())?.[1]
+      if (port === undefined) return reject(new Error(`delayProxy.mjs said: ${chunk.toString()}`))
+      const url = new URL(target)
+      url.hostname = "127.0.0.1"
+      url.port = port
+      resolve(url)
+    })
+  })
+
 const run = async () => {
   if (trees.length === 0) {
     process.stdout.write("set BENCH_PAIR to the work trees to compare, comma-separated (each built with pnpm build)\n")
@@ -54,6 +75,7 @@ const run = async () => {
   const admin = pgUrl === undefined ? undefined : new pg.Client({ connectionString: pgUrl })
   await admin?.connect()
   const databases: Array<string> = []
+  const serverPgUrl = pgUrl === undefined || pgDelayMillis <= 0 ? pgUrl : (await delayed(new URL(pgUrl), pgDelayMillis)).toString()
   try {
     const servers: Array<Server> = []
     for (const tree of trees) {
@@ -62,7 +84,7 @@ const run = async () => {
         const name = `relay_pair_${process.pid}_${servers.length}`
         await admin.query(`CREATE DATABASE ${name}`)
         databases.push(name)
-        const url = new URL(pgUrl)
+        const url = new URL(serverPgUrl ?? pgUrl)
         url.pathname = `/${name}`
         database = url.toString()
       }
@@ -82,7 +104,7 @@ const run = async () => {
       children.push(started.child)
       servers.push({ tree, ...demoOf(started.output) })
     }
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : "PostgreSQL"}; ${scenario}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : pgDelayMillis > 0 ? `PostgreSQL ${pgDelayMillis} ms away each way` : "PostgreSQL"}; ${scenario}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
     const results = await takeTurns(servers, load, { warmup, rounds, duration })
     process.stdout.write(turnsTable(results, (server) => server.tree, servers[0] as Server, "tree"))
   } finally {

@@ -9,35 +9,57 @@ import { connect, createServer, type Server, type Socket } from "node:net"
 /** Frontend messages that end a round trip: the server answers each with ReadyForQuery. */
 const SYNC = 0x53
 const QUERY = 0x51
+/** The backend message that ends the server's answer to one. */
+const READY_FOR_QUERY = 0x5a
+
+/** Calls `each` with the type of every whole message in `buffer` (type byte, then a length that counts itself); the rest. */
+const messages = (buffer: Buffer, each: (type: number) => void): Buffer => {
+  let rest = buffer
+  while (rest.length >= 5) {
+    const length = rest.readInt32BE(1)
+    if (rest.length < 1 + length) break
+    each(rest[0] ?? 0)
+    rest = rest.subarray(1 + length)
+  }
+  return rest
+}
 
 /** A proxy to `target` that counts round trips on every connection through it. */
 export const countingProxy = async (target: URL) => {
   let roundTrips = 0
+  /** Connections started, each answered with one ReadyForQuery too, and ReadyForQuery messages the server sent. */
+  let startups = 0
+  let answered = 0
+  /** The server's replies held back while `holdReplies` is in force, in order. */
+  let held: Array<() => void> | undefined
   const server: Server = createServer((client: Socket) => {
     const upstream = connect(Number(target.port || 5432), target.hostname)
     let started = false
-    let pending = Buffer.alloc(0)
+    let pending: Buffer = Buffer.alloc(0)
+    let replies: Buffer = Buffer.alloc(0)
     client.on("data", (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk])
-      for (;;) {
-        // The startup message has no type byte: its first four bytes are its length.
-        if (!started) {
-          if (pending.length < 4) break
-          const length = pending.readInt32BE(0)
-          if (pending.length < length) break
-          pending = pending.subarray(length)
-          started = true
-          continue
-        }
-        if (pending.length < 5) break
-        const length = pending.readInt32BE(1)
-        if (pending.length < 1 + length) break
-        if (pending[0] === SYNC || pending[0] === QUERY) roundTrips++
-        pending = pending.subarray(1 + length)
+      // The startup message has no type byte: its first four bytes are its length.
+      if (!started && pending.length >= 4 && pending.length >= pending.readInt32BE(0)) {
+        pending = pending.subarray(pending.readInt32BE(0))
+        started = true
+        startups++
+      }
+      if (started) {
+        pending = messages(pending, (type) => {
+          if (type === SYNC || type === QUERY) roundTrips++
+        })
       }
       upstream.write(chunk)
     })
-    upstream.pipe(client)
+    upstream.on("data", (chunk: Buffer) => {
+      replies = messages(Buffer.concat([replies, chunk]), (type) => {
+        if (type === READY_FOR_QUERY) answered++
+      })
+      if (held === undefined) client.write(chunk)
+      else held.push(() => client.write(chunk))
+    })
+    upstream.on("end", () => client.end())
     client.on("error", () => upstream.destroy())
     upstream.on("error", () => client.destroy())
     client.on("close", () => upstream.destroy())
@@ -50,11 +72,27 @@ export const countingProxy = async (target: URL) => {
   url.port = String(port)
   return {
     url: url.toString(),
-    /** Round trips made while `work` ran. */
+    /**
+     * Round trips made while `work` ran, and after it until every one sent has been answered: a statement the
+     * client sent without waiting for its answer (a read unit's COMMIT) may reach the proxy after `work` ends.
+     */
     count: async (work: () => Promise<unknown>): Promise<number> => {
       const before = roundTrips
       await work()
+      for (let quiet = 0; quiet < 3;) {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+        quiet = answered === roundTrips + startups ? quiet + 1 : 0
+      }
       return roundTrips - before
+    },
+    /** Holds every reply of the server from now until the returned function is called, which passes them on. */
+    holdReplies: (): (() => void) => {
+      held ??= []
+      return () => {
+        const replies = held ?? []
+        held = undefined
+        replies.forEach((reply) => reply())
+      }
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }

@@ -3,7 +3,7 @@
  * wire by a proxy in front of a real database: BEGIN goes with the first statement, a write goes with the unit's
  * next statement or its COMMIT. And what must not change with it: a unit reads its own writes, a write that fails or
  * changes the wrong number of rows fails the unit where its answer arrives and nothing of the unit is kept, and the
- * connection is clean for the next unit.
+ * connection is clean for the next unit. A read unit does not wait for its COMMIT's answer.
  */
 import { Storage } from "@custody-relay/core"
 import { describe, it } from "@effect/vitest"
@@ -33,7 +33,7 @@ const throughProxy = Effect.gen(function*() {
   // Retries off: a unit that fails here must fail once, so the test sees its own error and its own round trips.
   const storage = SqlStorage.make(db, PostgresEngine, { maxRetries: 0 })
   // The pool's one connection is opened before counting.
-  yield* storage.transaction("read", (unit) => unit.getClient(Records.client().id))
+  yield* storage.transaction("write", (unit) => unit.getClient(Records.client().id))
   /** How `work` ended, and the round trips it made. */
   const trips = <A, E>(work: Effect.Effect<A, E>) =>
     Effect.promise(async () => {
@@ -44,7 +44,7 @@ const throughProxy = Effect.gen(function*() {
       if (exit === undefined) throw new Error("the unit did not end")
       return { count, exit }
     })
-  return { db, storage, trips }
+  return { db, proxy, storage, trips }
 })
 
 const countRows = (db: Kysely<Database>, table: "clients" | "accounts", id: string) =>
@@ -140,5 +140,44 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.strictEqual(exit._tag, "Failure")
       assert.strictEqual(count, 0)
       assert.strictEqual(yield* countRows(db, "clients", client.id), 0)
+    })))
+
+  it.live("a read unit answers without waiting for its COMMIT's answer, and its connection serves the next unit after it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { proxy, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      const account = Records.account(client.id)
+      yield* storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(client), unit.insertAccount(account)))
+      // From the moment the unit has its row, the server's replies are held: its COMMIT is sent and not answered
+      // until `resume`, or until 3 s have passed if the unit waits for that answer.
+      let resume: (() => void) | undefined
+      let waitedForCommit = false
+      const read = storage.transaction("read", (unit) =>
+        Effect.tap(unit.getAccount(account.id), () =>
+          Effect.sync(() => {
+            const pass = proxy.holdReplies()
+            const timer = setTimeout(() => {
+              waitedForCommit = true
+              pass()
+            }, 3000)
+            resume = () => {
+              clearTimeout(timer)
+              pass()
+            }
+          }))
+      )
+      const { count, exit } = yield* trips(read)
+      const answeredWhileHeld = !waitedForCommit
+      resume?.()
+      assert.isTrue(answeredWhileHeld, "the read unit waited for its COMMIT's answer")
+      assert.isTrue(exit._tag === "Success" && Option.isSome(exit.value))
+      // BEGIN with the read, then COMMIT.
+      assert.strictEqual(count, 2)
+      // The pool's only connection: the next unit runs after the COMMIT, outside the read's snapshot.
+      yield* storage.transaction("write", (unit) =>
+        Effect.andThen(unit.getAccount(account.id), unit.updateAccount({ ...account, name: "Renamed" }))
+      )
+      const again = yield* storage.transaction("read", (unit) => unit.getAccount(account.id))
+      assert.strictEqual(Option.getOrThrow(again).name, "Renamed")
     })))
 })

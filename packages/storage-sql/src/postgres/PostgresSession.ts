@@ -11,6 +11,7 @@
  *   checked, before the COMMIT is sent. After an error the server skips the rest of the pipeline, COMMIT included.
  * - A unit that ends before sending anything (it failed a check of its own first) gives its connection back
  *   without a ROLLBACK: the server never saw a transaction.
+ * - A read unit does not wait for its COMMIT's answer (see `commit`).
  *
  * A lookup opens no transaction and sends each statement on its own, through kysely, as on every engine.
  */
@@ -85,7 +86,7 @@ class PipelinedSession implements SqlSession {
     private readonly client: PooledClient,
     private readonly parts: PgParts,
     private readonly engine: SqlEngine,
-    mode: "read" | "write"
+    private readonly mode: "read" | "write"
   ) {
     this.held = [BEGIN[mode]]
   }
@@ -137,6 +138,15 @@ class PipelinedSession implements SqlSession {
     // A unit that sent nothing and holds nothing but BEGIN has nothing to commit.
     if (!this.sent && this.held.length === 1) {
       this.ended = true
+      return Effect.void
+    }
+    if (this.mode === "read") {
+      // A read-only unit's COMMIT changes nothing and fails only with its connection, so the unit does not wait for
+      // its answer: the connection goes back to the pool with the COMMIT in flight, and pg runs the next unit's
+      // statements on it after the COMMIT, in order. A connection lost meanwhile fails that next unit, which is
+      // re-run on a fresh one, as for any connection lost between units.
+      this.ended = true
+      this.flush(COMMIT).catch(() => undefined)
       return Effect.void
     }
     const commit = Effect.tryPromise({

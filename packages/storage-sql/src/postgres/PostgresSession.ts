@@ -81,6 +81,8 @@ class PipelinedSession implements SqlSession {
   /** Whether anything reached the server, so there is a transaction to roll back. */
   private sent = false
   private ended = false
+  /** A read unit's COMMIT in flight: what it failed with, if it did. */
+  private committing: Promise<Error | true | undefined> | undefined
 
   constructor(
     private readonly client: PooledClient,
@@ -142,11 +144,10 @@ class PipelinedSession implements SqlSession {
     }
     if (this.mode === "read") {
       // A read-only unit's COMMIT changes nothing and fails only with its connection, so the unit does not wait for
-      // its answer: the connection goes back to the pool with the COMMIT in flight, and pg runs the next unit's
-      // statements on it after the COMMIT, in order. A connection lost meanwhile fails that next unit, which is
-      // re-run on a fresh one, as for any connection lost between units.
+      // its answer. The connection goes back to the pool when the answer comes (see `release`); one lost meanwhile
+      // is closed instead.
       this.ended = true
-      this.flush(COMMIT).catch(() => undefined)
+      this.committing = this.flush(COMMIT).then(() => undefined, (cause: unknown) => cause instanceof Error ? cause : true)
       return Effect.void
     }
     const commit = Effect.tryPromise({
@@ -163,6 +164,11 @@ class PipelinedSession implements SqlSession {
   })
 
   readonly release: Effect.Effect<void> = Effect.promise(async () => {
+    if (this.committing !== undefined) {
+      // Not awaited: the unit is done; the pool gets the connection back once its COMMIT is answered.
+      void this.committing.then((failure) => this.client.release(failure))
+      return
+    }
     if (this.ended || !this.sent) {
       this.client.release()
       return

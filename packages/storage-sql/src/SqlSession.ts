@@ -2,8 +2,9 @@
  * One open database transaction, as a unit of work sees it: it runs compiled statements, commits, and is released
  * (rolled back if still open, its connection given back) whatever happened. The storage builds every statement
  * with kysely and hands it here compiled, so how a statement reaches the database is the engine's choice: through
- * kysely's driver (`kyselySessions`, every engine), or straight to better-sqlite3 (see sqlite/SqliteSession.ts),
- * where a unit's statements run synchronously with no promise in between.
+ * kysely's driver (`kyselySessions`, every engine), straight to better-sqlite3 (see sqlite/SqliteSession.ts),
+ * where a unit's statements run synchronously with no promise in between, or to a pg client several statements
+ * per round trip (see postgres/PostgresSession.ts).
  */
 import type { Storage } from "@custody-relay/core"
 import { Effect } from "effect"

@@ -7,7 +7,7 @@
  *   order: the database runs every statement in the order the unit issued it, so a later read sees the write. Its
  *   row count is checked when its answer arrives; a wrong count or an error fails the unit there, and it is rolled
  *   back. A write goes with the COMMIT itself only when the database guarantees its count (an insert writes all its
- *   rows or fails; an update by id of a row the unit read holds that row locked): any other is answered, and
+ *   rows or fails; an update by id of a row the unit read holds that row locked); every other write is answered, and
  *   checked, before the COMMIT is sent. After an error the server skips the rest of the pipeline, COMMIT included.
  * - A unit that ends before sending anything (it failed a check of its own first) gives its connection back
  *   without a ROLLBACK: the server never saw a transaction.

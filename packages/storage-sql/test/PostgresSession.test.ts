@@ -8,7 +8,8 @@
 import { Storage } from "@custody-relay/core"
 import { describe, it } from "@effect/vitest"
 import { Cause, Effect, type Exit, Option } from "effect"
-import type { Kysely } from "kysely"
+import { Kysely, PostgresDialect } from "kysely"
+import pg from "pg"
 import { assert } from "vitest"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { openPostgres } from "../src/postgres/layerPostgres.js"
@@ -180,4 +181,25 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       const again = yield* storage.transaction("read", (unit) => unit.getAccount(account.id))
       assert.strictEqual(Option.getOrThrow(again).name, "Renamed")
     })))
+
+  it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db: migrated, proxy } = yield* throughProxy
+      const elsewhere = yield* Effect.acquireRelease(
+        Effect.sync(() => new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: proxy.url, max: 1 }) }) })),
+        (db) => Effect.promise(() => db.destroy())
+      )
+      const storage = SqlStorage.make(elsewhere, PostgresEngine, { maxRetries: 0 })
+      yield* storage.transaction("read", (unit) => unit.getClient(Records.client().id))
+      const client = Records.client()
+      const count = yield* Effect.promise(() =>
+        proxy.count(() =>
+          Effect.runPromise(storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(client), unit.insertAccount(Records.account(client.id)))))
+        )
+      )
+      // BEGIN, each insert, COMMIT.
+      assert.strictEqual(count, 4)
+      assert.strictEqual(yield* countRows(migrated, "clients", client.id), 1)
+    })))
 })
+

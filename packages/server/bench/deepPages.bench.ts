@@ -1,11 +1,15 @@
 /**
  * `pnpm --filter @custody-relay/server run bench:deep-pages`: what deep pages of a large transaction list do to
- * every other request on SQLite, where statements run on the event loop. One relay server on a SQLite file with
+ * every other request on SQLite, where statements run on the event loop (or on PostgreSQL, BENCH_PG_URL). One relay server on a SQLite file with
  * the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default, written straight into the
  * file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
  * other clients ask for deep pages of the list (2 connections): pages anywhere in the list, chosen at random, then
  * the middle page (the farthest from both ends), and prints the readers' latencies and the deep pages' own.
  * Asserts nothing.
+ *
+ * BENCH_PG_URL=postgres://...: the same on a PostgreSQL database created (and dropped) here, instead of the SQLite
+ * file. Statements then run in PostgreSQL, off the event loop; what a deep page costs the reader is the database's
+ * time and the node's pool.
  *
  * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
  * BENCH_DURATION (seconds per measurement, default 10), BENCH_WARMUP (seconds, default 10).
@@ -16,12 +20,14 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
+import pg from "pg"
 import { autocannon, type AutocannonResult, demoOf, grab, READY, startServer } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 10)
 const built = process.env["BENCH_RELAY"] === "built"
+const pgUrl = process.env["BENCH_PG_URL"]
 const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
 const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
@@ -33,7 +39,7 @@ const stop = (child: ChildProcess) =>
   })
 
 /** `count` transactions of the account's client, one millisecond apart, then the list's counters recounted. */
-const seed = (file: string, accountId: string, count: number) => {
+const seedSqlite = (file: string, accountId: string, count: number) => {
   const db = new Database(file)
   try {
     const { client_id: clientId } = db.prepare("select client_id from accounts where id = ?").get(accountId) as { client_id: string }
@@ -61,19 +67,79 @@ const seed = (file: string, accountId: string, count: number) => {
   }
 }
 
+/** The same on PostgreSQL, in statements of 100,000 rows (migration 8's trigger logs each one). */
+const seedPostgres = async (url: string, accountId: string, count: number) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows: [account] } = await client.query<{ client_id: string }>("select client_id from accounts where id = $1", [accountId])
+    const clientId = account?.client_id
+    for (let start = 1; start <= count; start += 100_000) {
+      await client.query(
+        `insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+          amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+          created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+          created_at, updated_at)
+        select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), $1, $2, 'destination', 'external', 'bc1qdest',
+          0.001, 'BTC', 0.00001, 'BTC', 0.00101, 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
+          to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+        from generate_series($3::bigint, $4::bigint) as i`,
+        [clientId, accountId, start, Math.min(count, start + 99_999)]
+      )
+    }
+    await client.query("delete from transaction_counts where client_id = $1", [clientId])
+    await client.query(
+      `insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+      select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = $1
+      group by client_id, source_account_id, asset_type, status_group`,
+      [clientId]
+    )
+    // Steady state, as autovacuum leaves a table: the visibility map lets a count read the index alone.
+    await client.query("vacuum analyze transactions")
+  } finally {
+    await client.end()
+  }
+}
+
+/** A database of its own on the server at `url`, dropped by the returned function. */
+const postgresDatabase = async (url: string) => {
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  const name = `relay_deep_pages_${process.pid}`
+  await admin.query(`create database ${name}`)
+  const database = new URL(url)
+  database.pathname = `/${name}`
+  return {
+    url: database.toString(),
+    drop: async () => {
+      await admin.query(`drop database if exists ${name} with (force)`)
+      await admin.end()
+    }
+  }
+}
+
 const latencies = (result: AutocannonResult) => `${result.latency.p50} / ${result.latency.p99} ms`
 
 const run = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-deep-pages-"))
   const file = join(directory, "relay.db")
-  const env = { RELAY_DATABASE: file, PORT: "0", RELAY_LOG_LEVEL: "Warn", RELAY_RATE_LIMIT: "1000000000" }
+  const postgres = pgUrl === undefined ? undefined : await postgresDatabase(pgUrl)
+  const env = {
+    RELAY_DATABASE: postgres?.url ?? file,
+    RELAY_RATE_LIMIT_STORE: "memory",
+    PORT: "0",
+    RELAY_LOG_LEVEL: "Warn",
+    RELAY_RATE_LIMIT: "1000000000"
+  }
   let server: ChildProcess | undefined
   try {
     const first = await startServer({ command, logFile: join(directory, "first.log"), ready: READY, env: { ...env, RELAY_DEMO: "always" } })
     const demo = demoOf(first.output)
     await stop(first.child)
     const seeding = performance.now()
-    seed(file, demo.account, rows)
+    if (postgres === undefined) seedSqlite(file, demo.account, rows)
+    else await seedPostgres(postgres.url, demo.account, rows)
     const seeded = ((performance.now() - seeding) / 1000).toFixed(1)
     const started = await startServer({ command, logFile: join(directory, "second.log"), ready: READY, env: { ...env, RELAY_DEMO: "never" } })
     server = started.child
@@ -92,7 +158,7 @@ const run = async () => {
         headers: demo.headers,
         ...(which === "random" ? { requests: randomPages } : {})
       })
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite file; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
     // The first deep page a server serves walks to it; later ones start from what that walk left.
     const timed = async (page: number) => {
       const started = performance.now()
@@ -129,6 +195,7 @@ const run = async () => {
     ].join("\n"))
   } finally {
     if (server !== undefined) await stop(server)
+    await postgres?.drop()
     rmSync(directory, { recursive: true, force: true })
   }
 }

@@ -43,6 +43,12 @@ export const refuseWrite = (mode: Exclude<Storage.UnitMode, "write">) => Effect.
 export const changesExactly = (expected: number, subject: string): WriteCheck => (affected) =>
   affected === expected ? undefined : StorageFailure.fault(new Error(`write of ${subject} changed ${affected} rows, not ${expected}`))
 
+/** `check`'s verdict on a write that changed `affected` rows. */
+const judged = (check: WriteCheck, affected: number): Op<void> => {
+  const refused = check(affected)
+  return refused === undefined ? Effect.void : Effect.fail(refused)
+}
+
 export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): Statements => ({
   rows(query) {
     return Effect.map(session.execute(query.compile()), (result) => result.rows)
@@ -59,16 +65,13 @@ export const statementsOf = (session: SqlSession, mode: Storage.UnitMode): State
     if (mode !== "write") return refuseWrite(mode)
     const check = changesExactly(expected, subject)
     if (session.queue !== undefined) return session.queue(query.compile(), check, sure)
-    return Effect.flatMap(session.execute(query.compile()), (result) => {
-      const refused = check(Number(result.numAffectedRows ?? 0n))
-      return refused === undefined ? Effect.void : Effect.fail(refused)
-    })
+    return Effect.flatMap(session.execute(query.compile()), (result) => judged(check, Number(result.numAffectedRows ?? 0n)))
   }
 })
 
 /** An update that matched no row: the core updates only records it read in the same unit, so this is a bug. */
 export const expectOneRow = (table: string, key: string) => (updated: number): Op<void> =>
-  updated === 1 ? Effect.void : Effect.fail(StorageFailure.fault(new Error(`update of ${table} ${key} matched ${updated} rows`)))
+  judged(changesExactly(1, `${table} ${key}`), updated)
 
 export const countOf = (row: { readonly total: number | string | bigint } | undefined): number => Number(row?.total ?? 0)
 

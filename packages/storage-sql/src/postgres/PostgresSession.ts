@@ -104,14 +104,14 @@ class PipelinedSession implements SqlSession {
     const statements = held.map(statementOf)
     if (last !== undefined) statements.push(last)
     return send(this.client, this.parts, statements).then((results) => {
+      if (results.length !== statements.length) {
+        throw new Error(`a pipeline of ${statements.length} statements answered ${results.length}`)
+      }
       held.forEach((h, index) => {
         if (!("check" in h)) return
         const refused = h.check(Number(results[index]?.numAffectedRows ?? 0n))
         if (refused !== undefined) throw refused
       })
-      if (results.length !== statements.length) {
-        throw new Error(`a pipeline of ${statements.length} statements answered ${results.length}`)
-      }
       return last === undefined ? undefined : results[results.length - 1]
     })
   }

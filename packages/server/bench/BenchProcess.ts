@@ -1,7 +1,7 @@
 /**
  * What the benchmarks share (this package's and `@custody-relay/http`'s bench:http): autocannon, typed (it ships
  * no types); a server started with its output going to a file, as a deployment sends it, and its ready line read
- * from there; and what a relay printed on its first start (demoText). A bench never reads a server's output while
+ * from there; what a relay printed on its first start (demoText); and a PostgreSQL database of a bench's own. A bench never reads a server's output while
  * it measures: a parent that consumed every log line of a server at Info would be measuring itself.
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -144,3 +144,23 @@ export const turnSettingsFromEnv = (defaults: { readonly rounds: number }) => ({
   warmup: Number(process.env["BENCH_WARMUP"] ?? 10),
   connections: Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 })
+
+/**
+ * A database named `name` created on the server at `adminUrl`, and how to reach and drop it. pg is loaded here, so
+ * a bench on SQLite never needs it.
+ */
+export const postgresDatabase = async (adminUrl: string, name: string) => {
+  const { default: pg } = await import("pg")
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  const database = new URL(adminUrl)
+  database.pathname = `/${name}`
+  return {
+    url: database.toString(),
+    drop: async () => {
+      await admin.query(`drop database if exists ${name} with (force)`)
+      await admin.end()
+    }
+  }
+}

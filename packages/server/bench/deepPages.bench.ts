@@ -21,7 +21,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import pg from "pg"
-import { autocannon, type AutocannonResult, demoOf, grab, READY, startServer } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, demoOf, grab, postgresDatabase, READY, startServer } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
@@ -102,29 +102,12 @@ const seedPostgres = async (url: string, accountId: string, count: number) => {
   }
 }
 
-/** A database of its own on the server at `url`, dropped by the returned function. */
-const postgresDatabase = async (url: string) => {
-  const admin = new pg.Client({ connectionString: url })
-  await admin.connect()
-  const name = `relay_deep_pages_${process.pid}`
-  await admin.query(`create database ${name}`)
-  const database = new URL(url)
-  database.pathname = `/${name}`
-  return {
-    url: database.toString(),
-    drop: async () => {
-      await admin.query(`drop database if exists ${name} with (force)`)
-      await admin.end()
-    }
-  }
-}
-
 const latencies = (result: AutocannonResult) => `${result.latency.p50} / ${result.latency.p99} ms`
 
 const run = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-deep-pages-"))
   const file = join(directory, "relay.db")
-  const postgres = pgUrl === undefined ? undefined : await postgresDatabase(pgUrl)
+  const postgres = pgUrl === undefined ? undefined : await postgresDatabase(pgUrl, `relay_deep_pages_${process.pid}`)
   const env = {
     RELAY_DATABASE: postgres?.url ?? file,
     RELAY_RATE_LIMIT_STORE: "memory",

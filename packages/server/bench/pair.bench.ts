@@ -15,12 +15,12 @@
  * on another host would; a round trip then costs twice that more. BENCH_LOG_LEVEL (default Info), BENCH_DURATION (seconds per round, default 5),
  * BENCH_ROUNDS (default 5), BENCH_WARMUP (seconds, default 10), BENCH_CONNECTIONS (default 10).
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import pg from "pg"
-import { autocannon, demoOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { fileURLToPath } from "node:url"
+import { autocannon, demoOf, grab, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
 const scenario = process.env["BENCH_SCENARIO"] ?? "account"
@@ -48,23 +48,16 @@ const load = (server: Server, seconds: number) => {
   return autocannon({ url: server.url + path, connections, duration: seconds, headers: server.headers })
 }
 
-/** Starts delayProxy.mjs in front of `target`; the address to reach it by. */
-const delayed = (target: URL, millis: number): Promise<URL> =>
-  new Promise((resolve, reject) => {
-    const proxy = spawn(process.execPath, [new URL("./delayProxy.mjs", import.meta.url).pathname, target.hostname, target.port || "5432", String(millis)], {
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    children.push(proxy)
-    proxy.once("exit", (code) => reject(new Error(`delayProxy.mjs exited with ${code}`)))
-    proxy.stdout?.once("data", (chunk: Buffer) => {
-      const port = /listening (\d+)/.exec(chunk.toString())?.[1]
-      if (port === undefined) return reject(new Error(`delayProxy.mjs said: ${chunk.toString()}`))
-      const url = new URL(target)
-      url.hostname = "127.0.0.1"
-      url.port = port
-      resolve(url)
-    })
+/** Starts delayProxy.mjs in front of PostgreSQL at `target` (its output to `logFile`); the port it listens on. */
+const delayProxy = async (target: URL, millis: number, logFile: string): Promise<string> => {
+  const started = await startServer({
+    command: [process.execPath, fileURLToPath(new URL("./delayProxy.mjs", import.meta.url)), target.hostname, target.port || "5432", String(millis)],
+    logFile,
+    ready: /listening \d+/
   })
+  children.push(started.child)
+  return grab(started.output, /listening (\d+)/)
+}
 
 const run = async () => {
   if (trees.length === 0) {
@@ -72,20 +65,20 @@ const run = async () => {
     process.exit(2)
   }
   const directory = mkdtempSync(join(tmpdir(), "relay-pair-"))
-  const admin = pgUrl === undefined ? undefined : new pg.Client({ connectionString: pgUrl })
-  await admin?.connect()
-  const databases: Array<string> = []
-  const serverPgUrl = pgUrl === undefined || pgDelayMillis <= 0 ? pgUrl : (await delayed(new URL(pgUrl), pgDelayMillis)).toString()
+  const databases: Array<{ readonly drop: () => Promise<void> }> = []
+  const proxyPort = pgUrl === undefined || pgDelayMillis <= 0 ? undefined : await delayProxy(new URL(pgUrl), pgDelayMillis, join(directory, "delay.log"))
   try {
     const servers: Array<Server> = []
     for (const tree of trees) {
       let database = join(directory, `${servers.length}.db`)
-      if (admin !== undefined && pgUrl !== undefined) {
-        const name = `relay_pair_${process.pid}_${servers.length}`
-        await admin.query(`CREATE DATABASE ${name}`)
-        databases.push(name)
-        const url = new URL(serverPgUrl ?? pgUrl)
-        url.pathname = `/${name}`
+      if (pgUrl !== undefined) {
+        const created = await postgresDatabase(pgUrl, `relay_pair_${process.pid}_${servers.length}`)
+        databases.push(created)
+        const url = new URL(created.url)
+        if (proxyPort !== undefined) {
+          url.hostname = "127.0.0.1"
+          url.port = proxyPort
+        }
         database = url.toString()
       }
       const started = await startServer({
@@ -110,8 +103,7 @@ const run = async () => {
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await new Promise((resolve) => setTimeout(resolve, 500))
-    for (const name of databases) await admin?.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    await admin?.end()
+    for (const database of databases) await database.drop()
     rmSync(directory, { recursive: true, force: true })
   }
 }

@@ -1,9 +1,10 @@
 /**
  * Authentication of a request's key id and secret (AUTH-HDR-1, AUTH-401-1). Every failure is the same
- * `Unauthenticated` to the caller; the reason is kept for logs. Permissions are read fresh on every call, so an
- * admin's change applies to the next request (AUTH-PERM-2).
+ * `Unauthenticated` to the caller; the reason is kept for logs. The API user is read on every request, or kept by
+ * a store that confirms it in the request's own round trip (Storage.KeptCredentials), so an admin's change applies
+ * to the next request (AUTH-PERM-2).
  */
-import { Effect, Option } from "effect"
+import { Cause, Effect, Exit, Option } from "effect"
 import * as ApiUser from "./ApiUser.js"
 import type { Principal } from "./Principal.js"
 import { Unauthenticated } from "./RelayError.js"
@@ -28,15 +29,25 @@ export const authenticate = Effect.fnUntraced(function*(
   const user = found.value
   if (!ApiUser.secretMatches(secret, user.secretHash)) return yield* new Unauthenticated({ reason: "wrong_secret" })
   if (user.revokedAt !== null) return yield* new Unauthenticated({ reason: "revoked" })
-  return {
-    apiUserId: user.id,
-    clientId: user.clientId,
-    name: user.name,
-    keyId: user.keyId,
-    permissions: user.permissions,
-    ...(user.rateLimit === undefined ? {} : { rateLimit: user.rateLimit })
-  }
+  return principalOf(user)
 })
+
+const principalOf = (user: ApiUser.ApiUser): Principal => ({
+  apiUserId: user.id,
+  clientId: user.clientId,
+  name: user.name,
+  keyId: user.keyId,
+  permissions: user.permissions,
+  ...(user.rateLimit === undefined ? {} : { rateLimit: user.rateLimit })
+})
+
+/** Both built by `principalOf`, so the same API user gives the same text. */
+const samePrincipal = (a: Principal, b: Principal): boolean => JSON.stringify(a) === JSON.stringify(b)
+
+const isCredentialChanged = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) =>
+    reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.reason._tag === "CredentialChanged"
+  )
 
 /**
  * Runs `program` as the caller these credentials authenticate: the entry point of an adapter's request. The
@@ -48,4 +59,36 @@ export const authenticated = <A, E, R>(
   keyId: string | undefined | null,
   secret: string | undefined | null,
   program: (principal: Principal) => Effect.Effect<A, E, R>
-): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage> => Effect.flatMap(authenticate(keyId, secret), program)
+): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage> => {
+  const afresh = Effect.flatMap(authenticate(keyId, secret), program)
+  if (!keyId || !secret) return afresh
+  return Storage.Storage.use((storage) => {
+    const kept = storage.keptCredentials?.get(keyId)
+    // Only a kept API user that would authenticate is run on; any other answer is the database's to give.
+    if (kept === undefined || kept.user.revokedAt !== null || !ApiUser.secretMatches(secret, kept.user.secretHash)) return afresh
+    return onKept(keyId, secret, kept, program, afresh)
+  })
+}
+
+/**
+ * Runs `program` on a kept API user while the store confirms it (see Storage.KeptCredentials). A unit that finds the
+ * row changed stops before committing: nothing of the request happened, so it is authenticated afresh and run again.
+ * A program that ended before any unit confirmed it (a refusal before storage, say) ran no statement, so its answer
+ * stands only if the API user read now gives the same principal; otherwise the program runs again on that one.
+ * Either way the request is counted twice against its key's rate limit (the limiter is no unit of work).
+ */
+const onKept = <A, E, R>(
+  keyId: string,
+  secret: string,
+  kept: Storage.KeptApiUser,
+  program: (principal: Principal) => Effect.Effect<A, E, R>,
+  afresh: Effect.Effect<A, E | Unauthenticated, R | Storage.Storage>
+): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage> => {
+  const principal = principalOf(kept.user)
+  const pending: Storage.PendingCredential = { keyId, stamp: kept.stamp, confirmed: false }
+  return Effect.flatMap(Effect.exit(Effect.provideService(program(principal), Storage.CurrentCredential, pending)), (exit) => {
+    if (pending.confirmed) return exit
+    if (Exit.isFailure(exit) && isCredentialChanged(exit.cause)) return afresh
+    return Effect.flatMap(authenticate(keyId, secret), (current) => samePrincipal(current, principal) ? exit : program(current))
+  })
+}

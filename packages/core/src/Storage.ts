@@ -52,9 +52,17 @@ export class StorageFault extends Schema.TaggedError<StorageFault>()("StorageFau
   cause: Schema.Defect()
 }) {}
 
+/**
+ * The kept API user a request ran on no longer matches its row (see `KeptCredentials`): the unit that found out was
+ * stopped before it committed, and the request is authenticated afresh and run again (Authentication.authenticated).
+ */
+export class CredentialChanged extends Schema.TaggedError<CredentialChanged>()("CredentialChanged", {
+  message: Schema.String
+}) {}
+
 /** The one error of the Storage port; `reason` says which kind, `isRetryable` whether re-running the unit may help. */
 export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
-  reason: Schema.Union([StorageUnavailable, StorageConflict, StorageConstraintViolated, StorageFault])
+  reason: Schema.Union([StorageUnavailable, StorageConflict, StorageConstraintViolated, StorageFault, CredentialChanged])
 }) {
   get isRetryable(): boolean {
     // A unique constraint that fires is a race the core's own check lost: the re-run sees the winner. A lost
@@ -182,9 +190,42 @@ export class Storage extends Context.Service<Storage, {
     mode: UnitMode,
     work: (unit: StorageUnit) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | StorageError, R>
+  /** API users kept between requests, where the store can confirm one in a request's own round trip. */
+  readonly keptCredentials?: KeptCredentials
 }>()("@custody-relay/core/Storage") {
   static readonly layerMemory: Layer.Layer<Storage> = Layer.effect(Storage, Effect.suspend(() => makeMemory()))
 }
+
+/** An API user a store kept from an earlier lookup by key id, with the store's stamp of the row it read. */
+export interface KeptApiUser {
+  readonly user: ApiUser
+  readonly stamp: string
+}
+
+/**
+ * API users a store keeps between requests (PostgreSQL, see storage-sql's KeptApiUsers), so a request need not wait
+ * for its credential before its first statement. A request may run on a kept API user only if the store confirms
+ * it: while `CurrentCredential` is pending, each unit the request opens re-reads the API user's row in the same
+ * round trip as its first statement and compares it with the stamp. A row that differs fails that unit with
+ * `CredentialChanged` before anything of it is committed; one that matches confirms the credential, and the
+ * request's later units read nothing more for it. A change made on any node therefore applies to the next request
+ * (AUTH-PERM-2).
+ */
+export interface KeptCredentials {
+  readonly get: (keyId: string) => KeptApiUser | undefined
+}
+
+/** A kept API user a request runs on, and whether a unit of the request has confirmed it yet. */
+export interface PendingCredential {
+  readonly keyId: string
+  readonly stamp: string
+  confirmed: boolean
+}
+
+/** The kept credential the current request runs on, until confirmed (see `KeptCredentials`). */
+export const CurrentCredential = Context.Reference<PendingCredential | undefined>("@custody-relay/core/Storage/CurrentCredential", {
+  defaultValue: () => undefined
+})
 
 /** Newest first, id as tie-break: the one order every adapter uses for lists. */
 export const compareNewestFirst = (

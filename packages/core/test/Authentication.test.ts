@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
-import { Accounts, Administration, ApiUser, Authentication, Storage } from "@custody-relay/core"
+import { Effect, Option, Redacted } from "effect"
+import { Accounts, Administration, ApiUser, Authentication, Principal, Storage } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { layer, newClient, newPrincipal } from "./TestWorld.js"
 
@@ -100,5 +100,76 @@ describe("Authentication and administration", () => {
       assert.strictEqual(failureTag(yield* Effect.exit(Administration.setPermissions(missing, []))), "NotFound")
       const named = yield* Administration.createClient("Acme")
       assert.strictEqual(named.name, "Acme")
+    }).pipe(Effect.provide(layer())))
+})
+
+/**
+ * AUTH-PERM-2 on a store that keeps API users between requests (Storage.KeptCredentials): a request runs on the kept
+ * one, and its answer stands only once the store confirmed it, or the API user read afresh gives the same principal.
+ * The memory store confirms nothing, so every request here that ends ends on that fresh read.
+ */
+describe("Authentication on a kept API user", () => {
+  /** An API user with one permission, kept as it is now; `authenticated` on a store that keeps it. */
+  const keptWorld = Effect.gen(function*() {
+    const { issued } = yield* newPrincipal(yield* newClient, ["View custody account"])
+    const secret = Redacted.value(issued.secret)
+    const found = yield* Storage.run("lookup", (unit) => unit.findApiUserByKeyId(issued.keyId))
+    const user = Option.getOrThrow(found)
+    const kept: Storage.KeptApiUser = { user, stamp: "as kept" }
+    let runs = 0
+    const authenticated = <A, E, R>(program: (principal: Principal.Principal) => Effect.Effect<A, E, R>, key = secret) =>
+      Effect.updateService(
+        Authentication.authenticated(issued.keyId, key, (principal) => Effect.suspend(() => (runs++, program(principal)))),
+        Storage.Storage,
+        (storage) => ({ ...storage, keptCredentials: { get: (keyId: string) => keyId === issued.keyId ? kept : undefined } })
+      )
+    return { user, secret, authenticated, runs: () => runs }
+  })
+
+  it.effect("AUTH-PERM-2: an unchanged kept API user's answer stands, from one run", () =>
+    Effect.gen(function*() {
+      const { authenticated, runs } = yield* keptWorld
+      const permissions = yield* authenticated((principal) => Effect.succeed(principal.permissions))
+      assert.deepStrictEqual(permissions, ["View custody account"])
+      assert.strictEqual(runs(), 1)
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("AUTH-PERM-2: a permission granted since it was kept applies: the refusal on the kept one is run again on the new one", () =>
+    Effect.gen(function*() {
+      const { user, authenticated, runs } = yield* keptWorld
+      yield* Administration.setPermissions(user.id, ["View custody account", "Initiate new custody account"])
+      const caller = yield* authenticated((principal) => Principal.authorize(principal, "accounts.create"))
+      assert.include(caller.permissions, "Initiate new custody account")
+      assert.strictEqual(runs(), 2)
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("AUTH-PERM-2 AUTH-401-1: a revocation since it was kept applies; a wrong secret is refused by the database's row", () =>
+    Effect.gen(function*() {
+      const { user, authenticated } = yield* keptWorld
+      assert.strictEqual(failureTag(yield* Effect.exit(authenticated(() => Effect.void, `crs_${"A".repeat(43)}`))), "Unauthenticated")
+      yield* Administration.revokeApiUser(user.id)
+      assert.strictEqual(failureTag(yield* Effect.exit(authenticated(() => Effect.succeed("served")))), "Unauthenticated")
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("a unit that found the kept API user changed stopped the request: it is authenticated afresh and run again", () =>
+    Effect.gen(function*() {
+      const { authenticated, runs } = yield* keptWorld
+      const changed = new Storage.StorageError({ reason: new Storage.CredentialChanged({ message: "changed" }) })
+      const answer = yield* authenticated(() => runs() === 1 ? Effect.die(changed) : Effect.succeed("second run"))
+      assert.strictEqual(answer, "second run")
+      assert.strictEqual(runs(), 2)
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("once a unit confirmed the kept API user, the request stands on it as of then", () =>
+    Effect.gen(function*() {
+      const { user, authenticated, runs } = yield* keptWorld
+      const confirmThenRevoke = Effect.withFiber((fiber) => {
+        const pending = fiber.getRef(Storage.CurrentCredential)
+        if (pending === undefined) return Effect.die(new Error("no pending credential"))
+        pending.confirmed = true
+        return Effect.as(Administration.revokeApiUser(user.id), "served")
+      })
+      assert.strictEqual(yield* authenticated(() => confirmThenRevoke), "served")
+      assert.strictEqual(runs(), 1)
     }).pipe(Effect.provide(layer())))
 })

@@ -129,6 +129,50 @@ describe.skipIf(adminUrl === undefined || adminUrl === "")("two nodes on one Pos
     }
   })
 
+  it("AUTH-PERM-2: a change made through one node, or by SQL, applies to the very next request on a node that keeps the credential", async () => {
+    const [a, b] = nodes
+    if (a === undefined || b === undefined) throw new Error("nodes did not start")
+    const clientId = String((await control(a, "POST", "/clients")).body["clientId"])
+    const user = (await control(b, "POST", "/api-users", { clientId, permissions: ["View custody account", "Initiate new custody account"] })).body
+    const apiUserId = String(user["apiUserId"])
+    const auth = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]) }
+    const created = await json(`${a.url}/relay/v1/accounts`, "POST", auth, { name: "Kept", workspace: "custody", assetId: "BTC" })
+    expect(created.status).toBe(201)
+    const getOnA = async () => (await json(`${a.url}/relay/v1/accounts/${String(created.body["id"])}`, "GET", auth)).status
+    const setPermissions = async (permissions: ReadonlyArray<string>) =>
+      expect((await control(b, "PUT", `/api-users/${apiUserId}/permissions`, { permissions })).status).toBe(200)
+    // Node a keeps the credential from its first request on.
+    expect([await getOnA(), await getOnA()]).toEqual([200, 200])
+
+    await setPermissions(["Initiate new custody account"])
+    expect(await getOnA()).toBe(403)
+    // A permission granted applies too: a refusal on the kept credential is answered only after its row is read again.
+    await setPermissions(["View custody account", "Initiate new custody account"])
+    expect(await getOnA()).toBe(200)
+    // Changed by hand in the database, not through any node.
+    const url = new URL(adminUrl ?? "")
+    url.pathname = `/${databaseName}`
+    const sql = new pg.Client({ connectionString: url.toString() })
+    await sql.connect()
+    try {
+      await sql.query("UPDATE api_users SET permissions = $1 WHERE id = $2", [JSON.stringify(["Initiate new custody account"]), apiUserId])
+    } finally {
+      await sql.end()
+    }
+    expect(await getOnA()).toBe(403)
+    await setPermissions(["View custody account", "Initiate new custody account"])
+    expect(await getOnA()).toBe(200)
+
+    // Revoked through node b: node a refuses the next request, a write on the kept credential, and stores nothing of it.
+    expect((await control(b, "POST", `/api-users/${apiUserId}/revoke`)).status).toBe(200)
+    const refused = await json(`${a.url}/relay/v1/accounts`, "POST", auth, { name: "After revocation", workspace: "custody", assetId: "BTC" })
+    expect(refused.status).toBe(401)
+    expect(await getOnA()).toBe(401)
+    const admin = (await control(a, "POST", "/api-users", { clientId, permissions: ["View custody account"] })).body
+    const listed = await json(`${b.url}/relay/v1/accounts`, "GET", { "x-api-key": String(admin["keyId"]), "x-api-secret": String(admin["secret"]) })
+    expect(listed.body["total"]).toBe(1)
+  })
+
   it("an Idempotency-Key used on one node is replayed by the other, and conflicts there too", async () => {
     const [a, b] = nodes
     if (a === undefined || b === undefined) throw new Error("nodes did not start")

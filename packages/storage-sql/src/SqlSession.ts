@@ -30,8 +30,27 @@ export interface SqlSession {
   readonly release: Effect.Effect<void>
 }
 
+/**
+ * A kept credential the request runs on (core Storage.KeptCredentials), for a session to confirm in the round trip
+ * of its first statement: `query` re-reads the API user's row, and `judge` compares what it read with the kept row,
+ * confirming the credential or refusing the unit (a StorageError of reason CredentialChanged).
+ */
+export interface CredentialCheck {
+  readonly query: CompiledQuery
+  /** Whether it still needs confirming: another unit of the request may have confirmed it since. */
+  readonly pending: () => boolean
+  readonly judge: (rows: ReadonlyArray<unknown>) => Storage.StorageError | undefined
+}
+
 /** Opens a session (begins a transaction) in the given mode. */
-export type SessionOpener = (mode: Storage.UnitMode) => Effect.Effect<SqlSession, Storage.StorageError>
+export interface SessionOpener {
+  (mode: Storage.UnitMode, check?: CredentialCheck): Effect.Effect<SqlSession, Storage.StorageError>
+  /**
+   * Whether the sessions send a pending `check` with their first statement (PostgreSQL's pipelined sessions). Other
+   * sessions ignore it, and the storage then keeps no credentials.
+   */
+  readonly confirmsCredentials?: boolean
+}
 
 /**
  * A lookup opens no transaction: each statement goes to the pool (kysely's `executeQuery`) on its own, one round

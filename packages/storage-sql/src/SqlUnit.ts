@@ -6,6 +6,7 @@
 import { Page, type Storage, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
+import type { KeptApiUsers } from "./KeptApiUsers.js"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
@@ -153,6 +154,8 @@ export interface StoreArguments {
   readonly locking: 0 | 1
   /** The storage's page boundaries, on an engine with a data version (see PageBoundaries). */
   readonly pageBoundaries: PageBoundaries | undefined
+  /** The API users the storage keeps between requests, where its sessions confirm them (see KeptApiUsers). */
+  readonly keptApiUsers: KeptApiUsers | undefined
 }
 
 /** An event appended in a write unit and not yet written (see RowsRead.pending_events). */

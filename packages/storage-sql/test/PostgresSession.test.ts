@@ -190,6 +190,8 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
         (db) => Effect.promise(() => db.destroy())
       )
       const storage = SqlStorage.make(elsewhere, PostgresEngine, { maxRetries: 0 })
+      // Its sessions cannot confirm a kept credential in a unit's round trip, so none is kept.
+      assert.isUndefined(storage.keptCredentials)
       yield* storage.transaction("read", (unit) => unit.getClient(Records.client().id))
       const client = Records.client()
       const count = yield* Effect.promise(() =>
@@ -203,3 +205,92 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
     })))
 })
 
+
+/**
+ * AUTH-PERM-2 with kept credentials (KeptApiUsers): a unit of a request that runs on a kept API user re-reads the
+ * row in its first round trip, and a row that changed stops the unit before anything of it commits.
+ */
+describe.skipIf(postgresSkipReason !== undefined)("a kept credential, confirmed in a unit's first round trip", () => {
+  /** An API user, kept by a lookup by its key id as the core's authentication makes; a fresh pending check of it. */
+  const keptUser = Effect.gen(function*() {
+    const setup = yield* throughProxy
+    const client = Records.client()
+    const user = Records.apiUser(client.id)
+    yield* setup.storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(client), unit.insertApiUser(user)))
+    yield* setup.storage.transaction("lookup", (unit) => unit.findApiUserByKeyId(user.keyId))
+    const kept = setup.storage.keptCredentials?.get(user.keyId)
+    if (kept === undefined) return yield* Effect.die(new Error("the lookup kept no API user"))
+    assert.deepStrictEqual(kept.user, user)
+    const pending = (): Storage.PendingCredential => ({ keyId: user.keyId, stamp: kept.stamp, confirmed: false })
+    // Another connection changes the row, as another node, the operator CLI or SQL by hand would.
+    const changeRow = Effect.promise(() =>
+      setup.db.updateTable("api_users").set({ permissions: JSON.stringify(["View custody account"]) }).where("id", "=", user.id).execute()
+    )
+    return { ...setup, client, user, pending, changeRow }
+  })
+
+  const credentialChanged = (exit: Exit.Exit<unknown, unknown>): boolean =>
+    exit._tag === "Failure" &&
+    Cause.prettyErrors(exit.cause).some((error) => error.message.includes("CredentialChanged"))
+
+  it.live("AUTH-PERM-2: a lookup confirms an unchanged credential with its first statement, one round trip; a changed row fails it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { storage, trips, client, pending, changeRow } = yield* keptUser
+      const lookup = (credential: Storage.PendingCredential) =>
+        Effect.provideService(storage.transaction("lookup", (unit) => unit.getClient(client.id)), Storage.CurrentCredential, credential)
+      const unchanged = pending()
+      const confirmed = yield* trips(lookup(unchanged))
+      assert.isTrue(confirmed.exit._tag === "Success" && Option.isSome(confirmed.exit.value))
+      assert.isTrue(unchanged.confirmed)
+      assert.strictEqual(confirmed.count, 1)
+
+      yield* changeRow
+      const stale = pending()
+      const refused = yield* trips(lookup(stale))
+      assert.isTrue(credentialChanged(refused.exit), String(refused.exit))
+      assert.isFalse(stale.confirmed)
+      assert.strictEqual(refused.count, 1)
+    })))
+
+  it.live("AUTH-PERM-2: a write unit on a changed credential commits nothing, not even an insert that would go with COMMIT", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips, pending, changeRow } = yield* keptUser
+      const insert = (credential: Storage.PendingCredential, client = Records.client()) => ({
+        client,
+        unit: Effect.provideService(storage.transaction("write", (unit) => unit.insertClient(client)), Storage.CurrentCredential, credential)
+      })
+      const unchanged = pending()
+      const kept = insert(unchanged)
+      const committed = yield* trips(kept.unit)
+      assert.strictEqual(committed.exit._tag, "Success")
+      assert.isTrue(unchanged.confirmed)
+      // BEGIN, the re-read and the insert, judged; then COMMIT (without a credential to confirm: one round trip).
+      assert.strictEqual(committed.count, 2)
+      assert.strictEqual(yield* countRows(db, "clients", kept.client.id), 1)
+
+      const stale = pending()
+      yield* changeRow
+      const refused = insert(stale)
+      const outcome = yield* trips(refused.unit)
+      assert.isTrue(credentialChanged(outcome.exit), String(outcome.exit))
+      assert.isFalse(stale.confirmed)
+      // BEGIN, the re-read and the insert; then ROLLBACK.
+      assert.strictEqual(outcome.count, 2)
+      assert.strictEqual(yield* countRows(db, "clients", refused.client.id), 0)
+    })))
+
+  it.live("a unit that sends nothing leaves the credential unconfirmed; one confirmed already is not read again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { storage, trips, client, pending, changeRow } = yield* keptUser
+      const untouched = pending()
+      const nothing = yield* trips(Effect.provideService(storage.transaction("read", () => Effect.void), Storage.CurrentCredential, untouched))
+      assert.strictEqual(nothing.exit._tag, "Success")
+      assert.strictEqual(nothing.count, 0)
+      assert.isFalse(untouched.confirmed)
+      // Confirmed by an earlier unit of its request, a credential is not re-read, whatever happened to the row since.
+      yield* changeRow
+      const confirmed = { ...pending(), confirmed: true }
+      const read = yield* trips(Effect.provideService(storage.transaction("read", (unit) => unit.getClient(client.id)), Storage.CurrentCredential, confirmed))
+      assert.strictEqual(read.exit._tag, "Success")
+    })))
+})

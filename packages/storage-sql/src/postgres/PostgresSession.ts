@@ -12,15 +12,19 @@
  * - A unit that ends before sending anything (it failed a check of its own first) gives its connection back
  *   without a ROLLBACK: the server never saw a transaction.
  * - A read unit does not wait for its COMMIT's answer (see `commit`).
+ * - A unit of a request that runs on a kept credential not yet confirmed (see KeptApiUsers) sends the API user's
+ *   re-read with its first statement and judges it when the answer comes, before anything else of the unit runs or
+ *   commits: a held write is then never sent with the COMMIT before the re-read was judged.
  *
- * A lookup opens no transaction and sends each statement on its own, through kysely, as on every engine.
+ * A lookup opens no transaction and sends each statement on its own, through kysely, as on every engine; one that
+ * confirms a credential sends its first statement in a pipeline with the re-read, on a connection of the pool.
  */
 import { Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import type { CompiledQuery, Kysely, QueryResult } from "kysely"
 import type { Database } from "../schema/Database.js"
 import type { SqlEngine } from "../SqlEngine.js"
-import { kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
+import { type CredentialCheck, kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
 import * as StorageFailure from "../StorageFailure.js"
 import { type PgParts, Pipeline, type PipelineStatement } from "./Pipeline.js"
 
@@ -73,11 +77,39 @@ interface HeldWrite {
   readonly sure: boolean
 }
 
-const statementOf = (held: HeldWrite | PipelineStatement): PipelineStatement => "check" in held ? held.statement : held
+/** A credential's re-read held until the unit's first round trip (see SqlSession.CredentialCheck). */
+interface HeldCredential {
+  readonly statement: PipelineStatement
+  readonly credential: CredentialCheck
+}
+
+type Held = HeldWrite | HeldCredential | PipelineStatement
+
+const statementOf = (held: Held): PipelineStatement => "statement" in held ? held.statement : held
+
+/** Judges the answers to what was held: a write's row count, a credential's re-read. The first refusal is thrown. */
+const judgeHeld = (held: ReadonlyArray<Held>, results: ReadonlyArray<QueryResult<unknown>>): void => {
+  held.forEach((h, index) => {
+    const refused = "check" in h
+      ? h.check(Number(results[index]?.numAffectedRows ?? 0n))
+      : "credential" in h
+      ? h.credential.judge(results[index]?.rows ?? [])
+      : undefined
+    if (refused !== undefined) throw refused
+  })
+}
+
+/** A check's refusal as it is; anything else as the engine classifies it. */
+const asStorageError = (engine: SqlEngine, cause: unknown): Storage.StorageError =>
+  cause instanceof Storage.StorageError ? cause : engine.classify(cause)
+
+const answeredAll = (statements: ReadonlyArray<PipelineStatement>, results: ReadonlyArray<QueryResult<unknown>>) => {
+  if (results.length !== statements.length) throw new Error(`a pipeline of ${statements.length} statements answered ${results.length}`)
+}
 
 class PipelinedSession implements SqlSession {
-  /** Sent with the next statement: BEGIN until the first one, then the writes queued since. */
-  private held: Array<HeldWrite | PipelineStatement>
+  /** Sent with the next statement: BEGIN (and a credential's re-read) until the first one, then the writes queued since. */
+  private held: Array<Held>
   /** Whether anything reached the server, so there is a transaction to roll back. */
   private sent = false
   private ended = false
@@ -88,9 +120,10 @@ class PipelinedSession implements SqlSession {
     private readonly client: PooledClient,
     private readonly parts: PgParts,
     private readonly engine: SqlEngine,
-    private readonly mode: "read" | "write"
+    private readonly mode: "read" | "write",
+    credential: CredentialCheck | undefined
   ) {
-    this.held = [BEGIN[mode]]
+    this.held = credential === undefined || !credential.pending() ? [BEGIN[mode]] : [BEGIN[mode], { statement: credential.query, credential }]
   }
 
   /**
@@ -104,20 +137,13 @@ class PipelinedSession implements SqlSession {
     const statements = held.map(statementOf)
     if (last !== undefined) statements.push(last)
     return send(this.client, this.parts, statements).then((results) => {
-      if (results.length !== statements.length) {
-        throw new Error(`a pipeline of ${statements.length} statements answered ${results.length}`)
-      }
-      held.forEach((h, index) => {
-        if (!("check" in h)) return
-        const refused = h.check(Number(results[index]?.numAffectedRows ?? 0n))
-        if (refused !== undefined) throw refused
-      })
+      answeredAll(statements, results)
+      judgeHeld(held, results)
       return last === undefined ? undefined : results[results.length - 1]
     })
   }
 
-  private readonly classify = (cause: unknown): Storage.StorageError =>
-    cause instanceof Storage.StorageError ? cause : this.engine.classify(cause)
+  private readonly classify = (cause: unknown): Storage.StorageError => asStorageError(this.engine, cause)
 
   execute<R>(query: CompiledQuery<R>): Effect.Effect<QueryResult<R>, Storage.StorageError> {
     return Effect.tryPromise({
@@ -137,8 +163,8 @@ class PipelinedSession implements SqlSession {
    * they are sent and checked first, so no unit commits a write whose check then fails.
    */
   readonly commit: Effect.Effect<void, Storage.StorageError> = Effect.suspend(() => {
-    // A unit that sent nothing and holds nothing but BEGIN has nothing to commit.
-    if (!this.sent && this.held.length === 1) {
+    // A unit that sent nothing and holds no write has nothing to commit (a credential's re-read stays unconfirmed).
+    if (!this.sent && !this.held.some((h) => "check" in h)) {
       this.ended = true
       return Effect.void
     }
@@ -159,7 +185,7 @@ class PipelinedSession implements SqlSession {
         return error.isUnavailable ? StorageFailure.commitOutcomeUnknown(cause) : error
       }
     })
-    const unsure = this.held.some((h) => "check" in h && !h.sure)
+    const unsure = this.held.some((h) => "check" in h ? !h.sure : "credential" in h)
     return unsure ? Effect.andThen(Effect.tryPromise({ try: () => this.flush(undefined), catch: this.classify }), commit) : commit
   })
 
@@ -191,11 +217,50 @@ export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): Sessi
   const kysely = kyselySessions(db, engine)
   const support = supportOf.get(db)
   if (support === undefined) return kysely
-  return (mode) =>
+  const open: SessionOpener = (mode, credential) =>
     mode === "lookup"
-      ? kysely(mode)
+      ? credential === undefined ? kysely(mode) : Effect.succeed(confirmingLookup(kysely, support, engine, credential))
       : Effect.map(
         Effect.tryPromise({ try: () => support.pool.connect(), catch: engine.classify }),
-        (client): SqlSession => new PipelinedSession(client, support.parts, engine, mode)
+        (client): SqlSession => new PipelinedSession(client, support.parts, engine, mode, credential)
       )
+  return Object.assign(open, { confirmsCredentials: true })
+}
+
+/**
+ * A lookup whose first statement goes in one pipeline with a credential's re-read, on a connection of its own for
+ * that round trip; once the credential is confirmed, its statements go through kysely like every other lookup's.
+ */
+const confirmingLookup = (
+  kysely: SessionOpener,
+  { pool, parts }: PipelineSupport,
+  engine: SqlEngine,
+  credential: CredentialCheck
+): SqlSession => {
+  return {
+    execute<R>(query: CompiledQuery<R>) {
+      if (!credential.pending()) return Effect.flatMap(kysely("lookup"), (plain) => plain.execute(query))
+      return Effect.tryPromise({
+        try: async () => {
+          const client = await pool.connect()
+          const statements = [credential.query, query]
+          let results: ReadonlyArray<QueryResult<unknown>>
+          try {
+            results = await send(client, parts, statements)
+          } catch (cause) {
+            client.release(cause instanceof Error ? cause : true)
+            throw cause
+          }
+          client.release()
+          answeredAll(statements, results)
+          const refused = credential.judge(results[0]?.rows ?? [])
+          if (refused !== undefined) throw refused
+          return results[1] as QueryResult<R>
+        },
+        catch: (cause) => asStorageError(engine, cause)
+      })
+    },
+    commit: Effect.void,
+    release: Effect.void
+  }
 }

@@ -1,12 +1,12 @@
 /** Clients and their API users (core `Storage.ClientStore`) on SQL. */
 import type { Storage } from "@custody-relay/core"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import * as ApiUserRow from "../rows/ApiUserRow.js"
 import * as ClientRow from "../rows/ClientRow.js"
 import { keepingRead, optional, type StoreArguments, updating } from "../SqlUnit.js"
 
 export const store = (
-  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lookups, writes }, read, locking }: StoreArguments
+  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lookups, writes }, read, locking, keptApiUsers }: StoreArguments
 ): Storage.ClientStore => {
   const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
   const update = updating(writeLater, locking)
@@ -25,7 +25,15 @@ export const store = (
       return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)
     },
     findApiUserByKeyId(keyId) {
-      return Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode))
+      const found = first(lookups.apiUserByKeyId(keyId))
+      if (keptApiUsers === undefined || mode !== "lookup") return Effect.map(found, optional(ApiUserRow.decode))
+      // A lookup is the authentication's read (see KeptApiUsers).
+      return Effect.map(found, (row) => {
+        if (row === undefined) return Option.none()
+        const user = ApiUserRow.decode(row)
+        keptApiUsers.remember(keyId, row, user)
+        return Option.some(user)
+      })
     },
     updateApiUser(user) {
       const { created_at: _, ...next } = ApiUserRow.encode(user)

@@ -128,7 +128,9 @@ export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: 
       rounds.withPermits(1)(sync),
       (cause) => Effect.logWarning("rate limit: reconciling with the database failed", cause)
     )
-    const background = yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(syncMillis)))
+    // The first round comes an interval after start, not at once: a round at start found nothing to write, or, when
+    // the forked fiber first ran after a request had counted, wrote that request before its interval was up.
+    const background = yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(syncMillis), round)))
     // On close: the background rounds stop (a round under way finishes its upsert), then a last round writes the rest.
     yield* Effect.addFinalizer(() => Effect.andThen(Fiber.interrupt(background), round))
 

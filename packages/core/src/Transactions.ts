@@ -6,7 +6,7 @@
  */
 import { Duration, Effect, Option } from "effect"
 import * as Account from "./Account.js"
-import { findOwned as findOwnedAccount, requireUuid } from "./Accounts.js"
+import { requireUuid } from "./Accounts.js"
 import { type Asset, requireAsset } from "./Asset.js"
 import { CustodyProvider, type TransferProgress } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
@@ -78,12 +78,20 @@ const validateTransfer = Effect.fnUntraced(function*(
   const amount = yield* Effect.fromResult(Money.parseAmount(input.amount, asset.precision, asset.assetId)).pipe(
     Effect.mapError(InvalidAmount.of)
   )
-  // Two accounts of one transfer are locked in one global order (ids ascending), so opposite transfers wait for
-  // each other instead of deadlocking: an internal destination that sorts first is read (locked) first.
-  if (input.destinationType === "internal" && destinationId < sourceAccountId) yield* unit.getAccount(AccountId.make(destinationId))
+  // The source and the destination are read at once: one round trip where the store sends statements issued
+  // together in one (PostgreSQL). Two accounts of one transfer are read (in a write unit: locked) in one global order,
+  // ids ascending, so opposite transfers wait for each other instead of deadlocking. Both are judged afterwards, the
+  // source first, so the refusals come in the same order as if they were read one by one.
+  const readSource = unit.getAccount(AccountId.make(sourceAccountId))
+  const readDestination = input.destinationType === "internal"
+    ? Effect.map(unit.getAccount(AccountId.make(destinationId)), (found) => ({ internal: true as const, found }))
+    : Effect.map(unit.getWhitelistedAddress(WhitelistedAddressId.make(destinationId)), (found) => ({ internal: false as const, found }))
+  const [sourceFound, destination] = yield* (input.destinationType === "internal" && destinationId < sourceAccountId
+    ? Effect.map(Effect.all([readDestination, readSource], { concurrency: 2 }), ([d, s]) => [s, d] as const)
+    : Effect.all([readSource, readDestination], { concurrency: 2 }))
   // Only "absent or another client's" is the scope refusal; a storage failure (a lost race, a lost connection)
   // stays what it is, so the unit is re-run or the fault surfaces, never a 403 on the caller's own account.
-  const source = yield* findOwnedAccount(unit, caller, sourceAccountId).pipe(
+  const source = yield* requireOwned<Account.Account>(caller, "account", sourceAccountId)(sourceFound).pipe(
     Effect.catchTag("NotFound", () => Effect.fail(new SourceAccountInaccessible({ accountId: sourceAccountId })))
   )
   if (source.assetId !== asset.assetId) {
@@ -91,15 +99,13 @@ const validateTransfer = Effect.fnUntraced(function*(
   }
   if (!Account.isActive(source)) return yield* new SourceAccountNotActive({ accountId: source.id, status: source.status })
   let destinationAddress: string | null
-  if (input.destinationType === "internal") {
+  if (destination.internal) {
     if (destinationId === source.id) return yield* new SameSourceAndDestination({ accountId: source.id })
-    const found = yield* unit.getAccount(AccountId.make(destinationId))
-    const eligible = Option.filter(found, (d) => owns(caller, d) && Account.isActive(d) && d.assetId === source.assetId)
+    const eligible = Option.filter(destination.found, (d) => owns(caller, d) && Account.isActive(d) && d.assetId === source.assetId)
     destinationAddress = Option.isSome(eligible) ? eligible.value.address : null
   } else {
-    const found = yield* unit.getWhitelistedAddress(WhitelistedAddressId.make(destinationId))
     const eligible = Option.filter(
-      found,
+      destination.found,
       (e) => owns(caller, e) && WhitelistedAddress.isUsableDestination(e) && e.assetType === source.assetId
     )
     destinationAddress = Option.isSome(eligible) ? eligible.value.address : null

@@ -7,7 +7,7 @@
  */
 import { Storage } from "@custody-relay/core"
 import { describe, it } from "@effect/vitest"
-import { Cause, Effect, type Exit, Option } from "effect"
+import { Cause, Effect, type Exit, Fiber, Option } from "effect"
 import { Kysely, PostgresDialect } from "kysely"
 import pg from "pg"
 import { assert } from "vitest"
@@ -45,7 +45,7 @@ const throughProxy = Effect.gen(function*() {
       if (exit === undefined) throw new Error("the unit did not end")
       return { count, exit }
     })
-  return { db, proxy, storage, trips }
+  return { db, proxy, storage, trips, url }
 })
 
 const countRows = (db: Kysely<Database>, table: "clients" | "accounts", id: string) =>
@@ -180,6 +180,51 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       )
       const again = yield* storage.transaction("read", (unit) => unit.getAccount(account.id))
       assert.strictEqual(Option.getOrThrow(again).name, "Renamed")
+    })))
+
+  it.live("statements a unit issues together go in one round trip, in the order issued: the first row is locked while the second waits", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { storage, trips, url } = yield* throughProxy
+      const client = Records.client()
+      const [first, second] = [Records.account(client.id), Records.account(client.id)]
+      yield* storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(client), Effect.andThen(unit.insertAccount(first), unit.insertAccount(second))))
+      const both = (mode: Storage.UnitMode) =>
+        storage.transaction(mode, (unit) => Effect.all([unit.getAccount(first.id), unit.getAccount(second.id)], { concurrency: 2 }))
+      // A lookup: both reads in one pipeline.
+      const looked = yield* trips(both("lookup"))
+      assert.isTrue(looked.exit._tag === "Success" && looked.exit.value.every(Option.isSome))
+      assert.strictEqual(looked.count, 1)
+      // A write unit, while another connection holds the second row: the first is already locked by the unit.
+      const holder = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const connection = new pg.Client({ connectionString: url })
+          await connection.connect()
+          await connection.query("begin")
+          await connection.query("select id from accounts where id = $1 for update", [second.id])
+          return connection
+        }),
+        (connection) => Effect.promise(() => connection.end())
+      )
+      const unit = yield* Effect.forkChild(trips(both("write")))
+      yield* Effect.sleep("300 millis")
+      const firstLocked = yield* Effect.promise(async () => {
+        const probe = new pg.Client({ connectionString: url })
+        await probe.connect()
+        try {
+          await probe.query("select id from accounts where id = $1 for update nowait", [first.id])
+          return false
+        } catch (error) {
+          return (error as { code?: string }).code === "55P03"
+        } finally {
+          await probe.end()
+        }
+      })
+      assert.isTrue(firstLocked, "the first statement of the pair ran before the second waited")
+      yield* Effect.promise(() => holder.query("commit"))
+      const written = yield* Fiber.join(unit)
+      assert.isTrue(written.exit._tag === "Success" && written.exit.value.every(Option.isSome))
+      // BEGIN with both reads, then COMMIT.
+      assert.strictEqual(written.count, 2)
     })))
 
   it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>

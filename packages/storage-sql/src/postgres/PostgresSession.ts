@@ -16,8 +16,9 @@
  *   re-read with its first statement and judges it when the answer comes, before anything else of the unit runs or
  *   commits: a held write is then never sent with the COMMIT before the re-read was judged.
  *
- * A lookup opens no transaction and sends each statement on its own, through kysely, as on every engine; one that
- * confirms a credential sends its first statement in a pipeline with the re-read, on a connection of the pool.
+ * - Statements a unit issues together (reads run with `Effect.all`'s concurrency) go in one round trip.
+ *
+ * A lookup opens no transaction; its statements go in pipelines too, on a connection of the pool taken for each.
  */
 import { Storage } from "@custody-relay/core"
 import { Effect } from "effect"
@@ -99,6 +100,36 @@ const judgeHeld = (held: ReadonlyArray<Held>, results: ReadonlyArray<QueryResult
   })
 }
 
+/**
+ * Statements a unit issues together (two reads run with `Effect.all`'s concurrency start in the same tick) go in one
+ * pipeline, in the order they were issued: each call waits for its own statement's answer. `sendAll` sends what was
+ * gathered and answers each statement; if it fails, every statement of the batch fails with it.
+ */
+interface Waiting {
+  readonly statement: PipelineStatement
+  readonly resolve: (result: QueryResult<unknown>) => void
+  readonly reject: (cause: unknown) => void
+}
+
+const batching = (sendAll: (statements: ReadonlyArray<PipelineStatement>) => Promise<ReadonlyArray<QueryResult<unknown>>>) => {
+  let gathering: Array<Waiting> | undefined
+  return (statement: PipelineStatement): Promise<QueryResult<unknown>> =>
+    new Promise((resolve, reject) => {
+      if (gathering === undefined) {
+        const batch: Array<Waiting> = []
+        gathering = batch
+        queueMicrotask(() => {
+          gathering = undefined
+          sendAll(batch.map((waiting) => waiting.statement)).then(
+            (results) => batch.forEach((waiting, index) => waiting.resolve(results[index] ?? { rows: [] })),
+            (cause: unknown) => batch.forEach((waiting) => waiting.reject(cause))
+          )
+        })
+      }
+      gathering.push({ statement, resolve, reject })
+    })
+}
+
 /** A check's refusal as it is; anything else as the engine classifies it. */
 const asStorageError = (engine: SqlEngine, cause: unknown): Storage.StorageError =>
   cause instanceof Storage.StorageError ? cause : engine.classify(cause)
@@ -127,27 +158,29 @@ class PipelinedSession implements SqlSession {
   }
 
   /**
-   * Sends what is held, then `last` if any, in one round trip; checks the held writes' answers and gives `last`'s.
-   * A check that fails rejects with its StorageError.
+   * Sends what is held, then `lasts`, in one round trip; checks the held writes' answers (and a credential's re-read)
+   * and gives the answers of `lasts`. A check that fails rejects with its StorageError.
    */
-  private flush(last: PipelineStatement | undefined): Promise<QueryResult<unknown> | undefined> {
+  private flush(lasts: ReadonlyArray<PipelineStatement>): Promise<ReadonlyArray<QueryResult<unknown>>> {
     const held = this.held
     this.held = []
     this.sent = true
-    const statements = held.map(statementOf)
-    if (last !== undefined) statements.push(last)
+    const statements = [...held.map(statementOf), ...lasts]
     return send(this.client, this.parts, statements).then((results) => {
       answeredAll(statements, results)
       judgeHeld(held, results)
-      return last === undefined ? undefined : results[results.length - 1]
+      return results.slice(held.length)
     })
   }
+
+  /** The unit's statements, those issued together sent together (see `batching`). */
+  private readonly run = batching((statements) => this.flush(statements))
 
   private readonly classify = (cause: unknown): Storage.StorageError => asStorageError(this.engine, cause)
 
   execute<R>(query: CompiledQuery<R>): Effect.Effect<QueryResult<R>, Storage.StorageError> {
     return Effect.tryPromise({
-      try: () => this.flush(query) as Promise<QueryResult<R>>,
+      try: () => this.run(query) as Promise<QueryResult<R>>,
       catch: this.classify
     })
   }
@@ -173,11 +206,11 @@ class PipelinedSession implements SqlSession {
       // its answer. The connection goes back to the pool when the answer comes (see `release`); one lost meanwhile
       // is closed instead.
       this.ended = true
-      this.committing = this.flush(COMMIT).then(() => undefined, (cause: unknown) => cause instanceof Error ? cause : true)
+      this.committing = this.flush([COMMIT]).then(() => undefined, (cause: unknown) => cause instanceof Error ? cause : true)
       return Effect.void
     }
     const commit = Effect.tryPromise({
-      try: () => this.flush(COMMIT).then(() => {
+      try: () => this.flush([COMMIT]).then(() => {
         this.ended = true
       }),
       catch: (cause) => {
@@ -186,7 +219,7 @@ class PipelinedSession implements SqlSession {
       }
     })
     const unsure = this.held.some((h) => "check" in h ? !h.sure : "credential" in h)
-    return unsure ? Effect.andThen(Effect.tryPromise({ try: () => this.flush(undefined), catch: this.classify }), commit) : commit
+    return unsure ? Effect.andThen(Effect.tryPromise({ try: () => this.flush([]), catch: this.classify }), commit) : commit
   })
 
   readonly release: Effect.Effect<void> = Effect.promise(async () => {
@@ -214,12 +247,11 @@ class PipelinedSession implements SqlSession {
  * kysely instance made elsewhere.
  */
 export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): SessionOpener => {
-  const kysely = kyselySessions(db, engine)
   const support = supportOf.get(db)
-  if (support === undefined) return kysely
+  if (support === undefined) return kyselySessions(db, engine)
   const open: SessionOpener = (mode, credential) =>
     mode === "lookup"
-      ? credential === undefined ? kysely(mode) : Effect.succeed(confirmingLookup(kysely, support, engine, credential))
+      ? Effect.sync(() => pipelinedLookup(support, engine, credential))
       : Effect.map(
         Effect.tryPromise({ try: () => support.pool.connect(), catch: engine.classify }),
         (client): SqlSession => new PipelinedSession(client, support.parts, engine, mode, credential)
@@ -228,37 +260,31 @@ export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): Sessi
 }
 
 /**
- * A lookup whose first statement goes in one pipeline with a credential's re-read, on a connection of its own for
- * that round trip; once the credential is confirmed, its statements go through kysely like every other lookup's.
+ * A lookup: no transaction; its statements issued together go in one pipeline on a connection of the pool, taken
+ * for that round trip only (see `batching`), the first with a credential's re-read while it is pending.
  */
-const confirmingLookup = (
-  kysely: SessionOpener,
-  { pool, parts }: PipelineSupport,
-  engine: SqlEngine,
-  credential: CredentialCheck
-): SqlSession => {
+const pipelinedLookup = ({ pool, parts }: PipelineSupport, engine: SqlEngine, credential: CredentialCheck | undefined): SqlSession => {
+  const run = batching(async (statements) => {
+    const confirming = credential !== undefined && credential.pending()
+    const all = confirming ? [credential.query, ...statements] : statements
+    const client = await pool.connect()
+    let results: ReadonlyArray<QueryResult<unknown>>
+    try {
+      results = await send(client, parts, all)
+    } catch (cause) {
+      client.release(cause instanceof Error ? cause : true)
+      throw cause
+    }
+    client.release()
+    answeredAll(all, results)
+    if (!confirming) return results
+    const refused = credential.judge(results[0]?.rows ?? [])
+    if (refused !== undefined) throw refused
+    return results.slice(1)
+  })
   return {
     execute<R>(query: CompiledQuery<R>) {
-      if (!credential.pending()) return Effect.flatMap(kysely("lookup"), (plain) => plain.execute(query))
-      return Effect.tryPromise({
-        try: async () => {
-          const client = await pool.connect()
-          const statements = [credential.query, query]
-          let results: ReadonlyArray<QueryResult<unknown>>
-          try {
-            results = await send(client, parts, statements)
-          } catch (cause) {
-            client.release(cause instanceof Error ? cause : true)
-            throw cause
-          }
-          client.release()
-          answeredAll(statements, results)
-          const refused = credential.judge(results[0]?.rows ?? [])
-          if (refused !== undefined) throw refused
-          return results[1] as QueryResult<R>
-        },
-        catch: (cause) => asStorageError(engine, cause)
-      })
+      return Effect.tryPromise({ try: () => run(query) as Promise<QueryResult<R>>, catch: (cause) => asStorageError(engine, cause) })
     },
     commit: Effect.void,
     release: Effect.void

@@ -227,6 +227,20 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.strictEqual(written.count, 2)
     })))
 
+  it.live("a unit interrupted while its statements gather sends none of them: its connection goes back to the pool clean", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { storage, trips } = yield* throughProxy
+      const client = Records.client()
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      const interrupted = yield* trips(storage.transaction("write", (unit) => Effect.all([unit.getClient(client.id), Effect.interrupt], { concurrency: 2 })))
+      assert.strictEqual(interrupted.exit._tag, "Failure")
+      assert.strictEqual(interrupted.count, 0)
+      // The pool's only connection is clean: the next unit on it begins its own transaction and commits.
+      const next = yield* trips(storage.transaction("write", (unit) => unit.getClient(client.id)))
+      assert.isTrue(next.exit._tag === "Success" && Option.isSome(next.exit.value))
+      assert.strictEqual(next.count, 2)
+    })))
+
   it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db: migrated, proxy } = yield* throughProxy

@@ -144,6 +144,11 @@ class PipelinedSession implements SqlSession {
   /** Whether anything reached the server, so there is a transaction to roll back. */
   private sent = false
   private ended = false
+  /**
+   * Set when the unit lets its connection go. A batch gathered by a unit interrupted before the batch went out (it
+   * goes out a microtask later) must not reach the connection after it is back in the pool.
+   */
+  private released = false
   /** A read unit's COMMIT in flight: what it failed with, if it did. */
   private committing: Promise<Error | true | undefined> | undefined
 
@@ -162,6 +167,7 @@ class PipelinedSession implements SqlSession {
    * and gives the answers of `lasts`. A check that fails rejects with its StorageError.
    */
   private flush(lasts: ReadonlyArray<PipelineStatement>): Promise<ReadonlyArray<QueryResult<unknown>>> {
+    if (this.released) return Promise.reject(new Error("a unit's statements came after it let its connection go"))
     const held = this.held
     this.held = []
     this.sent = true
@@ -223,6 +229,7 @@ class PipelinedSession implements SqlSession {
   })
 
   readonly release: Effect.Effect<void> = Effect.promise(async () => {
+    this.released = true
     if (this.committing !== undefined) {
       // Not awaited: the unit is done; the pool gets the connection back once its COMMIT is answered.
       void this.committing.then((failure) => this.client.release(failure))

@@ -53,7 +53,8 @@ const isCredentialChanged = (cause: Cause.Cause<unknown>): boolean =>
  * Runs `program` as the caller these credentials authenticate: the entry point of an adapter's request. The
  * credential is a lookup of its own (see Storage.UnitMode: no transaction, one statement), outside the program's
  * units, so an invalid credential never waits for a write lock and a read's own unit stays as small as its
- * operation makes it (a record by id: one more lookup).
+ * operation makes it (a record by id: one more lookup). On a store that kept the API user (see `onKept`), the
+ * program runs on it at once and the store confirms it with the program's first statement instead.
  */
 export const authenticated = <A, E, R>(
   keyId: string | undefined | null,

@@ -176,8 +176,9 @@ export interface StorageUnit
  * - "write": reads and writes, atomic and isolated from other write units (see `transaction`);
  * - "read": reads only, all from one snapshot, so a page and its total agree;
  * - "lookup": reads only, each seeing what is committed when it runs, with no snapshot between them. An adapter
- *   opens no transaction for it: one statement, one round trip. For reads whose answer stands alone (a record by
- *   id, a credential) or is checked again under a write unit's locks (the validation before a fee quote).
+ *   opens no transaction for it: one round trip per statement, or one for reads issued together where the adapter
+ *   sends them together (PostgreSQL). For reads whose answer stands alone (a record by id, a credential) or is
+ *   checked again under a write unit's locks (the validation before a fee quote).
  */
 export type UnitMode = "lookup" | "read" | "write"
 

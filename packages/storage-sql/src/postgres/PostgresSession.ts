@@ -15,7 +15,6 @@
  * - A unit of a request that runs on a kept credential not yet confirmed (see KeptApiUsers) sends the API user's
  *   re-read with its first statement and judges it when the answer comes, before anything else of the unit runs or
  *   commits: a held write is then never sent with the COMMIT before the re-read was judged.
- *
  * - Statements a unit issues together (reads run with `Effect.all`'s concurrency) go in one round trip.
  *
  * A lookup opens no transaction; its statements go in pipelines too, on a connection of the pool taken for each.
@@ -100,17 +99,18 @@ const judgeHeld = (held: ReadonlyArray<Held>, results: ReadonlyArray<QueryResult
   })
 }
 
-/**
- * Statements a unit issues together (two reads run with `Effect.all`'s concurrency start in the same tick) go in one
- * pipeline, in the order they were issued: each call waits for its own statement's answer. `sendAll` sends what was
- * gathered and answers each statement; if it fails, every statement of the batch fails with it.
- */
+/** A statement gathered for the next pipeline, and how to answer its caller (see `batching`). */
 interface Waiting {
   readonly statement: PipelineStatement
   readonly resolve: (result: QueryResult<unknown>) => void
   readonly reject: (cause: unknown) => void
 }
 
+/**
+ * Statements a unit issues together (two reads run with `Effect.all`'s concurrency start in the same tick) go in one
+ * pipeline, in the order they were issued: each call waits for its own statement's answer. `sendAll` sends what was
+ * gathered and answers each statement; if it fails, every statement of the batch fails with it.
+ */
 const batching = (sendAll: (statements: ReadonlyArray<PipelineStatement>) => Promise<ReadonlyArray<QueryResult<unknown>>>) => {
   let gathering: Array<Waiting> | undefined
   return (statement: PipelineStatement): Promise<QueryResult<unknown>> =>
@@ -134,8 +134,22 @@ const batching = (sendAll: (statements: ReadonlyArray<PipelineStatement>) => Pro
 const asStorageError = (engine: SqlEngine, cause: unknown): Storage.StorageError =>
   cause instanceof Storage.StorageError ? cause : engine.classify(cause)
 
-const answeredAll = (statements: ReadonlyArray<PipelineStatement>, results: ReadonlyArray<QueryResult<unknown>>) => {
-  if (results.length !== statements.length) throw new Error(`a pipeline of ${statements.length} statements answered ${results.length}`)
+/**
+ * Sends what is held, then `lasts`, on `client` in one round trip; judges what was held (see `judgeHeld`) and gives
+ * the answers of `lasts`. A refusal rejects with its StorageError.
+ */
+const sendHeld = (
+  client: PooledClient,
+  parts: PgParts,
+  held: ReadonlyArray<Held>,
+  lasts: ReadonlyArray<PipelineStatement>
+): Promise<ReadonlyArray<QueryResult<unknown>>> => {
+  const statements = [...held.map(statementOf), ...lasts]
+  return send(client, parts, statements).then((results) => {
+    if (results.length !== statements.length) throw new Error(`a pipeline of ${statements.length} statements answered ${results.length}`)
+    judgeHeld(held, results)
+    return results.slice(held.length)
+  })
 }
 
 class PipelinedSession implements SqlSession {
@@ -162,21 +176,13 @@ class PipelinedSession implements SqlSession {
     this.held = credential === undefined || !credential.pending() ? [BEGIN[mode]] : [BEGIN[mode], { statement: credential.query, credential }]
   }
 
-  /**
-   * Sends what is held, then `lasts`, in one round trip; checks the held writes' answers (and a credential's re-read)
-   * and gives the answers of `lasts`. A check that fails rejects with its StorageError.
-   */
+  /** Sends what the unit holds, then `lasts`, in one round trip (see `sendHeld`). */
   private flush(lasts: ReadonlyArray<PipelineStatement>): Promise<ReadonlyArray<QueryResult<unknown>>> {
     if (this.released) return Promise.reject(new Error("a unit's statements came after it let its connection go"))
     const held = this.held
     this.held = []
     this.sent = true
-    const statements = [...held.map(statementOf), ...lasts]
-    return send(this.client, this.parts, statements).then((results) => {
-      answeredAll(statements, results)
-      judgeHeld(held, results)
-      return results.slice(held.length)
-    })
+    return sendHeld(this.client, this.parts, held, lasts)
   }
 
   /** The unit's statements, those issued together sent together (see `batching`). */
@@ -272,22 +278,17 @@ export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): Sessi
  */
 const pipelinedLookup = ({ pool, parts }: PipelineSupport, engine: SqlEngine, credential: CredentialCheck | undefined): SqlSession => {
   const run = batching(async (statements) => {
-    const confirming = credential !== undefined && credential.pending()
-    const all = confirming ? [credential.query, ...statements] : statements
+    const held: Array<Held> = credential !== undefined && credential.pending() ? [{ statement: credential.query, credential }] : []
     const client = await pool.connect()
-    let results: ReadonlyArray<QueryResult<unknown>>
     try {
-      results = await send(client, parts, all)
+      const results = await sendHeld(client, parts, held, statements)
+      client.release()
+      return results
     } catch (cause) {
-      client.release(cause instanceof Error ? cause : true)
+      // A refusal of the credential leaves the connection as clean as an answer does.
+      client.release(cause instanceof Storage.StorageError ? undefined : cause instanceof Error ? cause : true)
       throw cause
     }
-    client.release()
-    answeredAll(all, results)
-    if (!confirming) return results
-    const refused = credential.judge(results[0]?.rows ?? [])
-    if (refused !== undefined) throw refused
-    return results.slice(1)
   })
   return {
     execute<R>(query: CompiledQuery<R>) {

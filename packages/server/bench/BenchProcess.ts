@@ -1,8 +1,9 @@
 /**
  * What the benchmarks share (this package's and `@custody-relay/http`'s bench:http): autocannon, typed (it ships
  * no types); a server started with its output going to a file, as a deployment sends it, and its ready line read
- * from there; what a relay printed on its first start (demoText); and a PostgreSQL database of a bench's own. A bench never reads a server's output while
- * it measures: a parent that consumed every log line of a server at Info would be measuring itself.
+ * from there; what a relay printed on its first start (demoText); and a PostgreSQL database of a bench's own. A
+ * bench never reads a server's output while it measures: a parent that consumed every log line of a server at Info
+ * would be measuring itself.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync } from "node:fs"

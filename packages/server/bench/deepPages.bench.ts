@@ -1,8 +1,8 @@
 /**
  * `pnpm --filter @custody-relay/server run bench:deep-pages`: what deep pages of a large transaction list do to
- * every other request on SQLite, where statements run on the event loop (or on PostgreSQL, BENCH_PG_URL). One relay server on a SQLite file with
- * the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default, written straight into the
- * file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
+ * every other request on SQLite, where statements run on the event loop (or on PostgreSQL, BENCH_PG_URL). One relay
+ * server on a SQLite file with the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default,
+ * written straight into the file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
  * other clients ask for deep pages of the list (2 connections): pages anywhere in the list, chosen at random, then
  * the middle page (the farthest from both ends), and prints the readers' latencies and the deep pages' own.
  * Asserts nothing.

@@ -15,15 +15,25 @@ if (adminUrl === undefined || adminUrl === "") {
 const databaseName = `relay_multinode_${process.pid}_${Date.now()}`
 const TOKEN = "multi-node-token"
 
-const withAdmin = async (sql: string) => {
-  const client = new pg.Client({ connectionString: adminUrl })
+/** The test's own database, which both nodes serve. */
+const databaseUrl = () => {
+  const url = new URL(adminUrl ?? "")
+  url.pathname = `/${databaseName}`
+  return url.toString()
+}
+
+/** One statement on a connection of its own. */
+const runSql = async (connectionString: string | undefined, sql: string, parameters: ReadonlyArray<unknown> = []) => {
+  const client = new pg.Client({ connectionString })
   await client.connect()
   try {
-    await client.query(sql)
+    await client.query(sql, [...parameters])
   } finally {
     await client.end()
   }
 }
+
+const withAdmin = (sql: string) => runSql(adminUrl, sql)
 
 const json = async (url: string, method: string, headers: Record<string, string>, body?: unknown) => {
   const response = await fetch(url, {
@@ -40,9 +50,7 @@ describe.skipIf(adminUrl === undefined || adminUrl === "")("two nodes on one Pos
 
   beforeAll(async () => {
     await withAdmin(`CREATE DATABASE ${databaseName}`)
-    const url = new URL(adminUrl ?? "")
-    url.pathname = `/${databaseName}`
-    const env = { RELAY_DATABASE: url.toString(), RELAY_TEST_CONTROL_TOKEN: TOKEN, RELAY_RATE_LIMIT: "40", RELAY_RATE_WINDOW_SECONDS: "3600", RELAY_DEFAULT_QUORUM: "0" }
+    const env = { RELAY_DATABASE: databaseUrl(), RELAY_TEST_CONTROL_TOKEN: TOKEN, RELAY_RATE_LIMIT: "40", RELAY_RATE_WINDOW_SECONDS: "3600", RELAY_DEFAULT_QUORUM: "0" }
     // One node first, so only one runs the migrations while the other waits on their lock... then both.
     const first = await startServer(env)
     const second = await startServer(env)
@@ -150,15 +158,7 @@ describe.skipIf(adminUrl === undefined || adminUrl === "")("two nodes on one Pos
     await setPermissions(["View custody account", "Initiate new custody account"])
     expect(await getOnA()).toBe(200)
     // Changed by hand in the database, not through any node.
-    const url = new URL(adminUrl ?? "")
-    url.pathname = `/${databaseName}`
-    const sql = new pg.Client({ connectionString: url.toString() })
-    await sql.connect()
-    try {
-      await sql.query("UPDATE api_users SET permissions = $1 WHERE id = $2", [JSON.stringify(["Initiate new custody account"]), apiUserId])
-    } finally {
-      await sql.end()
-    }
+    await runSql(databaseUrl(), "UPDATE api_users SET permissions = $1 WHERE id = $2", [JSON.stringify(["Initiate new custody account"]), apiUserId])
     expect(await getOnA()).toBe(403)
     await setPermissions(["View custody account", "Initiate new custody account"])
     expect(await getOnA()).toBe(200)

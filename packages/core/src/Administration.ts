@@ -57,6 +57,7 @@ export const createApiUser = operation("Administration.createApiUser")(function*
   const clientId = input.clientId === null ? null : ClientId.make(yield* requireUuid("clientId", input.clientId))
   const id = ApiUserId.make(yield* (yield* Ids).next)
   const credential = yield* ApiUser.generateCredential
+  const secretHash = (yield* ApiUser.SecretDigest)(Redacted.value(credential.secret))
   const now = yield* Timestamp.now
   yield* Storage.run("write", (unit) =>
     Effect.gen(function*() {
@@ -81,7 +82,7 @@ export const createApiUser = operation("Administration.createApiUser")(function*
         clientId,
         name,
         keyId: credential.keyId,
-        secretHash: ApiUser.hashSecret(Redacted.value(credential.secret)),
+        secretHash,
         permissions,
         ...(rateLimit === undefined ? {} : { rateLimit }),
         revokedAt: null,
@@ -155,9 +156,9 @@ export const setPermissions = operation("Administration.setPermissions")(
  */
 export const rotateSecret = operation("Administration.rotateSecret")(function*(id: string) {
   const { secret } = yield* ApiUser.generateCredential
+  const secretHash = (yield* ApiUser.SecretDigest)(Redacted.value(secret))
   // A revoked user is left as it is (nothing is written), and refused below.
-  const updated = yield* updateApiUser(id, (user, now) =>
-    user.revokedAt !== null ? user : { ...user, secretHash: ApiUser.hashSecret(Redacted.value(secret)), updatedAt: now })
+  const updated = yield* updateApiUser(id, (user, now) => user.revokedAt !== null ? user : { ...user, secretHash, updatedAt: now })
   if (updated.revokedAt !== null) return yield* InvalidRequest.field("apiUserId", "the API user is revoked; create a new one")
   return { apiUserId: updated.id, keyId: updated.keyId, secret } satisfies ApiUser.IssuedCredential
 })

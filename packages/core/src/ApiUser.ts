@@ -7,7 +7,7 @@
 import { sha256 } from "@noble/hashes/sha2.js"
 import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js"
 import { base64urlnopad } from "@scure/base"
-import { Effect, Redacted, Schema } from "effect"
+import { Context, Effect, Redacted, Schema } from "effect"
 import { ApiUserId, ClientId } from "./Ids.js"
 import { Permission } from "./Permission.js"
 import { Timestamp } from "./Timestamp.js"
@@ -48,11 +48,23 @@ export interface IssuedCredential {
 export const isWellFormedKeyId = (keyId: string): boolean => KEY_ID_PATTERN.test(keyId)
 export const isWellFormedSecret = (secret: string): boolean => SECRET_PATTERN.test(secret)
 
+/** The SHA-256 of a secret's UTF-8 bytes as lowercase hex, with @noble/hashes: what any runtime can run. */
 export const hashSecret = (secret: string): string => bytesToHex(sha256(utf8ToBytes(secret)))
 
+/**
+ * How the relay hashes a secret, to store it and to check it: {@link hashSecret} unless an adapter supplies another
+ * implementation of the same function. On node, `crypto.hash("sha256", secret)` takes a fifth of the time, a few
+ * percent of an authenticated request's throughput (docs/benchmarks.md, sixth round); the core may not import it, so
+ * the server provides it (`Relay.layer`'s `secretDigest`). A replacement must give exactly the same text: every node
+ * and tool reads the hashes the others stored.
+ */
+export const SecretDigest = Context.Reference<(secret: string) => string>("@custody-relay/core/ApiUser/SecretDigest", {
+  defaultValue: () => hashSecret
+})
+
 /** Compares the hash of `secret` with `storedHash` in time independent of where they differ. */
-export const secretMatches = (secret: string, storedHash: string): boolean => {
-  const candidate = hashSecret(secret)
+export const secretMatches = (secret: string, storedHash: string, digest: (secret: string) => string = hashSecret): boolean => {
+  const candidate = digest(secret)
   if (candidate.length !== storedHash.length) return false
   let difference = 0
   for (let i = 0; i < candidate.length; i++) difference |= candidate.charCodeAt(i) ^ storedHash.charCodeAt(i)

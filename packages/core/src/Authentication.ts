@@ -4,7 +4,7 @@
  * a store that confirms it in the request's own round trip (Storage.KeptCredentials), so an admin's change applies
  * to the next request (AUTH-PERM-2).
  */
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Context, Effect, Exit, Option } from "effect"
 import * as ApiUser from "./ApiUser.js"
 import type { Principal } from "./Principal.js"
 import { Unauthenticated } from "./RelayError.js"
@@ -22,12 +22,13 @@ export const authenticate = Effect.fnUntraced(function*(
     return yield* new Unauthenticated({ reason: "malformed" })
   }
   const found = yield* Storage.run("lookup", (unit) => unit.findApiUserByKeyId(keyId))
+  const digest = yield* ApiUser.SecretDigest
   if (Option.isNone(found)) {
-    ApiUser.secretMatches(secret, DUMMY_HASH)
+    ApiUser.secretMatches(secret, DUMMY_HASH, digest)
     return yield* new Unauthenticated({ reason: "unknown_key" })
   }
   const user = found.value
-  if (!ApiUser.secretMatches(secret, user.secretHash)) return yield* new Unauthenticated({ reason: "wrong_secret" })
+  if (!ApiUser.secretMatches(secret, user.secretHash, digest)) return yield* new Unauthenticated({ reason: "wrong_secret" })
   if (user.revokedAt !== null) return yield* new Unauthenticated({ reason: "revoked" })
   return principalOf(user)
 })
@@ -63,10 +64,11 @@ export const authenticated = <A, E, R>(
 ): Effect.Effect<A, E | Unauthenticated, R | Storage.Storage> => {
   const afresh = Effect.flatMap(authenticate(keyId, secret), program)
   if (!keyId || !secret) return afresh
-  return Storage.Storage.use((storage) => {
-    const kept = storage.keptCredentials?.get(keyId)
+  return Effect.withFiber((fiber) => {
+    const kept = Context.getUnsafe(fiber.context, Storage.Storage).keptCredentials?.get(keyId)
     // Only a kept API user that would authenticate is run on; any other answer is the database's to give.
-    if (kept === undefined || kept.user.revokedAt !== null || !ApiUser.secretMatches(secret, kept.user.secretHash)) return afresh
+    if (kept === undefined || kept.user.revokedAt !== null) return afresh
+    if (!ApiUser.secretMatches(secret, kept.user.secretHash, fiber.getRef(ApiUser.SecretDigest))) return afresh
     return onKept(keyId, secret, kept, program, afresh)
   })
 }

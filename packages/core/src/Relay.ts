@@ -4,6 +4,7 @@
  * adapter's) and supplies the rest, each part replaceable by providing your own service instead.
  */
 import { Layer } from "effect"
+import * as ApiUser from "./ApiUser.js"
 import { Assets } from "./Asset.js"
 import * as CustodyProvider from "./CustodyProvider.js"
 import { Ids } from "./Ids.js"
@@ -29,6 +30,8 @@ export interface RelayOptions {
   readonly rates?: Layer.Layer<Rates.Rates>
   readonly ids?: Layer.Layer<Ids>
   readonly webhookTransport?: Layer.Layer<Webhooks.WebhookTransport>
+  /** A faster implementation of the secret's SHA-256 for this runtime (see ApiUser.SecretDigest); @noble/hashes otherwise. */
+  readonly secretDigest?: (secret: string) => string
 }
 
 /** The domain's services around a given storage (and rate limiter). */
@@ -42,7 +45,8 @@ export const layer = <E, R>(
     options.provider ?? CustodyProvider.layerSimulated(),
     options.rates ?? Rates.layerStatic(),
     options.ids ?? Ids.layer,
-    options.webhookTransport ?? Webhooks.WebhookTransport.layerFetch
+    options.webhookTransport ?? Webhooks.WebhookTransport.layerFetch,
+    options.secretDigest === undefined ? Layer.empty : Layer.succeed(ApiUser.SecretDigest, options.secretDigest)
   )
 
 /** Everything in memory: for tests, demos and trying the library. */

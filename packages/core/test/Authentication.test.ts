@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { Accounts, Administration, ApiUser, Authentication, Principal, Storage } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { layer, newClient, newPrincipal } from "./TestWorld.js"
@@ -43,6 +43,29 @@ describe("Authentication and administration", () => {
       assert.isFalse(ApiUser.secretMatches(secret, ApiUser.hashSecret(secret + "x")))
       assert.isFalse(ApiUser.secretMatches(secret, "short"))
     }).pipe(Effect.provide(layer())))
+
+  it.effect("AUTH-SEC-1: a secret is hashed with the runtime's SecretDigest when created, rotated and checked", () => {
+    // Another function than the default, so a place that hashed with the default instead would be seen.
+    const peppered = (secret: string) => ApiUser.hashSecret(`other:${secret}`)
+    return Effect.gen(function*() {
+      const { issued } = yield* newPrincipal(yield* newClient)
+      const storedHash = Effect.map(
+        Storage.run("lookup", (unit) => unit.findApiUserByKeyId(issued.keyId)),
+        (found) => Option.getOrThrow(found).secretHash
+      )
+      assert.strictEqual(yield* storedHash, peppered(Redacted.value(issued.secret)))
+      const underDefault = Effect.provideService(
+        Authentication.authenticate(issued.keyId, Redacted.value(issued.secret)),
+        ApiUser.SecretDigest,
+        ApiUser.hashSecret
+      )
+      assert.strictEqual(failureOf(yield* Effect.exit(underDefault))?.reason, "wrong_secret")
+      const rotated = yield* Administration.rotateSecret(issued.apiUserId)
+      assert.strictEqual(yield* storedHash, peppered(Redacted.value(rotated.secret)))
+      const principal = yield* Authentication.authenticate(issued.keyId, Redacted.value(rotated.secret))
+      assert.strictEqual(principal.keyId, issued.keyId)
+    }).pipe(Effect.provide(Layer.merge(layer(), Layer.succeed(ApiUser.SecretDigest, peppered))))
+  })
 
   it.effect("AUTH-401-1: missing, malformed, unknown, wrong and revoked credentials are all Unauthenticated", () =>
     Effect.gen(function*() {
@@ -150,6 +173,19 @@ describe("Authentication on a kept API user", () => {
       yield* Administration.revokeApiUser(user.id)
       assert.strictEqual(failureTag(yield* Effect.exit(authenticated(() => Effect.succeed("served")))), "Unauthenticated")
     }).pipe(Effect.provide(layer())))
+
+  it.effect("AUTH-SEC-1: the kept API user's secret is checked with the runtime's SecretDigest too", () => {
+    let digests = 0
+    const counted = (secret: string) => (digests++, ApiUser.hashSecret(secret))
+    return Effect.gen(function*() {
+      const { authenticated, runs } = yield* keptWorld
+      digests = 0
+      assert.strictEqual(yield* authenticated(() => Effect.succeed("served")), "served")
+      // One for the kept API user, one for the fresh read the memory store's unconfirmed answer is checked against.
+      assert.strictEqual(digests, 2)
+      assert.strictEqual(runs(), 1)
+    }).pipe(Effect.provide(Layer.merge(layer(), Layer.succeed(ApiUser.SecretDigest, counted))))
+  })
 
   it.effect("a unit that found the kept API user changed stopped the request: it is authenticated afresh and run again", () =>
     Effect.gen(function*() {

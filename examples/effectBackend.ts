@@ -6,6 +6,7 @@
  *
  *   pnpm --filter @custody-relay/examples run effect-backend [path/to/relay.db]
  */
+import { hash } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -15,8 +16,12 @@ import { Effect, Redacted } from "effect"
 
 const filename = process.argv[2] ?? join(mkdtempSync(join(tmpdir(), "relay-example-")), "relay.db")
 
-// Storage and rate limiting on SQLite; everything else the domain's defaults, prices our own.
-const RelayLive = Relay.layer(layerSqlite({ filename }), { rates: Rates.layerStatic({ BTC: "90000", ETH: "3000", USDC: "1.35" }) })
+// Storage and rate limiting on SQLite; everything else the domain's defaults, prices our own, and secrets hashed
+// with node's SHA-256 rather than the core's portable one (the same text, faster).
+const RelayLive = Relay.layer(layerSqlite({ filename }), {
+  rates: Rates.layerStatic({ BTC: "90000", ETH: "3000", USDC: "1.35" }),
+  secretDigest: (secret) => hash("sha256", secret)
+})
 
 const backend = Effect.gen(function*() {
   // The provider's work (transfer submission, progress) runs after commit, in this fiber's scope.

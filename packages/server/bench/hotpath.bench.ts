@@ -12,6 +12,7 @@ import { Administration, Authentication, Relay, Storage } from "@custody-relay/c
 import { makeHandler, type RelayHandler } from "@custody-relay/http"
 import { type Incoming, serveIncoming } from "@custody-relay/http/node"
 import { Effect, Logger, ManagedRuntime, Redacted } from "effect"
+import { nodeSecretDigest } from "../src/NodeSecretDigest.js"
 import { fromDatabase } from "../src/StorageLayer.js"
 
 const ITERATIONS = Number(process.env["BENCH_ITERATIONS"] ?? 20_000)
@@ -59,7 +60,8 @@ const main = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-hotpath-"))
   process.stdout.write(`${ITERATIONS} sequential calls each, after as many to warm up\n\n`)
   try {
-    const memory = makeHandler({ logger: silent, rateLimit: { limit: 1e9, windowSeconds: 60 } })
+    // The secret's SHA-256 on node's crypto, as the server runs it (createRelay).
+    const memory = makeHandler({ layer: Relay.layerMemory({ secretDigest: nodeSecretDigest }), logger: silent, rateLimit: { limit: 1e9, windowSeconds: 60 } })
     const mem = await provision(memory)
     await measure("Effect runtime: runPromise(Effect.void)", () => memory.runtime.runPromise(Effect.void))
     const memoryAccount = incomingGet(`/relay/v1/accounts/${mem.accountId}`, mem.headers)
@@ -75,7 +77,7 @@ const main = async () => {
 
     for (const store of ["memory", "database"] as const) {
       const sqlite = makeHandler({
-        layer: Relay.layer(fromDatabase(join(directory, `hot-${store}.db`), store)),
+        layer: Relay.layer(fromDatabase(join(directory, `hot-${store}.db`), store), { secretDigest: nodeSecretDigest }),
         logger: silent,
         rateLimit: { limit: 1e9, windowSeconds: 60 }
       })

@@ -5,11 +5,14 @@
  * core's rules, the Effect runtime, the reply) reach. Started by bench/http.bench.ts, which prints
  * it beside the relay on SQLite and the baseline; it keeps nothing.
  */
+import { Relay } from "@custody-relay/core"
 import { makeHandler } from "@custody-relay/http"
 import { serve } from "@custody-relay/http/node"
+import { nodeSecretDigest } from "../src/NodeSecretDigest.js"
 import { demoText, seedDemo } from "../src/seedDemo.js"
 
 const handler = makeHandler({
+  layer: Relay.layerMemory({ secretDigest: nodeSecretDigest }),
   logLevel: "Warn",
   rateLimit: { limit: Number(process.env["RELAY_RATE_LIMIT"] ?? 1_000_000_000), windowSeconds: 60 }
 })

@@ -12,6 +12,7 @@
 import { parseArgs } from "node:util"
 import { Administration, Permission, Relay, Webhooks } from "@custody-relay/core"
 import { Cause, Effect, Exit, ManagedRuntime, Option, Redacted } from "effect"
+import { nodeSecretDigest } from "./NodeSecretDigest.js"
 import { resolveDatabase, serve } from "./Serve.js"
 import { configFromEnv } from "./ServerConfig.js"
 import * as StorageLayer from "./StorageLayer.js"
@@ -103,7 +104,7 @@ class RelayRefusal extends Error {}
 type Runtime = ManagedRuntime.ManagedRuntime<Relay.RelayServices, unknown>
 
 const openDatabase = (database: string): Runtime =>
-  ManagedRuntime.make(Relay.layer(StorageLayer.fromDatabase(resolveDatabase(database), "memory"))) as Runtime
+  ManagedRuntime.make(Relay.layer(StorageLayer.fromDatabase(resolveDatabase(database), "memory"), { secretDigest: nodeSecretDigest })) as Runtime
 
 /** Runs one core operation; a refusal (a tagged relay error) becomes a RelayRefusal with its message. */
 const run = async <A>(runtime: Runtime, effect: Effect.Effect<A, unknown, Relay.RelayServices>): Promise<A> => {

@@ -14,6 +14,7 @@ import { dirname, join } from "node:path"
 import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage, type Webhooks } from "@custody-relay/core"
 import { type CorsOptions, makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
 import type { Logger, LogLevel } from "effect"
+import { nodeSecretDigest } from "./NodeSecretDigest.js"
 import * as StorageLayer from "./StorageLayer.js"
 
 /**
@@ -85,7 +86,8 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     layer: Relay.layer(StorageLayer.fromDatabase(options.database ?? ":memory:", options.rateLimitStore, options.databaseSettings), {
       provider: CustodyProvider.layerSimulated({
         lifecycle: options.provider ?? (options.controlToken === undefined ? {} : "manual")
-      })
+      }),
+      secretDigest: nodeSecretDigest
     }),
     ...(options.outbox === undefined ? {} : { outbox: options.outbox }),
     ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),

@@ -5,10 +5,12 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Permission } from "@custody-relay/core"
+import { ApiUser, Permission } from "@custody-relay/core"
 import Database from "better-sqlite3"
+import { Effect } from "effect"
+import * as fc from "fast-check"
 import { afterAll, describe, expect, it } from "vitest"
-import { createRelay } from "../src/index.js"
+import { createRelay, nodeSecretDigest } from "../src/index.js"
 
 const directory = mkdtempSync(join(tmpdir(), "relay-server-"))
 afterAll(() => rmSync(directory, { recursive: true, force: true }))
@@ -111,5 +113,20 @@ describe("createRelay", () => {
 
   it("a database that cannot be opened fails createRelay with a message, not a hang", async () => {
     await expect(createRelay({ database: join(directory, "missing-dir", "x", "relay.db") })).rejects.toBeDefined()
+  })
+
+  it("AUTH-SEC-1: secrets are hashed with node's SHA-256, which gives exactly the core's text", async () => {
+    // A hash stored by one implementation is checked by the other (the operator CLI, another node, the core's
+    // default elsewhere), so they must agree on every string, lone surrogates included.
+    fc.assert(fc.property(fc.oneof(fc.string(), fc.string({ unit: "binary" })), (secret) => nodeSecretDigest(secret) === ApiUser.hashSecret(secret)))
+    const relay = await createRelay({ database: ":memory:" })
+    try {
+      const digest = await relay.handler.runtime.runPromise(Effect.gen(function*() {
+        return yield* ApiUser.SecretDigest
+      }))
+      expect(digest).toBe(nodeSecretDigest)
+    } finally {
+      await relay.close()
+    }
   })
 })

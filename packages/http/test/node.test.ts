@@ -116,10 +116,21 @@ describe("node adapter", () => {
   })
 
   it("close() lets a request in flight finish", async () => {
-    const own = await serve(fixture.handler, { port: 0 })
+    // The request is held inside the server until close() has begun, so it is in flight then on any machine (a
+    // fixed wait before closing lost the race on a loaded one: the connection was refused).
+    let arrived = () => {}
+    const arrival = new Promise<void>((resolve) => (arrived = resolve))
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const own = await serve(async (request) => {
+      arrived()
+      await held
+      return fixture.handler(request)
+    }, { port: 0 })
     const inFlight = fetch(`${own.url}/relay/v1/accounts`, { headers: auth() })
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    await arrival
     const closing = own.close()
+    release()
     expect((await inFlight).status).toBe(200)
     await closing
   })

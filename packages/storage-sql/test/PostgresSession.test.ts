@@ -271,7 +271,6 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
     })))
 })
 
-
 /**
  * AUTH-PERM-2 with kept credentials (KeptApiUsers): a unit of a request that runs on a kept API user re-reads the
  * row in its first round trip, and a row that changed stops the unit before anything of it commits.

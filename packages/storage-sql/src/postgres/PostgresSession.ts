@@ -87,6 +87,10 @@ type Held = HeldWrite | HeldCredential | PipelineStatement
 
 const statementOf = (held: Held): PipelineStatement => "statement" in held ? held.statement : held
 
+/** A credential's re-read to send with a unit's first statement: none once it is confirmed (or when there is none). */
+const heldCredential = (credential: CredentialCheck | undefined): Array<Held> =>
+  credential !== undefined && credential.pending() ? [{ statement: credential.query, credential }] : []
+
 /** Judges the answers to what was held: a write's row count, a credential's re-read. The first refusal is thrown. */
 const judgeHeld = (held: ReadonlyArray<Held>, results: ReadonlyArray<QueryResult<unknown>>): void => {
   held.forEach((h, index) => {
@@ -173,7 +177,7 @@ class PipelinedSession implements SqlSession {
     private readonly mode: "read" | "write",
     credential: CredentialCheck | undefined
   ) {
-    this.held = credential === undefined || !credential.pending() ? [BEGIN[mode]] : [BEGIN[mode], { statement: credential.query, credential }]
+    this.held = [BEGIN[mode], ...heldCredential(credential)]
   }
 
   /** Sends what the unit holds, then `lasts`, in one round trip (see `sendHeld`). */
@@ -278,7 +282,7 @@ export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): Sessi
  */
 const pipelinedLookup = ({ pool, parts }: PipelineSupport, engine: SqlEngine, credential: CredentialCheck | undefined): SqlSession => {
   const run = batching(async (statements) => {
-    const held: Array<Held> = credential !== undefined && credential.pending() ? [{ statement: credential.query, credential }] : []
+    const held = heldCredential(credential)
     const client = await pool.connect()
     try {
       const results = await sendHeld(client, parts, held, statements)

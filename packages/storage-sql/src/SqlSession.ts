@@ -28,6 +28,11 @@ export interface SqlSession {
   readonly commit: Effect.Effect<void, Storage.StorageError>
   /** Rolls back what was not committed and gives the connection back. Never fails: the outcome is decided. */
   readonly release: Effect.Effect<void>
+  /**
+   * A session made per unit whose statements run exactly as another's (only its commit and release differ) names
+   * that one, so the storage reuses the stores it made for it (SqlStorage.make).
+   */
+  readonly runsAs?: SqlSession
 }
 
 /**

@@ -13,16 +13,18 @@ import * as Records from "./Records.js"
 const openFile = Effect.map(migratedSqliteFile("session.db"), ({ db }) => db)
 
 describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the connection directly", () => {
-  it.live("a unit whose connection is free runs to its end synchronously: no promise, no suspension", () =>
+  it.live("a read or lookup unit whose connection is free runs to its end synchronously: no promise, no suspension", () =>
     Effect.gen(function*() {
       const db = yield* openFile
       const storage = SqlStorage.make(db, SqliteEngine)
       const client = Records.client()
+      // A write unit waits for its group's commit (CommitGroup.test.ts has it synchronous with groups turned off).
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
       // runSyncExit fails with an AsyncFiberError if anything in the unit had to wait.
-      const written = Effect.runSyncExit(storage.transaction("write", (unit) => unit.insertClient(client)))
-      assert.isTrue(Exit.isSuccess(written))
       const read = Effect.runSyncExit(storage.transaction("read", (unit) => unit.getClient(client.id)))
       assert.isTrue(Exit.isSuccess(read) && Option.isSome(read.value))
+      const looked = Effect.runSyncExit(storage.transaction("lookup", (unit) => unit.getClient(client.id)))
+      assert.isTrue(Exit.isSuccess(looked) && Option.isSome(looked.value))
     }))
 
   it.live("kysely's statements wait for an open unit and are not part of it (the unit rolls back alone)", () =>

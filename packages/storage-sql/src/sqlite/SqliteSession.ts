@@ -6,12 +6,14 @@
  * reach the connection differs. The connection is shared with kysely (migrations, the rate limiter) through the
  * {@link ConnectionGate}.
  */
+import type { Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { CompiledQuery, type Kysely, type QueryResult, type SqliteDatabase } from "kysely"
 import type { Database } from "../schema/Database.js"
 import type { SessionOpener, SqlSession } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import type { Checkpointer } from "./Checkpointer.js"
+import type { CommitGroup, Part } from "./CommitGroup.js"
 import type { ConnectionGate } from "./ConnectionGate.js"
 
 /** What a direct session needs of an open file: its (statement-caching) handle and its gate. */
@@ -22,6 +24,11 @@ export interface SqliteHandle {
   readonly gate: ConnectionGate
   /** The WAL checkpoint worker of a file database (see Checkpointer); none in memory or when turned off. */
   readonly checkpointer?: Checkpointer
+  /**
+   * Write units sharing commits (see CommitGroup), with the read-only connection to the same file that lookups use
+   * meanwhile; a file database only, unless turned off.
+   */
+  readonly grouped?: { readonly commits: CommitGroup; readonly reader: SqliteDatabase }
 }
 
 // Which kysely instances have a handle; filled by openSqlite. A kysely made any other way uses kysely's sessions.
@@ -46,16 +53,16 @@ const BEGIN_WRITE = CompiledQuery.raw("begin immediate")
 const COMMIT = CompiledQuery.raw("commit")
 const ROLLBACK = CompiledQuery.raw("rollback")
 
-export const sessions = ({ database, inTransaction, gate }: SqliteHandle): SessionOpener => {
+export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandle): SessionOpener => {
+  const execute = (on: SqliteDatabase) => <R>(query: CompiledQuery<R>) =>
+    Effect.try({
+      try() {
+        return run(on, query)
+      },
+      catch: classifySqliteError
+    })
   const session: SqlSession = {
-    execute(query) {
-      return Effect.try({
-        try() {
-          return run(database, query)
-        },
-        catch: classifySqliteError
-      })
-    },
+    execute: execute(database),
     commit: Effect.try({
       try() {
         run(database, COMMIT)
@@ -74,6 +81,8 @@ export const sessions = ({ database, inTransaction, gate }: SqliteHandle): Sessi
   const begin = (mode: "read" | "write") =>
     Effect.try({
       try() {
+        // A read unit's snapshot must not see a group's writes before they are committed (see CommitGroup).
+        grouped?.commits.flush()
         run(database, mode === "read" ? BEGIN_READ : BEGIN_WRITE)
         return session
       },
@@ -82,10 +91,57 @@ export const sessions = ({ database, inTransaction, gate }: SqliteHandle): Sessi
         return classifySqliteError(cause)
       }
     })
-  // A lookup holds the connection like any unit but begins no transaction: each statement is its own.
-  const lookupSession: SqlSession = { execute: session.execute, commit: Effect.void, release: Effect.sync(() => gate.give()) }
-  const lookup = Effect.as(gate.takeEffect, lookupSession)
   const beginRead = begin("read")
-  const beginWrite = begin("write")
-  return (mode) => mode === "lookup" ? lookup : Effect.andThen(gate.takeEffect, mode === "read" ? beginRead : beginWrite)
+  if (grouped === undefined) {
+    // A lookup holds the connection like any unit but begins no transaction: each statement is its own.
+    const lookupSession: SqlSession = { execute: session.execute, commit: Effect.void, release: Effect.sync(() => gate.give()) }
+    const lookup = Effect.as(gate.takeEffect, lookupSession)
+    const beginWrite = begin("write")
+    return (mode) => mode === "lookup" ? lookup : Effect.andThen(gate.takeEffect, mode === "read" ? beginRead : beginWrite)
+  }
+  // Lookups read what is committed through the read-only connection, with no gate: each statement is its own, and
+  // none waits for a write unit or sees a group's writes before they are committed.
+  const lookup = Effect.succeed<SqlSession>({ execute: execute(grouped.reader), commit: Effect.void, release: Effect.void })
+  const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({
+    try: () => groupedWriteSession(session, grouped.commits, grouped.commits.enter(), gate),
+    catch(cause) {
+      gate.give()
+      return classifySqliteError(cause)
+    }
+  }))
+  return (mode) => mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : beginWrite
+}
+
+/**
+ * A write unit's session in a commit group: its commit gives the connection back and waits for the group's COMMIT
+ * (uninterruptibly: once kept, its writes commit with the group's, and the caller learns the outcome). Made per
+ * unit, since a unit waiting for its group's commit and the next unit on the connection are both alive.
+ */
+const groupedWriteSession = (
+  runsAs: SqlSession,
+  commits: CommitGroup,
+  part: Part,
+  gate: ConnectionGate
+): SqlSession => {
+  let holding = true
+  return {
+    execute: runsAs.execute,
+    runsAs,
+    commit: Effect.uninterruptible(Effect.callback<void, Storage.StorageError>((resume) => {
+      try {
+        commits.keep(part, (failure) => resume(failure === undefined ? Effect.void : Effect.fail(failure)))
+      } catch (cause) {
+        resume(Effect.fail(classifySqliteError(cause)))
+        return
+      }
+      holding = false
+      gate.give()
+    })),
+    release: Effect.sync(() => {
+      if (!holding) return
+      holding = false
+      commits.abandon(part)
+      gate.give()
+    })
+  }
 }

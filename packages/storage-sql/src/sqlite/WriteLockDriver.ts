@@ -6,7 +6,8 @@
  * never queue behind the writer (WAL).
  *
  * It also takes the connection's {@link ConnectionGate} for as long as kysely holds the connection, so kysely's
- * work and the storage's direct sessions (SqliteSession) never interleave on the one connection.
+ * work and the storage's direct sessions (SqliteSession) never interleave on the one connection, and commits the
+ * open group of write units first (see CommitGroup), so kysely's statements are never part of it.
  */
 import {
   CompiledQuery,
@@ -17,6 +18,7 @@ import {
   type SqliteDialectConfig,
   type TransactionSettings
 } from "kysely"
+import type { CommitGroup } from "./CommitGroup.js"
 import type { ConnectionGate } from "./ConnectionGate.js"
 
 type AbortableOptions = Parameters<Driver["init"]>[0]
@@ -25,10 +27,12 @@ export class WriteLockDriver implements Driver {
   readonly #inner: Driver
   readonly #gate: ConnectionGate
   readonly #beforeDestroy: () => Promise<void>
-  constructor(inner: Driver, gate: ConnectionGate, beforeDestroy: () => Promise<void> = () => Promise.resolve()) {
+  readonly #commits: CommitGroup | undefined
+  constructor(inner: Driver, gate: ConnectionGate, beforeDestroy: () => Promise<void> = () => Promise.resolve(), commits?: CommitGroup) {
     this.#inner = inner
     this.#gate = gate
     this.#beforeDestroy = beforeDestroy
+    this.#commits = commits
   }
   init(options?: AbortableOptions): Promise<void> {
     return this.#inner.init(options)
@@ -36,6 +40,7 @@ export class WriteLockDriver implements Driver {
   async acquireConnection(options?: AbortableOptions): Promise<DatabaseConnection> {
     await this.#gate.take()
     try {
+      this.#commits?.flush()
       return await this.#inner.acquireConnection(options)
     } catch (error) {
       this.#gate.give()
@@ -75,17 +80,19 @@ export class WriteLockDriver implements Driver {
 
 /**
  * `SqliteDialect` whose driver is wrapped in {@link WriteLockDriver}; `beforeDestroy` runs before the connection
- * closes (the checkpoint worker stops first, see Checkpointer).
+ * closes (openSqlite commits the open group of write units and stops the checkpoint worker there).
  */
 export class WriteLockSqliteDialect extends SqliteDialect {
   readonly #gate: ConnectionGate
   readonly #beforeDestroy: (() => Promise<void>) | undefined
-  constructor(config: SqliteDialectConfig, gate: ConnectionGate, beforeDestroy?: () => Promise<void>) {
+  readonly #commits: CommitGroup | undefined
+  constructor(config: SqliteDialectConfig, gate: ConnectionGate, beforeDestroy?: () => Promise<void>, commits?: CommitGroup) {
     super(config)
     this.#gate = gate
     this.#beforeDestroy = beforeDestroy
+    this.#commits = commits
   }
   override createDriver(): Driver {
-    return new WriteLockDriver(super.createDriver(), this.#gate, this.#beforeDestroy)
+    return new WriteLockDriver(super.createDriver(), this.#gate, this.#beforeDestroy, this.#commits)
   }
 }

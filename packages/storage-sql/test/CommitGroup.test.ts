@@ -1,0 +1,147 @@
+/**
+ * Write units on a SQLite file that run in the same turn of the event loop share one COMMIT (CommitGroup): each
+ * in a savepoint of the group's transaction, none answered before the group is committed, a failing one undone
+ * alone, a failing commit failing them all, and nothing else on the connection ever seeing the group's writes
+ * uncommitted. A second connection (better-sqlite3, as another process would open the file) says what is
+ * committed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { type Client, Storage } from "@custody-relay/core"
+import BetterSqlite3 from "better-sqlite3"
+import { Effect, Exit, Fiber } from "effect"
+import { statSync } from "node:fs"
+import { join } from "node:path"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { openSqlite, type SqliteOptions } from "../src/sqlite/layerSqlite.js"
+import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
+import { handleOf } from "../src/sqlite/SqliteSession.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { isWanted, temporaryDirectory } from "./Dialects.js"
+import * as Records from "./Records.js"
+
+/** A migrated file with its storage, and a plain connection to it that reads what is committed. */
+const openStore = (options: Partial<SqliteOptions> = {}) =>
+  Effect.gen(function*() {
+    const filename = join(yield* temporaryDirectory, "group.db")
+    // No checkpoint worker: the WAL keeps every frame the test's commits append.
+    const db = yield* Effect.acquireRelease(
+      Effect.promise(() => openSqlite({ filename, checkpointIntervalMillis: 0, ...options })),
+      (db) => Effect.promise(() => db.destroy())
+    )
+    yield* Effect.promise(() => migrateToLatest(db))
+    const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename, { readonly: true })), (other) => Effect.sync(() => other.close()))
+    const committed = (id: string) => other.prepare("select count(*) as n from clients where id = ?").get(id) as { n: number }
+    return {
+      db,
+      storage: SqlStorage.make(db, SqliteEngine),
+      isCommitted: (client: Client.Client) => committed(client.id).n === 1,
+      walFrames: () => Math.max(0, Math.floor((statSync(`${filename}-wal`).size - 32) / (4096 + 24)))
+    }
+  })
+
+const insert = (storage: Storage.Storage["Service"], client: Client.Client) => storage.transaction("write", (unit) => unit.insertClient(client))
+
+describe.skipIf(!isWanted("sqlite-file"))("SQLite write units in one turn share a commit (CommitGroup)", () => {
+  it.live("units started together commit once: fewer WAL frames than the same units one after another", () =>
+    Effect.gen(function*() {
+      const { storage, walFrames } = yield* openStore()
+      const start = walFrames()
+      for (const client of Array.from({ length: 8 }, () => Records.client())) yield* insert(storage, client)
+      const apart = walFrames() - start
+      const together = Array.from({ length: 8 }, () => Records.client())
+      yield* Effect.all(together.map((client) => insert(storage, client)), { concurrency: "unbounded" })
+      const grouped = walFrames() - start - apart
+      // Eight commits append the clients' page (and its index's) eight times; one commit appends them once.
+      assert.isAtLeast(apart, 8)
+      assert.isAtMost(grouped, apart / 4)
+      const found = yield* storage.transaction("read", (unit) => unit.listClients())
+      assert.strictEqual(found.length, 16)
+    }))
+
+  it.live("a unit is answered only once its group is committed, and lookups meanwhile read what is committed", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore()
+      const client = Records.client()
+      // Runs synchronously up to the wait for the group's commit, which comes at the end of this turn.
+      const fiber = Effect.runFork(insert(storage, client))
+      assert.isUndefined(fiber.pollUnsafe())
+      assert.isFalse(isCommitted(client))
+      const looked = Effect.runSyncExit(storage.transaction("lookup", (unit) => unit.getClient(client.id)))
+      assert.isTrue(Exit.isSuccess(looked) && looked.value._tag === "None")
+      yield* Fiber.join(fiber)
+      assert.isTrue(isCommitted(client))
+    }))
+
+  it.live("a read unit and kysely's statements commit the open group first, and are not part of it", () =>
+    Effect.gen(function*() {
+      const { db, storage, isCommitted } = yield* openStore()
+      const first = Records.client()
+      const waiting = Effect.runFork(insert(storage, first))
+      assert.isFalse(isCommitted(first))
+      // A read unit in the same turn: its snapshot comes after the group's commit.
+      const read = Effect.runSyncExit(storage.transaction("read", (unit) => unit.getClient(first.id)))
+      assert.isTrue(Exit.isSuccess(read) && read.value._tag === "Some")
+      assert.isTrue(isCommitted(first))
+      yield* Fiber.join(waiting)
+
+      const second = Records.client()
+      const next = Effect.runFork(insert(storage, second))
+      assert.isFalse(isCommitted(second))
+      yield* Effect.promise(() => db.insertInto("rate_limit_windows").values({ key: "k", window_start: 0, window_end: 1, count: 1 }).execute())
+      assert.isTrue(isCommitted(second))
+      yield* Fiber.join(next)
+    }))
+
+  it.live("a unit that fails is undone alone; the others of its group commit", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore()
+      const [kept, undone, alsoKept] = [Records.client(), Records.client(), Records.client()]
+      const failing = storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(undone), Effect.fail("refused" as const)))
+      const [a, b, c] = yield* Effect.all([Effect.exit(insert(storage, kept)), Effect.exit(failing), Effect.exit(insert(storage, alsoKept))], {
+        concurrency: "unbounded"
+      })
+      assert.isTrue(Exit.isSuccess(a) && Exit.isSuccess(c))
+      assert.deepStrictEqual(b, Exit.fail("refused"))
+      assert.isTrue(isCommitted(kept) && isCommitted(alsoKept))
+      assert.isFalse(isCommitted(undone))
+    }))
+
+  it.live("a commit that fails fails every unit of the group, and none of their writes is kept", () =>
+    Effect.gen(function*() {
+      const { db, storage, isCommitted } = yield* openStore()
+      const handle = handleOf(db)
+      assert.isDefined(handle)
+      const [client, other] = [Records.client(), Records.client()]
+      // An account of a client that does not exist, with the foreign key checked only at COMMIT: the group's
+      // COMMIT fails, after both units were kept.
+      const orphan = storage.transaction("write", (unit) =>
+        Effect.andThen(
+          Effect.sync(() => handle?.database.prepare("pragma defer_foreign_keys = on").run([])),
+          Effect.andThen(unit.insertClient(client), unit.insertAccount(Records.account(Records.client().id)))
+        ))
+      const [failed, alsoFailed] = yield* Effect.all([Effect.exit(orphan), Effect.exit(insert(storage, other))], { concurrency: "unbounded" })
+      assert.isTrue(Exit.isFailure(failed) && Exit.isFailure(alsoFailed))
+      assert.isFalse(isCommitted(client) || isCommitted(other))
+      assert.isFalse(handle?.inTransaction())
+      // The connection is usable again.
+      yield* insert(storage, other)
+      assert.isTrue(isCommitted(other))
+    }))
+
+  it.live("a unit interrupted while its group commits is committed, and its caller waits for it", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore()
+      const client = Records.client()
+      const fiber = Effect.runFork(insert(storage, client))
+      yield* Fiber.interrupt(fiber)
+      assert.isTrue(isCommitted(client))
+    }))
+
+  it.live("turned off (groupCommits: false), a unit whose connection is free commits before it returns, synchronously", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore({ groupCommits: false })
+      const client = Records.client()
+      assert.isTrue(Exit.isSuccess(Effect.runSyncExit(insert(storage, client))))
+      assert.isTrue(isCommitted(client))
+    }))
+})

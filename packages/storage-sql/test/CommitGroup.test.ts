@@ -128,6 +128,21 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite write units in one turn share 
       assert.isTrue(isCommitted(other))
     }))
 
+  it.live("a unit whose transaction SQLite ended fails, and is not reported kept by a later unit's commit", () =>
+    Effect.gen(function*() {
+      const { db, storage, isCommitted } = yield* openStore()
+      const handle = handleOf(db)
+      const [lost, next] = [Records.client(), Records.client()]
+      // What SQLite does on a full disk or an I/O error: the whole transaction ends; the unit goes on regardless.
+      const ended = storage.transaction("write", (unit) =>
+        Effect.andThen(unit.insertClient(lost), Effect.sync(() => handle?.database.prepare("rollback").run([]))))
+      const [failed, kept] = yield* Effect.all([Effect.exit(ended), Effect.exit(insert(storage, next))], { concurrency: "unbounded" })
+      assert.isTrue(Exit.isFailure(failed))
+      assert.isTrue(Exit.isSuccess(kept))
+      assert.isFalse(isCommitted(lost))
+      assert.isTrue(isCommitted(next))
+    }))
+
   it.live("a unit interrupted while its group commits is committed, and its caller waits for it", () =>
     Effect.gen(function*() {
       const { storage, isCommitted } = yield* openStore()

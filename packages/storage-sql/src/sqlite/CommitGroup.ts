@@ -86,9 +86,12 @@ export class CommitGroup {
   /**
    * The unit succeeded: its writes join the group, and `settle` is called once the group's COMMIT has run, with
    * its failure if it failed. Throws (the unit is then still the gate's holder and must `abandon`) when its
-   * savepoint cannot be released.
+   * transaction is gone or its savepoint cannot be released.
    */
   keep(part: Part, settle: Settle): void {
+    // SQLite ends the whole transaction on some errors (a full disk, an I/O error); a unit that went on after one
+    // has nothing left to keep, and a later SAVEPOINT would begin a transaction of its own.
+    if (!this.#inTransaction()) throw new Error("SQLite ended the write unit's transaction before it was kept")
     if (part === "savepoint") this.#releaseSavepoint()
     this.#members.push(settle)
     if (!this.#open) {

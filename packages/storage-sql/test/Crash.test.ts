@@ -4,11 +4,12 @@
  * After each kill the store is reopened (SQLite recovers its WAL, PostgreSQL has aborted the dead sessions) and the
  * invariant must hold for every account: balance = deposits - settled - open reservations, never negative, and
  * each transaction's reservation open exactly while it is pending; its events end at its status and it has one
- * submission to the provider exactly when it reached its quorum.
+ * submission to the provider exactly when it reached its quorum. Every initiation the writer was answered for (it
+ * prints each id as it gets the answer) is stored.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Storage } from "@custody-relay/core"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { proofEngines } from "./ProofTargets.js"
 import {
   allTransactions,
@@ -25,7 +26,7 @@ const ROUNDS = 5
 
 for (const { name, skip, target: makeTarget } of proofEngines) {
   describe.skipIf(skip)(`Crash proof: ${name}`, () => {
-    it.live(`a writer killed with SIGKILL ${ROUNDS} times leaves balances that reconcile, and events and outbox entries exactly where their changes committed`, () =>
+    it.live(`a writer killed with SIGKILL ${ROUNDS} times leaves balances that reconcile, events and outbox entries exactly where their changes committed, and every initiation it was answered for stored`, () =>
       Effect.gen(function*() {
         const target = yield* makeTarget
         const world = yield* provideRelay(target)(Effect.gen(function*() {
@@ -35,6 +36,7 @@ for (const { name, skip, target: makeTarget } of proofEngines) {
           const destination = yield* approvedDestination(credential)
           return { clientId, credential, accounts, destination }
         }))
+        let acknowledged = 0
         for (let round = 1; round <= ROUNDS; round++) {
           const worker = startWorker("churn", target, {
             credential: world.credential,
@@ -48,7 +50,14 @@ for (const { name, skip, target: makeTarget } of proofEngines) {
           assert.notInclude(worker.stderr(), "unexpected outcome", `the writer's own operations failed only as the domain allows`)
           const problems = yield* provideRelay(target)(checkInvariants(world.clientId, world.accounts))
           assert.deepStrictEqual(problems, [], `after kill ${round}`)
+          // Nothing answered is lost: on SQLite a unit is answered only after its group's COMMIT (CommitGroup).
+          const answered = worker.acknowledged()
+          const lost = yield* provideRelay(target)(Storage.run("lookup", (unit) =>
+            Effect.filter(answered, (id) => Effect.map(unit.getTransaction(Ids.TransactionId.make(id)), Option.isNone))))
+          assert.deepStrictEqual(lost, [], `initiations answered before kill ${round} and not stored`)
+          acknowledged += answered.length
         }
+        assert.isAbove(acknowledged, ROUNDS, "the writer was answered between kills")
         const written = yield* provideRelay(target)(Storage.run("read", (unit) =>
           Effect.forEach(world.accounts, (account) => allTransactions(unit, Ids.ClientId.make(world.clientId), account))))
         const statuses = new Set(written.flat().map((t) => t.status))

@@ -160,7 +160,10 @@ export interface Worker {
   /** Resolves when the worker prints its first "ready" line. */
   readonly ready: Promise<void>
   readonly kill: (signal: NodeJS.Signals) => void
+  /** Resolves with the exit code once the worker has exited and all it wrote has been read. */
   readonly exited: Promise<number | null>
+  /** The ids the worker printed as "ACK <id>": operations it was answered for as succeeded. */
+  readonly acknowledged: () => ReadonlyArray<string>
 }
 
 /**
@@ -186,14 +189,15 @@ export const startWorker = (mode: string, target: ProofTarget, params: unknown):
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk
   })
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
   const result = () => exited.then((code) => {
     const line = stdout.split("\n").find((l) => l.startsWith("RESULT "))
     if (line === undefined) throw new Error(`worker ${mode} exited with ${code} and no result:\n${stderr}\n${stdout}`)
     const parsed: unknown = JSON.parse(line.slice("RESULT ".length))
     return parsed
   })
-  return { pid: child.pid ?? -1, result, stderr: () => stderr, ready, kill: (signal) => child.kill(signal), exited }
+  const acknowledged = () => stdout.split("\n").filter((line) => line.startsWith("ACK ")).map((line) => line.slice("ACK ".length))
+  return { pid: child.pid ?? -1, result, stderr: () => stderr, ready, kill: (signal) => child.kill(signal), exited, acknowledged }
 }
 
 export const provideRelay = (target: ProofTarget) => <A, E>(effect: Effect.Effect<A, E, Relay.RelayServices>) =>

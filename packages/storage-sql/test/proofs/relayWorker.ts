@@ -119,7 +119,11 @@ const churn = Effect.fnUntraced(function*(params: typeof ChurnParams.Type) {
     const tx = pick(open)
     if (roll < 0.5 || tx === undefined) {
       return Effect.map(Effect.exit(Transactions.initiate(principal, transfer(account, params.destinationId, smallAmount()))), (exit) => {
-        if (Exit.isSuccess(exit)) open.push(exit.value.id)
+        if (Exit.isSuccess(exit)) {
+          open.push(exit.value.id)
+          // Synchronous on a pipe: once written, the parent reads it even if a SIGKILL follows at once.
+          process.stdout.write(`ACK ${exit.value.id}\n`)
+        }
         return exit
       })
     }

@@ -119,8 +119,9 @@ export const make = (
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())
     : undefined
   // A SQLite handle reuses one session object (a grouped write unit's own session runs as it, `runsAs`), so its
-  // three units (lookup, read, write) are made once, not per unit of work; what a unit read is forgotten when the next unit of work on it begins. `beforeCommit` writes a write
-  // unit's pending events together, last (EventLog.flushEvents).
+  // three units (lookup, read, write) are made once, not per unit of work; what a unit read is forgotten when the
+  // next unit of work on it begins. `beforeCommit` writes a write unit's pending events together, last
+  // (EventLog.flushEvents).
   type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead; readonly beforeCommit: Effect.Effect<void, Storage.StorageError> }
   const units = new WeakMap<SqlSession, { lookup?: Made; read?: Made; write?: Made }>()
   const madeFor = (opened: SqlSession, mode: Storage.UnitMode): Made => {

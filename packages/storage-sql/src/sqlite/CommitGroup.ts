@@ -17,7 +17,8 @@
  * the group's writes before they are committed. Lookups read through the second, read-only connection and see
  * what is committed (see SqliteSession).
  *
- * The caller holds the connection's gate for every method except `scheduleFlush`'s callback, which takes it.
+ * The caller of every public method holds the connection's gate; the commit scheduled for the end of the turn
+ * takes the gate itself, behind whoever holds it.
  */
 import type { Storage } from "@custody-relay/core"
 import type { SqliteDatabase } from "kysely"

@@ -96,14 +96,18 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite write units in one turn share 
     Effect.gen(function*() {
       const { storage, isCommitted } = yield* openStore()
       const [kept, undone, alsoKept] = [Records.client(), Records.client(), Records.client()]
+      let runs = 0
+      // The first unit begins the group; a rollback of more than the failing unit's savepoint would re-run it.
+      const first = storage.transaction("write", (unit) => Effect.andThen(Effect.sync(() => runs++), unit.insertClient(kept)))
       const failing = storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(undone), Effect.fail("refused" as const)))
-      const [a, b, c] = yield* Effect.all([Effect.exit(insert(storage, kept)), Effect.exit(failing), Effect.exit(insert(storage, alsoKept))], {
+      const [a, b, c] = yield* Effect.all([Effect.exit(first), Effect.exit(failing), Effect.exit(insert(storage, alsoKept))], {
         concurrency: "unbounded"
       })
       assert.isTrue(Exit.isSuccess(a) && Exit.isSuccess(c))
       assert.deepStrictEqual(b, Exit.fail("refused"))
       assert.isTrue(isCommitted(kept) && isCommitted(alsoKept))
       assert.isFalse(isCommitted(undone))
+      assert.strictEqual(runs, 1)
     }))
 
   it.live("a commit that fails fails every unit of the group, and none of their writes is kept", () =>

@@ -10,8 +10,8 @@
  * - WAL checkpoints run on a worker thread, off the request path (see Checkpointer); a file database only.
  * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache); units of
  * work run straight on the connection, synchronously (see SqliteSession); write units in one turn of the event loop
- * share a commit, and lookups read through a second, read-only connection (see CommitGroup), a file only. better-sqlite3 is loaded when the layer
- * is built, so a PostgreSQL-only application need not install it.
+ * share a commit, and lookups read through a second, read-only connection (see CommitGroup), a file only.
+ * better-sqlite3 is loaded when the layer is built, so a PostgreSQL-only application need not install it.
  */
 import type { RateLimiter, Storage } from "@custody-relay/core"
 import { Kysely } from "kysely"
@@ -66,11 +66,12 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     database.close()
     throw error
   }
-  const grouped = inFile && options.groupCommits !== false
   let reader: InstanceType<typeof BetterSqlite3> | undefined
   try {
     // Opened after the file is in WAL mode, which a read-only connection cannot set.
-    if (grouped) reader = new BetterSqlite3(options.filename, { readonly: true, fileMustExist: true, timeout: busyTimeoutMillis })
+    if (inFile && options.groupCommits !== false) {
+      reader = new BetterSqlite3(options.filename, { readonly: true, fileMustExist: true, timeout: busyTimeoutMillis })
+    }
   } catch (error) {
     database.close()
     throw error
@@ -79,19 +80,19 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
   const gate = new ConnectionGate()
   const inTransaction = () => database.inTransaction
   const cached = withStatementCache(database)
-  const commits = reader === undefined ? undefined : new CommitGroup(cached, inTransaction, gate)
+  const grouped = reader === undefined ? undefined : { commits: new CommitGroup(cached, inTransaction, gate), reader: withStatementCache(reader) }
   const handle: SqliteSession.SqliteHandle = {
     database: cached,
     inTransaction,
     gate,
     ...(checkpointer === undefined ? {} : { checkpointer }),
-    ...(commits === undefined || reader === undefined ? {} : { grouped: { commits, reader: withStatementCache(reader) } })
+    ...(grouped === undefined ? {} : { grouped })
   }
   const beforeDestroy = async () => {
     // The open group commits before the file closes.
     await gate.take()
     try {
-      commits?.flush()
+      grouped?.commits.flush()
     } finally {
       gate.give()
     }
@@ -99,7 +100,7 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     await checkpointer?.stop()
   }
   const db = new Kysely<Database>({
-    dialect: new WriteLockSqliteDialect({ database: handle.database }, gate, beforeDestroy, commits)
+    dialect: new WriteLockSqliteDialect({ database: handle.database }, gate, beforeDestroy, grouped?.commits)
   })
   SqliteSession.register(db, handle)
   return db

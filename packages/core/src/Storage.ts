@@ -656,10 +656,9 @@ export const run = <A, E, R>(
 ): Effect.Effect<A, Exclude<E, StorageError>, R | Storage> =>
   Effect.withFiber((fiber) => {
     const open = fiber.getRef(CurrentUnit)
+    // The service is read from the fiber this step already has: `Storage.use` would take steps of its own.
     const body: Effect.Effect<A, E | StorageError, R | Storage> = open === undefined
-      ? Storage.use((storage) =>
-        storage.transaction(mode, (unit) => Effect.provideService(work(unit), CurrentUnit, { mode, unit }))
-      )
+      ? Context.getUnsafe(fiber.context, Storage).transaction(mode, (unit) => Effect.provideService(work(unit), CurrentUnit, { mode, unit }))
       : rank[mode] > rank[open.mode]
       ? strongerInsideWeaker(mode, open.mode)
       : work(open.unit)

@@ -55,6 +55,11 @@ export interface SessionOpener {
    * sessions ignore it, and the storage then keeps no credentials.
    */
   readonly confirmsCredentials?: boolean
+  /**
+   * A lookup session that is always open: acquiring it can neither fail nor wait, and its commit and release do
+   * nothing. Where there is one, the storage runs lookups on it directly, without a unit's acquire and release.
+   */
+  readonly openLookup?: SqlSession
 }
 
 /**
@@ -76,8 +81,9 @@ const lookupSession = (db: Kysely<Database>, engine: SqlEngine): SqlSession => (
 
 /** Sessions over kysely's own transactions: `engine.begin`, then `executeQuery` on the controlled transaction. */
 export const kyselySessions = (db: Kysely<Database>, engine: SqlEngine): SessionOpener => {
-  const lookup = Effect.succeed(lookupSession(db, engine))
-  return (mode) => mode === "lookup" ? lookup : transactionSession(db, engine, mode)
+  const openLookup = lookupSession(db, engine)
+  const lookup = Effect.succeed(openLookup)
+  return Object.assign((mode: Storage.UnitMode) => mode === "lookup" ? lookup : transactionSession(db, engine, mode), { openLookup })
 }
 
 const transactionSession = (db: Kysely<Database>, engine: SqlEngine, mode: "read" | "write") =>

@@ -156,9 +156,22 @@ export const make = (
         }),
       (session) => session.release
     )
+  // A lookup on an always-open session (SQLite's read-only connection, kysely's pool) has nothing to acquire, commit
+  // or release, so it runs its work directly, in a third of the Effect steps (docs/benchmarks.md, "lookups on the
+  // open connection").
+  const openLookup = open.openLookup
+  let openLookupUnit: Storage.StorageUnit | undefined
+  const lookupOnOpenSession = openLookup === undefined
+    ? undefined
+    : <A, E, R>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
+      Effect.suspend(() => work(openLookupUnit ??= madeFor(openLookup, "lookup").unit))
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
   const transaction = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>, check?: CredentialCheck) => {
-    const once = writeSlots !== undefined && mode === "write" ? writeSlots.withPermits(1)(attempt(mode, work, check)) : attempt(mode, work, check)
+    const once = mode === "lookup" && check === undefined && lookupOnOpenSession !== undefined
+      ? lookupOnOpenSession(work)
+      : writeSlots !== undefined && mode === "write"
+      ? writeSlots.withPermits(1)(attempt(mode, work, check))
+      : attempt(mode, work, check)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
     // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.
     return times <= 0

@@ -27,6 +27,26 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the conne
       assert.isTrue(Exit.isSuccess(looked) && Option.isSome(looked.value))
     }))
 
+  it.live("a lookup on a file runs on the always-open read-only session: under half the Effect steps of a read unit", () =>
+    Effect.gen(function*() {
+      const db = yield* openFile
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const client = Records.client()
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      // Steps the run loop takes for a whole unit, run synchronously on a fiber of its own.
+      const stepsOf = (mode: "read" | "lookup") =>
+        Effect.runSync(Effect.andThen(
+          storage.transaction(mode, (unit) => unit.getClient(client.id)),
+          Effect.withFiber((fiber) => Effect.succeed(fiber.currentOpCount))
+        ))
+      const read = stepsOf("read")
+      const lookup = stepsOf("lookup")
+      // Without the open session a lookup pays for an acquire, a commit and a release as a read unit does.
+      assert.isBelow(lookup * 2, read, `lookup ${lookup} steps, read ${read}`)
+      const looked = Effect.runSyncExit(storage.transaction("lookup", (unit) => unit.getClient(client.id)))
+      assert.isTrue(Exit.isSuccess(looked) && Option.isSome(looked.value))
+    }))
+
   it.live("kysely's statements wait for an open unit and are not part of it (the unit rolls back alone)", () =>
     Effect.gen(function*() {
       const db = yield* openFile

@@ -101,7 +101,8 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
   }
   // Lookups read what is committed through the read-only connection, with no gate: each statement is its own, and
   // none waits for a write unit or sees a group's writes before they are committed.
-  const lookup = Effect.succeed<SqlSession>({ execute: execute(grouped.reader), commit: Effect.void, release: Effect.void })
+  const openLookup: SqlSession = { execute: execute(grouped.reader), commit: Effect.void, release: Effect.void }
+  const lookup = Effect.succeed(openLookup)
   const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({
     try: () => groupedWriteSession(session, grouped.commits, grouped.commits.enter(), gate),
     catch(cause) {
@@ -109,7 +110,10 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
       return classifySqliteError(cause)
     }
   }))
-  return (mode) => mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : beginWrite
+  return Object.assign(
+    (mode: Storage.UnitMode) => mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : beginWrite,
+    { openLookup }
+  )
 }
 
 /**

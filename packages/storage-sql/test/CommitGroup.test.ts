@@ -1,14 +1,15 @@
 /**
  * Write units on a SQLite file that run in the same turn of the event loop share one COMMIT (CommitGroup): each
- * in a savepoint of the group's transaction, none answered before the group is committed, a failing one undone
- * alone, a failing commit failing them all, and nothing else on the connection ever seeing the group's writes
- * uncommitted. A second connection (better-sqlite3, as another process would open the file) says what is
- * committed.
+ * in the group's transaction, none answered before the group is committed, a failing one leaving no trace (alone
+ * when it changed nothing, with its group run again when it did), a failing commit failing them all, and nothing
+ * else on the connection ever seeing the group's writes uncommitted. A second connection (better-sqlite3, as
+ * another process would open the file) says what is committed.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type Client, Storage } from "@custody-relay/core"
 import BetterSqlite3 from "better-sqlite3"
 import { Effect, Exit, Fiber } from "effect"
+import { CompiledQuery } from "kysely"
 import { statSync } from "node:fs"
 import { join } from "node:path"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -92,12 +93,34 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite write units in one turn share 
       yield* Fiber.join(next)
     }))
 
-  it.live("a unit that fails is undone alone; the others of its group commit", () =>
+  it.live("a unit that fails before changing anything leaves its group alone: the others commit, none runs again", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore()
+      const [kept, alsoKept, existing] = [Records.client(), Records.client(), Records.client()]
+      yield* insert(storage, existing)
+      let runs = 0
+      const first = storage.transaction("write", (unit) => Effect.andThen(Effect.sync(() => runs++), unit.insertClient(kept)))
+      // A refusal decided on what the unit read, as the core's are; then one whose only write SQLite refused (a
+      // duplicate id): SQLite undoes a failed statement itself, so neither changed anything.
+      const refused = storage.transaction("write", (unit) => Effect.andThen(unit.getClient(kept.id), Effect.fail("refused" as const)))
+      const duplicate = storage.transaction("write", (unit) => unit.insertClient(existing))
+      const [a, b, c, d] = yield* Effect.all(
+        [Effect.exit(first), Effect.exit(refused), Effect.exit(duplicate), Effect.exit(insert(storage, alsoKept))],
+        { concurrency: "unbounded" }
+      )
+      assert.isTrue(Exit.isSuccess(a) && Exit.isSuccess(d))
+      assert.deepStrictEqual(b, Exit.fail("refused"))
+      assert.isTrue(Exit.isFailure(c))
+      assert.isTrue(isCommitted(kept) && isCommitted(alsoKept))
+      // A rollback of the group would have run the first unit again.
+      assert.strictEqual(runs, 1)
+    }))
+
+  it.live("a unit that fails after changing rows is undone with its group; the group's other units run again and commit", () =>
     Effect.gen(function*() {
       const { storage, isCommitted } = yield* openStore()
       const [kept, undone, alsoKept] = [Records.client(), Records.client(), Records.client()]
       let runs = 0
-      // The first unit begins the group; a rollback of more than the failing unit's savepoint would re-run it.
       const first = storage.transaction("write", (unit) => Effect.andThen(Effect.sync(() => runs++), unit.insertClient(kept)))
       const failing = storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(undone), Effect.fail("refused" as const)))
       const [a, b, c] = yield* Effect.all([Effect.exit(first), Effect.exit(failing), Effect.exit(insert(storage, alsoKept))], {
@@ -107,7 +130,29 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite write units in one turn share 
       assert.deepStrictEqual(b, Exit.fail("refused"))
       assert.isTrue(isCommitted(kept) && isCommitted(alsoKept))
       assert.isFalse(isCommitted(undone))
-      assert.strictEqual(runs, 1)
+      // Run once in the group that was rolled back, once more after: its first insert was undone, or the second
+      // would have failed on the duplicate id.
+      assert.strictEqual(runs, 2)
+    }))
+
+  it.live("a unit's statement that returns rows and writes (RETURNING) counts as a change: undoing the unit runs the group again", () =>
+    Effect.gen(function*() {
+      const { db, storage, isCommitted } = yield* openStore()
+      const [kept, returned] = [Records.client(), Records.client()]
+      let runs = 0
+      const waiting = Effect.runFork(storage.transaction("write", (unit) => Effect.andThen(Effect.sync(() => runs++), unit.insertClient(kept))))
+      // A second write unit of the same group, straight on a session: one statement that inserts and returns, then
+      // the unit fails (released without commit).
+      const session = Effect.runSync(SqliteEngine.sessions(db)("write"))
+      const rows = Effect.runSync(session.execute(
+        CompiledQuery.raw("insert into clients (id, name, created_at) values (?, ?, ?) returning id", [returned.id, returned.name, returned.createdAt])
+      )).rows
+      assert.strictEqual(rows.length, 1)
+      Effect.runSync(session.release)
+      assert.isTrue(Exit.isSuccess(yield* Effect.exit(Fiber.join(waiting))))
+      assert.isTrue(isCommitted(kept))
+      assert.isFalse(isCommitted(returned))
+      assert.strictEqual(runs, 2)
     }))
 
   it.live("a commit that fails fails every unit of the group, and none of their writes is kept", () =>

@@ -9,13 +9,19 @@
  *
  * How: the first write unit begins the transaction (BEGIN IMMEDIATE) and, when it succeeds, leaves it open; its
  * commit is scheduled for the end of the event loop's turn (`setImmediate`). Each write unit that takes the
- * connection before then runs inside a savepoint of the same transaction: a unit that fails rolls back to its
- * savepoint and leaves the others alone; one that succeeds releases it. One COMMIT then ends the group, and only
- * then does any member's unit succeed: nothing is answered before it is durable, and a failed commit fails every
- * member (nothing of the group was written, so each may be run again). Anything else that needs the connection
- * (a read unit, kysely's statements, closing the file) commits the open group first, so no one else ever sees
- * the group's writes before they are committed. Lookups read through the second, read-only connection and see
- * what is committed (see SqliteSession).
+ * connection before then joins the same transaction. One COMMIT then ends the group, and only then does any
+ * member's unit succeed: nothing is answered before it is durable, and a failed commit fails every member (nothing
+ * of the group was written, so each may be run again). Anything else that needs the connection (a read unit,
+ * kysely's statements, closing the file) commits the open group first, so no one else ever sees the group's writes
+ * before they are committed. Lookups read through the second, read-only connection and see what is committed (see
+ * SqliteSession).
+ *
+ * A unit that fails must leave no trace. Most fail before they change anything (a refusal is decided on what the
+ * unit read, and a statement that fails is undone by SQLite itself), and then the group goes on untouched. One
+ * that fails after a statement of its own changed rows (the session reports each, `wrote`) is undone by rolling
+ * back the whole group, and every member kept so far fails with a conflict, which the storage's retry runs again
+ * at once. Savepoints would undo the unit alone, but cost every joining unit a tenth of an initiation's time
+ * (journalling each page it changes, and two statements), to spare a re-run that almost never happens.
  *
  * The caller of every public method holds the connection's gate; the commit scheduled for the end of the turn
  * takes the gate itself, behind whoever holds it.
@@ -26,8 +32,8 @@ import * as StorageFailure from "../StorageFailure.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import type { ConnectionGate } from "./ConnectionGate.js"
 
-/** A unit's place in the group: it began the transaction, or it runs in a savepoint of it. */
-export type Part = "began" | "savepoint"
+/** A unit's place in the group: it began the transaction, or it joined one already open. */
+export type Part = "began" | "joined"
 
 type Settle = (failure: Storage.StorageError | undefined) => void
 
@@ -50,11 +56,10 @@ export class CommitGroup {
   readonly #begin: () => void
   readonly #commit: () => void
   readonly #rollback: () => void
-  readonly #savepoint: () => void
-  readonly #releaseSavepoint: () => void
-  readonly #rollbackToSavepoint: () => void
   /** Whether a group's transaction is open on the connection. */
   #open = false
+  /** Whether the running unit changed rows (see `wrote`). */
+  #unitWrote = false
   /** The units whose writes the open transaction holds, waiting for its commit. */
   #members: Array<Settle> = []
   readonly #flushWhenFree = () => {
@@ -69,31 +74,30 @@ export class CommitGroup {
     this.#begin = statement(database, "begin immediate")
     this.#commit = statement(database, "commit")
     this.#rollback = statement(database, "rollback")
-    this.#savepoint = statement(database, "savepoint write_unit")
-    this.#releaseSavepoint = statement(database, "release write_unit")
-    this.#rollbackToSavepoint = statement(database, "rollback to write_unit")
   }
 
   /** Starts a write unit: in the open group's transaction, or in a new one. Throws what SQLite threw. */
   enter(): Part {
-    if (this.#open) {
-      this.#savepoint()
-      return "savepoint"
-    }
+    this.#unitWrote = false
+    if (this.#open) return "joined"
     this.#begin()
     return "began"
+  }
+
+  /** A statement of the running unit changed rows: undoing the unit now means undoing its group. */
+  wrote(): void {
+    this.#unitWrote = true
   }
 
   /**
    * The unit succeeded: its writes join the group, and `settle` is called once the group's COMMIT has run, with
    * its failure if it failed. Throws (the unit is then still the gate's holder and must `abandon`) when its
-   * transaction is gone or its savepoint cannot be released.
+   * transaction is gone.
    */
-  keep(part: Part, settle: Settle): void {
+  keep(settle: Settle): void {
     // SQLite ends the whole transaction on some errors (a full disk, an I/O error); a unit that went on after one
-    // has nothing left to keep, and a later SAVEPOINT would begin a transaction of its own.
+    // has nothing left to keep, and the group's later units would run outside any transaction.
     if (!this.#inTransaction()) throw new Error("SQLite ended the write unit's transaction before it was kept")
-    if (part === "savepoint") this.#releaseSavepoint()
     this.#members.push(settle)
     if (!this.#open) {
       this.#open = true
@@ -101,20 +105,20 @@ export class CommitGroup {
     }
   }
 
-  /** The unit failed: its writes are undone, the group's others kept. Never throws. */
+  /**
+   * The unit failed: its writes are undone. The group's others are kept when the unit changed nothing; otherwise
+   * the group is rolled back and each of them fails with a conflict, to be run again. Never throws.
+   */
   abandon(part: Part): void {
+    if (part === "joined" && !this.#unitWrote && this.#inTransaction()) return
     try {
-      if (part === "began") {
-        if (this.#inTransaction()) this.#rollback()
-        return
-      }
-      this.#rollbackToSavepoint()
-      this.#releaseSavepoint()
+      if (this.#inTransaction()) this.#rollback()
     } catch {
-      // SQLite ended the whole transaction on an error (a full disk, an I/O error); the check below sees to it.
+      // A rollback that fails leaves nothing open: SQLite has ended the transaction.
     }
-    if (part === "savepoint" && !this.#inTransaction()) {
-      this.#settle(this.#takeMembers(StorageFailure.conflict(new Error("SQLite rolled back a group of write units on another unit's error"))))
+    // A unit that began the group is its only unit so far: members join only after it was kept.
+    if (part === "joined") {
+      this.#settle(this.#takeMembers(StorageFailure.conflict(new Error("the group of write units was rolled back to undo another unit's writes"))))
     }
   }
 

@@ -40,10 +40,19 @@ export const register = (db: Kysely<Database>, handle: SqliteHandle): void => {
 
 export const handleOf = (db: Kysely<Database>): SqliteHandle | undefined => handles.get(db)
 
-const run = <R>(database: SqliteDatabase, query: CompiledQuery<R>): QueryResult<R> => {
+/**
+ * Runs one statement. `wrote` is told when it changed rows: a statement that returns rows only when better-sqlite3
+ * says it is not read-only (`RETURNING`), any other when it changed at least one row.
+ */
+const run = <R>(database: SqliteDatabase, query: CompiledQuery<R>, wrote?: () => void): QueryResult<R> => {
   const statement = database.prepare(query.sql)
-  if (statement.reader) return { rows: statement.all(query.parameters) as Array<R> }
+  if (statement.reader) {
+    const rows = statement.all(query.parameters) as Array<R>
+    if (wrote !== undefined && (statement as { readonly readonly?: boolean }).readonly === false) wrote()
+    return { rows }
+  }
   const { changes } = statement.run(query.parameters)
+  if (wrote !== undefined && changes > 0) wrote()
   return { rows: [], numAffectedRows: BigInt(changes) }
 }
 
@@ -54,15 +63,17 @@ const COMMIT = CompiledQuery.raw("commit")
 const ROLLBACK = CompiledQuery.raw("rollback")
 
 export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandle): SessionOpener => {
-  const execute = (on: SqliteDatabase) => <R>(query: CompiledQuery<R>) =>
+  const execute = (on: SqliteDatabase, wrote?: () => void) => <R>(query: CompiledQuery<R>) =>
     Effect.try({
       try() {
-        return run(on, query)
+        return run(on, query, wrote)
       },
       catch: classifySqliteError
     })
+  // What a write unit's statements change, the commit group must know to undo it (CommitGroup.abandon).
+  const commits = grouped?.commits
   const session: SqlSession = {
-    execute: execute(database),
+    execute: execute(database, commits === undefined ? undefined : () => commits.wrote()),
     commit: Effect.try({
       try() {
         run(database, COMMIT)
@@ -133,7 +144,7 @@ const groupedWriteSession = (
     runsAs,
     commit: Effect.uninterruptible(Effect.callback<void, Storage.StorageError>((resume) => {
       try {
-        commits.keep(part, (failure) => resume(failure === undefined ? Effect.void : Effect.fail(failure)))
+        commits.keep((failure) => resume(failure === undefined ? Effect.void : Effect.fail(failure)))
       } catch (cause) {
         resume(Effect.fail(classifySqliteError(cause)))
         return

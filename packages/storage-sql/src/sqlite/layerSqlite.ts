@@ -6,7 +6,6 @@
  *   drop the last commits, never corrupt the file.
  * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
  * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
- * - temp_store=MEMORY: the statement journal in memory (below).
  * - WAL checkpoints run on a worker thread, off the request path (see Checkpointer); a file database only.
  * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache); units of
  * work run straight on the connection, synchronously (see SqliteSession); write units in one turn of the event loop
@@ -58,9 +57,6 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     database.pragma("journal_mode = WAL")
     database.pragma("synchronous = NORMAL")
     database.pragma("foreign_keys = ON")
-    // Inside a transaction, a statement that changes several rows journals the pages it changes so that it can fail
-    // alone (a statement journal); in a temporary file, SQLite's default, each such statement opens one.
-    database.pragma("temp_store = MEMORY")
     if (checkpointsOnWorker) database.pragma(`wal_autocheckpoint = ${Checkpointer.FALLBACK_AUTOCHECKPOINT_PAGES}`)
   } catch (error) {
     database.close()

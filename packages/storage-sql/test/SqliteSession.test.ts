@@ -12,14 +12,19 @@ import * as Records from "./Records.js"
 
 const openFile = Effect.map(migratedSqliteFile("session.db"), ({ db }) => db)
 
+/** A storage on a migrated file holding one client, stored by a write unit (which waits for its group's commit). */
+const storageWithClient = Effect.gen(function*() {
+  const storage = SqlStorage.make(yield* openFile, SqliteEngine)
+  const client = Records.client()
+  yield* storage.transaction("write", (unit) => unit.insertClient(client))
+  return { storage, client }
+})
+
 describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the connection directly", () => {
   it.live("a read or lookup unit whose connection is free runs to its end synchronously: no promise, no suspension", () =>
     Effect.gen(function*() {
-      const db = yield* openFile
-      const storage = SqlStorage.make(db, SqliteEngine)
-      const client = Records.client()
-      // A write unit waits for its group's commit (CommitGroup.test.ts has it synchronous with groups turned off).
-      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      // CommitGroup.test.ts has write units synchronous with groups turned off.
+      const { storage, client } = yield* storageWithClient
       // runSyncExit fails with an AsyncFiberError if anything in the unit had to wait.
       const read = Effect.runSyncExit(storage.transaction("read", (unit) => unit.getClient(client.id)))
       assert.isTrue(Exit.isSuccess(read) && Option.isSome(read.value))
@@ -29,10 +34,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the conne
 
   it.live("a lookup on a file runs on the always-open read-only session: under half the Effect steps of a read unit", () =>
     Effect.gen(function*() {
-      const db = yield* openFile
-      const storage = SqlStorage.make(db, SqliteEngine)
-      const client = Records.client()
-      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      const { storage, client } = yield* storageWithClient
       // Steps the run loop takes for a whole unit, run synchronously on a fiber of its own.
       const stepsOf = (mode: "read" | "lookup") =>
         Effect.runSync(Effect.andThen(

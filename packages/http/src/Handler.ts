@@ -168,95 +168,101 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
    * The API proper. `state` collects what later steps learn (the X-RateLimit-* headers, so refusals after
    * authentication carry them too, and the key id for the log line).
    */
-  const api = (request: Incoming.Incoming, state: RequestState) =>
-    Effect.gen(function*() {
-      const match = router(request.method, request.pathname)
-      if (match._tag === "NotFound") return yield* new RouteNotFound()
-      if (match._tag === "MethodNotAllowed") return yield* new MethodNotAllowed({ method: request.method, allow: match.allow })
-      const route = match.route
-      return yield* Authentication.authenticated(
-        request.header("x-api-key"),
-        request.header("x-api-secret"),
-        (principal) => authorizedCall(request, state, route, match.params, principal)
-      )
-    })
+  const api = Effect.fnUntraced(function*(request: Incoming.Incoming, state: RequestState) {
+    const match = router(request.method, request.pathname)
+    if (match._tag === "NotFound") return yield* new RouteNotFound()
+    if (match._tag === "MethodNotAllowed") return yield* new MethodNotAllowed({ method: request.method, allow: match.allow })
+    const route = match.route
+    return yield* Authentication.authenticated(
+      request.header("x-api-key"),
+      request.header("x-api-secret"),
+      (principal) => authorizedCall(request, state, route, match.params, principal)
+    )
+  })
 
   /** Everything after authentication: rate limit, permission, body, Idempotency-Key, the operation. */
-  const authorizedCall = (
+  const authorizedCall = Effect.fnUntraced(function*(
     request: Incoming.Incoming,
     state: RequestState,
     route: Route,
     params: Readonly<Record<string, string>>,
     principal: Principal.Principal
-  ) =>
-    Effect.gen(function*() {
-      state.keyId = principal.keyId
-      const limiter = yield* RateLimiter.RateLimiter
-      const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal))
-      state.rateHeaders = RateLimitPolicies.headers(decision)
-      if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
+  ) {
+    state.keyId = principal.keyId
+    const limiter = yield* RateLimiter.RateLimiter
+    const decision = yield* limiter.consume(principal.keyId, policies.policyFor(principal))
+    state.rateHeaders = RateLimitPolicies.headers(decision)
+    if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
 
-      // AUTH-ORDER-1: the permission is checked before the body is even read.
-      yield* Principal.authorize(principal, route.operation)
+    // AUTH-ORDER-1: the permission is checked before the body is even read.
+    yield* Principal.authorize(principal, route.operation)
 
-      const text = route.method === "POST" ? yield* readText(request, maxBodyBytes) : ""
-      const body = parseJson(text, request.header("content-type"))
-      if (Result.isFailure(body)) return yield* body.failure
+    const text = route.method === "POST" ? yield* readText(request, maxBodyBytes) : ""
+    const body = parseJson(text, request.header("content-type"))
+    if (Result.isFailure(body)) return yield* body.failure
 
-      const fault = principal.clientId === null || providerFaults.size === 0 ? undefined : providerFaults.get(principal.clientId)
-      const operation = route.handle(principal, { params, search: Incoming.searchParams(request), body: body.success })
-      const work = Effect.map(
-        fault === undefined ? operation : Effect.updateService(operation, CustodyProvider.CustodyProvider, Control.faultyProvider(fault)),
-        (value) => Reply.json(route.successStatus, value)
+    const fault = principal.clientId === null || providerFaults.size === 0 ? undefined : providerFaults.get(principal.clientId)
+    const operation = route.handle(principal, { params, search: Incoming.searchParams(request), body: body.success })
+    const work = Effect.map(
+      fault === undefined ? operation : Effect.updateService(operation, CustodyProvider.CustodyProvider, Control.faultyProvider(fault)),
+      (value) => Reply.json(route.successStatus, value)
+    )
+    const key = route.method === "POST" ? request.header(Idempotency.HEADER) : null
+    if (key === null) return yield* work
+    if (!Idempotency.isValidKey(key)) {
+      return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
+    }
+    const hash = yield* Idempotency.fingerprint(request.method, request.pathname, text)
+    return yield* Idempotency.run(principal.keyId, key, hash, work)
+  })
+
+  /** The request through the API (or the control protocol, or the OpenAPI document) to its finished reply. */
+  const respond = Effect.fnUntraced(function*(
+    request: Incoming.Incoming,
+    requestId: string,
+    startedAt: number,
+    requestAnnotations: { readonly requestId: string; readonly method: string; readonly path: string }
+  ) {
+    const state: RequestState = { rateHeaders: {}, keyId: undefined }
+    const { pathname } = request
+    const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
+    const program: Effect.Effect<Reply.Reply, AnyError, Relay.RelayServices> = isControl
+      ? control(request)
+      : (request.method === "GET" || request.method === "HEAD") && pathname === OpenApi.PATH
+      ? Effect.sync(openApi)
+      : api(request, state)
+    const reply = yield* program.pipe(
+      // The one place a refusal becomes an answer.
+      Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
+      Effect.catchCause((cause) =>
+        isStorageUnavailable(cause)
+          ? Effect.as(Effect.logWarning("request failed: the database is unavailable", Cause.pretty(cause)), Reply.unavailable(requestId))
+          : Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
       )
-      const key = route.method === "POST" ? request.header(Idempotency.HEADER) : null
-      if (key === null) return yield* work
-      if (!Idempotency.isValidKey(key)) {
-        return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
+    )
+    if (logsRequests) {
+      const status = reply.status
+      const durationMs = Math.round(performance.now() - startedAt)
+      const { keyId } = state
+      if (requestLines === undefined) {
+        yield* Effect.logInfo("request").pipe(Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId }))
+      } else {
+        // The annotations in the order Effect's entry would hold them; the generator runs on the request's fiber,
+        // so the current fiber is the one that entry would name.
+        const { method, path } = requestAnnotations
+        const annotations = keyId === undefined
+          ? { requestId, method, path, status, durationMs }
+          : { requestId, method, path, status, durationMs, keyId }
+        requestLines.info("request", annotations, Fiber.getCurrent()?.id ?? 0)
       }
-      const hash = yield* Idempotency.fingerprint(request.method, request.pathname, text)
-      return yield* Idempotency.run(principal.keyId, key, hash, work)
-    })
+    }
+    return Reply.finish(reply, requestId, state.rateHeaders)
+  })
 
   const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) => {
     // Every log line of the request carries these (the request line written without Effect's entry too).
     const requestAnnotations = { requestId, method: request.method, path: request.pathname }
-    return Effect.annotateLogs(Effect.gen(function*() {
-      const state: RequestState = { rateHeaders: {}, keyId: undefined }
-      const { pathname } = request
-      const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
-      const program: Effect.Effect<Reply.Reply, AnyError, Relay.RelayServices> = isControl
-        ? control(request)
-        : (request.method === "GET" || request.method === "HEAD") && pathname === OpenApi.PATH
-        ? Effect.sync(openApi)
-        : api(request, state)
-      const reply = yield* program.pipe(
-        // The one place a refusal becomes an answer.
-        Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
-        Effect.catchCause((cause) =>
-          isStorageUnavailable(cause)
-            ? Effect.as(Effect.logWarning("request failed: the database is unavailable", Cause.pretty(cause)), Reply.unavailable(requestId))
-            : Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
-        )
-      )
-      if (logsRequests) {
-        const status = reply.status
-        const durationMs = Math.round(performance.now() - startedAt)
-        const { keyId } = state
-        if (requestLines === undefined) {
-          yield* Effect.logInfo("request").pipe(Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId }))
-        } else {
-          // The annotations in the order Effect's entry would hold them; the generator runs on the request's fiber,
-          // so the current fiber is the one that entry would name.
-          const { method, path } = requestAnnotations
-          const annotations = keyId === undefined
-            ? { requestId, method, path, status, durationMs }
-            : { requestId, method, path, status, durationMs, keyId }
-          requestLines.info("request", annotations, Fiber.getCurrent()?.id ?? 0)
-        }
-      }
-      return Reply.finish(reply, requestId, state.rateHeaders)
-    }), requestAnnotations)
+    return Effect.annotateLogs(respond(request, requestId, startedAt, requestAnnotations), requestAnnotations)
   }
 
   // Once the layers are built, requests run on their context directly: a request that never waits (a read on

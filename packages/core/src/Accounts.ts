@@ -4,7 +4,7 @@
  */
 import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
-import { requireAsset } from "./Asset.js"
+import { type Asset, requireAsset } from "./Asset.js"
 import { CustodyProvider } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
 import * as Idempotency from "./Idempotency.js"
@@ -14,7 +14,7 @@ import { operation } from "./Operation.js"
 import * as Page from "./Page.js"
 import { authorize, type ClientPrincipal, type Principal, requireOwned } from "./Principal.js"
 import * as Rates from "./Rates.js"
-import { RelayConfig } from "./RelayConfig.js"
+import { RelayConfig, type RelayConfigShape } from "./RelayConfig.js"
 import { DuplicateAccount, InvalidAmount, InvalidRequest, NotFound, TransitionNotAllowed } from "./RelayError.js"
 import * as StateMachine from "./StateMachine.js"
 import * as Storage from "./Storage.js"
@@ -73,34 +73,45 @@ export const create = operation("Accounts.create")(function*(principal: Principa
     assetId: asset.assetId,
     role: input.role ?? "custody"
   }
-  return yield* Idempotency.write(Account.AccountCreated, (unit) =>
-    Effect.gen(function*() {
-      const existing = yield* unit.findAccountByIdentity(caller.clientId, identity)
-      if (Option.isSome(existing)) return yield* new DuplicateAccount({ existingAccountId: existing.value.id })
-      const account: Account.Account = {
-        id,
-        clientId: caller.clientId,
-        ...identity,
-        description: input.description ?? "",
-        chainType: asset.chain.chainType,
-        address: null,
-        status: "pending_approval",
-        availableBalance: Money.ZERO,
-        requiredApprovals: config.defaultRequiredApprovals,
-        createdAt: now,
-        updatedAt: now
-      }
-      yield* unit.insertAccount(account)
-      yield* DomainEvent.append(unit, {
-        type: "account.created",
-        clientId: caller.clientId,
-        entityId: id,
-        statusAfter: account.status,
-        actor: DomainEvent.apiUser(caller),
-        data: { name: identity.name, workspace: identity.workspace, assetId: identity.assetId, role: identity.role }
-      })
-      return Account.toCreated(account)
-    }))
+  return yield* Idempotency.write(Account.AccountCreated, (unit) => createIn(unit, caller, identity, id, input, asset, config, now))
+})
+
+/** Creation's unit of work: the identity checked for a duplicate, the account stored pending approval. */
+const createIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  caller: ClientPrincipal,
+  identity: Account.AccountIdentity,
+  id: AccountId,
+  input: Account.CreateAccountInput,
+  asset: Asset,
+  config: RelayConfigShape,
+  now: Timestamp.Timestamp
+) {
+  const existing = yield* unit.findAccountByIdentity(caller.clientId, identity)
+  if (Option.isSome(existing)) return yield* new DuplicateAccount({ existingAccountId: existing.value.id })
+  const account: Account.Account = {
+    id,
+    clientId: caller.clientId,
+    ...identity,
+    description: input.description ?? "",
+    chainType: asset.chain.chainType,
+    address: null,
+    status: "pending_approval",
+    availableBalance: Money.ZERO,
+    requiredApprovals: config.defaultRequiredApprovals,
+    createdAt: now,
+    updatedAt: now
+  }
+  yield* unit.insertAccount(account)
+  yield* DomainEvent.append(unit, {
+    type: "account.created",
+    clientId: caller.clientId,
+    entityId: id,
+    statusAfter: account.status,
+    actor: DomainEvent.apiUser(caller),
+    data: { name: identity.name, workspace: identity.workspace, assetId: identity.assetId, role: identity.role }
+  })
+  return Account.toCreated(account)
 })
 
 /**
@@ -151,26 +162,35 @@ const decide = (action: "accounts.approve" | "accounts.reject", event: "approve"
         address = yield* depositAddressFor(account)
       }
     }
-    return yield* Idempotency.write(Account.AccountDecision, (unit) =>
-      Effect.gen(function*() {
-        const account = yield* findOwned(unit, caller, accountId)
-        const status = yield* step(account, event)
-        const decided: Account.Account = { ...account, status, updatedAt: yield* Timestamp.now }
-        yield* unit.updateAccount(decided)
-        yield* DomainEvent.append(unit, {
-          type: event === "approve" ? "account.approved" : "account.rejected",
-          clientId: account.clientId,
-          entityId: account.id,
-          statusBefore: account.status,
-          statusAfter: status,
-          actor,
-          data: {}
-        })
-        if (address !== undefined) yield* activateIn(unit, decided, address, DomainEvent.provider)
-        // The answer names the decision itself (ACC-APPR-1), even when activation followed at once.
-        return { accountId: account.id, status } satisfies Account.AccountDecision
-      }))
+    return yield* Idempotency.write(Account.AccountDecision, (unit) => decideIn(unit, event, caller, accountId, actor, address))
   })
+
+/** A decision's unit of work (see `decide`); with an address, the approved account is activated in it too. */
+const decideIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  event: "approve" | "reject",
+  caller: ClientPrincipal,
+  accountId: string,
+  actor: DomainEvent.Actor,
+  address: string | undefined
+) {
+  const account = yield* findOwned(unit, caller, accountId)
+  const status = yield* step(account, event)
+  const decided: Account.Account = { ...account, status, updatedAt: yield* Timestamp.now }
+  yield* unit.updateAccount(decided)
+  yield* DomainEvent.append(unit, {
+    type: event === "approve" ? "account.approved" : "account.rejected",
+    clientId: account.clientId,
+    entityId: account.id,
+    statusBefore: account.status,
+    statusAfter: status,
+    actor,
+    data: {}
+  })
+  if (address !== undefined) yield* activateIn(unit, decided, address, DomainEvent.provider)
+  // The answer names the decision itself (ACC-APPR-1), even when activation followed at once.
+  return { accountId: account.id, status } satisfies Account.AccountDecision
+})
 
 export const approve = decide("accounts.approve", "approve")
 export const reject = decide("accounts.reject", "reject")
@@ -182,11 +202,17 @@ export const activate = operation("Accounts.activate")(function*(accountId: stri
   if (account.status === "active") return account
   yield* step(account, "activate")
   const address = yield* depositAddressFor(account)
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* findAny(unit, accountId)
-      return current.status === "active" ? current : yield* activateIn(unit, current, address, DomainEvent.provider)
-    }))
+  return yield* Storage.run("write", (unit) => activateAfresh(unit, accountId, address))
+})
+
+/** Activates the account with this id unless it already is, in `unit`. */
+const activateAfresh = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  accountId: string,
+  address: string
+) {
+  const current = yield* findAny(unit, accountId)
+  return current.status === "active" ? current : yield* activateIn(unit, current, address, DomainEvent.provider)
 })
 
 /** Provider step: a deposit arrived at an active account's address. Credits the balance and records it. */
@@ -194,42 +220,50 @@ export const deposit = operation("Accounts.deposit")(function*(accountId: string
   accountId = yield* requireUuid("accountId", accountId)
   const entryId = LedgerEntryId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const account = yield* findAny(unit, accountId)
-      if (!Account.isActive(account)) {
-        return yield* new TransitionNotAllowed({ entity: "account", id: account.id, status: account.status, action: "deposit" })
-      }
-      // An asset taken out of the registry since the account was opened is named as such, not guessed at.
-      const { precision } = yield* requireAsset(account.assetId)
-      const credited = yield* Effect.fromResult(Money.parseAmount(amount, precision, account.assetId)).pipe(
-        Effect.mapError(InvalidAmount.of)
-      )
-      const updated: Account.Account = {
-        ...account,
-        availableBalance: Money.add(account.availableBalance, credited),
-        updatedAt: now
-      }
-      yield* unit.updateAccount(updated)
-      yield* DomainEvent.append(unit, {
-        type: "funds.credited",
-        clientId: account.clientId,
-        entityId: account.id,
-        actor: DomainEvent.provider,
-        data: { accountId: account.id, amount: credited, transactionId: null }
-      })
-      yield* unit.insertLedgerEntry({
-        id: entryId,
-        clientId: account.clientId,
-        accountId: account.id,
-        kind: "deposit",
-        direction: "credit",
-        amount: credited,
-        transactionId: null,
-        createdAt: now
-      })
-      return updated
-    }))
+  return yield* Storage.run("write", (unit) => depositIn(unit, accountId, amount, entryId, now))
+})
+
+/** A deposit's unit of work: the balance credited, the event and the ledger entry recorded. */
+const depositIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  accountId: string,
+  amount: string,
+  entryId: LedgerEntryId,
+  now: Timestamp.Timestamp
+) {
+  const account = yield* findAny(unit, accountId)
+  if (!Account.isActive(account)) {
+    return yield* new TransitionNotAllowed({ entity: "account", id: account.id, status: account.status, action: "deposit" })
+  }
+  // An asset taken out of the registry since the account was opened is named as such, not guessed at.
+  const { precision } = yield* requireAsset(account.assetId)
+  const credited = yield* Effect.fromResult(Money.parseAmount(amount, precision, account.assetId)).pipe(
+    Effect.mapError(InvalidAmount.of)
+  )
+  const updated: Account.Account = {
+    ...account,
+    availableBalance: Money.add(account.availableBalance, credited),
+    updatedAt: now
+  }
+  yield* unit.updateAccount(updated)
+  yield* DomainEvent.append(unit, {
+    type: "funds.credited",
+    clientId: account.clientId,
+    entityId: account.id,
+    actor: DomainEvent.provider,
+    data: { accountId: account.id, amount: credited, transactionId: null }
+  })
+  yield* unit.insertLedgerEntry({
+    id: entryId,
+    clientId: account.clientId,
+    accountId: account.id,
+    kind: "deposit",
+    direction: "credit",
+    amount: credited,
+    transactionId: null,
+    createdAt: now
+  })
+  return updated
 })
 
 /** Administration: how many distinct approvers a transaction from this account needs (0 to 10). */
@@ -241,20 +275,25 @@ export const setApprovalPolicy = operation("Accounts.setApprovalPolicy")(functio
   if (!Number.isInteger(requiredApprovals) || requiredApprovals < 0 || requiredApprovals > 10) {
     return yield* InvalidRequest.field("requiredApprovals", "must be an integer from 0 to 10")
   }
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const account = yield* findAny(unit, accountId)
-      const updated: Account.Account = { ...account, requiredApprovals, updatedAt: yield* Timestamp.now }
-      yield* unit.updateAccount(updated)
-      yield* DomainEvent.append(unit, {
-        type: "account.approval_policy_changed",
-        clientId: account.clientId,
-        entityId: account.id,
-        actor: DomainEvent.operator,
-        data: { requiredApprovals }
-      })
-      return updated
-    }))
+  return yield* Storage.run("write", (unit) => setApprovalPolicyIn(unit, accountId, requiredApprovals))
+})
+
+const setApprovalPolicyIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  accountId: string,
+  requiredApprovals: number
+) {
+  const account = yield* findAny(unit, accountId)
+  const updated: Account.Account = { ...account, requiredApprovals, updatedAt: yield* Timestamp.now }
+  yield* unit.updateAccount(updated)
+  yield* DomainEvent.append(unit, {
+    type: "account.approval_policy_changed",
+    clientId: account.clientId,
+    entityId: account.id,
+    actor: DomainEvent.operator,
+    data: { requiredApprovals }
+  })
+  return updated
 })
 
 /** The account as stored, for administration and tests: no client scope. */

@@ -59,38 +59,48 @@ export const createApiUser = operation("Administration.createApiUser")(function*
   const credential = yield* ApiUser.generateCredential
   const secretHash = (yield* ApiUser.SecretDigest)(Redacted.value(credential.secret))
   const now = yield* Timestamp.now
-  yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const rateLimit = input.rateLimit ?? Option.getOrUndefined(Option.map(
-        yield* unit.getSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS),
-        (text) => JSON.parse(text) as RateLimitPolicy
-      ))
-      if (clientId !== null && Option.isNone(yield* unit.getClient(clientId))) {
-        return yield* new NotFound({ resource: "client", id: clientId })
-      }
-      const name = input.name ?? `api-user-${id.slice(-12)}`
-      const permissions = [...new Set(input.permissions)]
-      yield* DomainEvent.append(unit, {
-        type: "api_user.created",
-        clientId,
-        entityId: id,
-        actor: DomainEvent.operator,
-        data: { keyId: credential.keyId, name, permissions }
-      })
-      yield* unit.insertApiUser({
-        id,
-        clientId,
-        name,
-        keyId: credential.keyId,
-        secretHash,
-        permissions,
-        ...(rateLimit === undefined ? {} : { rateLimit }),
-        revokedAt: null,
-        createdAt: now,
-        updatedAt: now
-      })
-    }))
+  yield* Storage.run("write", (unit) => createApiUserIn(unit, input, clientId, id, credential.keyId, secretHash, now))
   return { apiUserId: id, keyId: credential.keyId, secret: credential.secret } satisfies ApiUser.IssuedCredential
+})
+
+/** An API user's unit of work: its client checked, the user stored with its hash (never the secret), the event appended. */
+const createApiUserIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  input: NewApiUser,
+  clientId: ClientId | null,
+  id: ApiUserId,
+  keyId: string,
+  secretHash: string,
+  now: Timestamp.Timestamp
+) {
+  const rateLimit = input.rateLimit ?? Option.getOrUndefined(Option.map(
+    yield* unit.getSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS),
+    (text) => JSON.parse(text) as RateLimitPolicy
+  ))
+  if (clientId !== null && Option.isNone(yield* unit.getClient(clientId))) {
+    return yield* new NotFound({ resource: "client", id: clientId })
+  }
+  const name = input.name ?? `api-user-${id.slice(-12)}`
+  const permissions = [...new Set(input.permissions)]
+  yield* DomainEvent.append(unit, {
+    type: "api_user.created",
+    clientId,
+    entityId: id,
+    actor: DomainEvent.operator,
+    data: { keyId, name, permissions }
+  })
+  yield* unit.insertApiUser({
+    id,
+    clientId,
+    name,
+    keyId,
+    secretHash,
+    permissions,
+    ...(rateLimit === undefined ? {} : { rateLimit }),
+    revokedAt: null,
+    createdAt: now,
+    updatedAt: now
+  })
 })
 
 /** The event a change of an API user appends: what changed, never the secret. */
@@ -101,26 +111,31 @@ const changeEvent = (before: ApiUser.ApiUser, after: ApiUser.ApiUser) =>
     ? { type: "api_user.secret_rotated" as const, data: {} }
     : { type: "api_user.permissions_changed" as const, data: { before: before.permissions, after: after.permissions } }
 
-const updateApiUser = (id: string, change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser) =>
-  Effect.gen(function*() {
-    id = yield* requireUuid("apiUserId", id)
-    const now = yield* Timestamp.now
-    return yield* Storage.run("write", (unit) =>
-      Effect.gen(function*() {
-        const found = yield* unit.getApiUser(ApiUserId.make(id))
-        if (Option.isNone(found)) return yield* new NotFound({ resource: "api_user", id })
-        const updated = change(found.value, now)
-        if (updated === found.value) return updated
-        yield* unit.updateApiUser(updated)
-        yield* DomainEvent.append(unit, {
-          ...changeEvent(found.value, updated),
-          clientId: updated.clientId,
-          entityId: updated.id,
-          actor: DomainEvent.operator
-        })
-        return updated
-      }))
+const updateApiUser = Effect.fnUntraced(function*(id: string, change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser) {
+  id = yield* requireUuid("apiUserId", id)
+  const now = yield* Timestamp.now
+  return yield* Storage.run("write", (unit) => updateApiUserIn(unit, id, change, now))
+})
+
+const updateApiUserIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  id: string,
+  change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser,
+  now: Timestamp.Timestamp
+) {
+  const found = yield* unit.getApiUser(ApiUserId.make(id))
+  if (Option.isNone(found)) return yield* new NotFound({ resource: "api_user", id })
+  const updated = change(found.value, now)
+  if (updated === found.value) return updated
+  yield* unit.updateApiUser(updated)
+  yield* DomainEvent.append(unit, {
+    ...changeEvent(found.value, updated),
+    clientId: updated.clientId,
+    entityId: updated.id,
+    actor: DomainEvent.operator
   })
+  return updated
+})
 
 /**
  * The request budget API users created from now on get (LIM-RATE-2: "applies to API users created afterwards");

@@ -49,12 +49,20 @@ export const ofRecord = operation("AuditTrail.ofRecord")(function*(
 ) {
   const caller = yield* authorize(principal, "auditTrail.list")
   id = yield* requireUuid("id", id)
-  const found = yield* Storage.run("read", (unit) =>
-    Effect.gen(function*() {
-      yield* requireRecord(unit, caller, record, id)
-      return yield* unit.pageEvents(caller.clientId, { entityId: id }, page)
-    }))
+  const found = yield* Storage.run("read", (unit) => pageOfRecord(unit, caller, record, id, page))
   return envelope(found, page)
+})
+
+/** The record's events, once the caller is shown to own the record. */
+const pageOfRecord = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  caller: ClientPrincipal,
+  record: RecordWithTrail,
+  id: string,
+  page: Page.PageRequest
+) {
+  yield* requireRecord(unit, caller, record, id)
+  return yield* unit.pageEvents(caller.clientId, { entityId: id }, page)
 })
 
 /** Every client's events matching `filter`, newest first: the operator's view (administration, no principal). */

@@ -158,57 +158,52 @@ export const layerSimulated = (
 
       const provider = CustodyProvider.of({
         progressReporting: lifecycle === undefined ? "pushed" : "polled",
-        estimateFee: (asset, amount) =>
-          Effect.gen(function*() {
-            yield* guard("estimateFee")
-            if (noFeeEstimation.has(asset.assetId)) {
-              return yield* new FeeEstimationUnsupported({ assetId: asset.assetId })
-            }
-            const base = baseFee[asset.feeAssetId] ?? DEFAULT_BASE_FEE
-            // A token's fee is paid in the chain's own asset, so it does not scale with the token amount.
-            const proportional = asset.feeAssetId === asset.assetId
-              ? Money.multiply(amount, Money.canonical(PROPORTIONAL_FEE))
-              : Money.ZERO
-            const fee = Money.roundDown(Money.add(Money.canonical(base), proportional), asset.precision)
-            return { fee, feeAssetId: asset.feeAssetId }
-          }),
+        estimateFee: Effect.fnUntraced(function*(asset: Asset, amount: Money.DecimalString) {
+          yield* guard("estimateFee")
+          if (noFeeEstimation.has(asset.assetId)) {
+            return yield* new FeeEstimationUnsupported({ assetId: asset.assetId })
+          }
+          const base = baseFee[asset.feeAssetId] ?? DEFAULT_BASE_FEE
+          // A token's fee is paid in the chain's own asset, so it does not scale with the token amount.
+          const proportional = asset.feeAssetId === asset.assetId
+            ? Money.multiply(amount, Money.canonical(PROPORTIONAL_FEE))
+            : Money.ZERO
+          const fee = Money.roundDown(Money.add(Money.canonical(base), proportional), asset.precision)
+          return { fee, feeAssetId: asset.feeAssetId }
+        }),
         createDepositAddress: (accountId, asset) =>
           Effect.as(guard("createDepositAddress"), asset.chain.addressFromSeed(utf8ToBytes(`deposit:${accountId}`))),
-        submitTransfer: (order) =>
-          Effect.gen(function*() {
-            yield* guard("submitTransfer")
-            const providerTransactionId = derivedUuid(`transfer:${order.transactionId}`)
-            yield* since(submittedAt, providerTransactionId)
-            return { providerTransactionId }
-          }),
-        transferProgress: (providerTransactionId) =>
-          Effect.gen(function*() {
-            yield* guard("transferProgress")
-            const elapsed = yield* since(submittedAt, providerTransactionId)
-            if (lifecycle === undefined) return { stage: "pending_policy" } as const
-            const signedAt = lifecycle.policyMillis
-            const broadcastAt = signedAt + lifecycle.broadcastMillis
-            const settledAt = broadcastAt + lifecycle.confirmationMillis
-            if (elapsed < signedAt) return { stage: "pending_policy" } as const
-            if (elapsed < broadcastAt) return { stage: "signed" } as const
-            if (elapsed < settledAt) return { stage: "broadcast" } as const
-            return shareOf(providerTransactionId) < lifecycle.failureShare
-              ? { stage: "failed", subStatus: "DROPPED_BY_NETWORK" } as const
-              : { stage: "completed" } as const
-          }),
-        registerWhitelistedAddress: (registration) =>
-          Effect.gen(function*() {
-            yield* guard("registerWhitelistedAddress")
-            const providerId = derivedUuid(`whitelist:${registration.entryId}`)
-            yield* since(registeredAt, providerId)
-            return { providerId }
-          }),
-        addressReview: (providerId) =>
-          Effect.gen(function*() {
-            yield* guard("addressReview")
-            const elapsed = yield* since(registeredAt, providerId)
-            return lifecycle !== undefined && elapsed >= lifecycle.addressReviewMillis ? "approved" : "pending"
-          })
+        submitTransfer: Effect.fnUntraced(function*(order: TransferOrder) {
+          yield* guard("submitTransfer")
+          const providerTransactionId = derivedUuid(`transfer:${order.transactionId}`)
+          yield* since(submittedAt, providerTransactionId)
+          return { providerTransactionId }
+        }),
+        transferProgress: Effect.fnUntraced(function*(providerTransactionId: string) {
+          yield* guard("transferProgress")
+          const elapsed = yield* since(submittedAt, providerTransactionId)
+          if (lifecycle === undefined) return { stage: "pending_policy" } as const
+          const signedAt = lifecycle.policyMillis
+          const broadcastAt = signedAt + lifecycle.broadcastMillis
+          const settledAt = broadcastAt + lifecycle.confirmationMillis
+          if (elapsed < signedAt) return { stage: "pending_policy" } as const
+          if (elapsed < broadcastAt) return { stage: "signed" } as const
+          if (elapsed < settledAt) return { stage: "broadcast" } as const
+          return shareOf(providerTransactionId) < lifecycle.failureShare
+            ? { stage: "failed", subStatus: "DROPPED_BY_NETWORK" } as const
+            : { stage: "completed" } as const
+        }),
+        registerWhitelistedAddress: Effect.fnUntraced(function*(registration: AddressRegistration) {
+          yield* guard("registerWhitelistedAddress")
+          const providerId = derivedUuid(`whitelist:${registration.entryId}`)
+          yield* since(registeredAt, providerId)
+          return { providerId }
+        }),
+        addressReview: Effect.fnUntraced(function*(providerId: string) {
+          yield* guard("addressReview")
+          const elapsed = yield* since(registeredAt, providerId)
+          return lifecycle !== undefined && elapsed >= lifecycle.addressReviewMillis ? "approved" : "pending"
+        })
       })
       const controls = SimulatedProviderControls.of({
         setFeeEstimation: (assetId, supported) =>

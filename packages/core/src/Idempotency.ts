@@ -123,23 +123,31 @@ export const write = <S extends Schema.Codec<unknown, unknown>, E, R>(
     const key = fiber.getRef(CurrentKey)
     if (key === undefined) return Storage.run("write", work)
     const ttlSeconds = fiber.getRef(RelayConfig).idempotencyKeyTtlSeconds
-    const kept = keptAs(result)
-    return Storage.run("write", (unit) =>
-      Effect.gen(function*() {
-        const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-        const claimed = yield* unit.claimIdempotencyKey({
-          scope: key.scope,
-          key: key.key,
-          fingerprint: key.fingerprint,
-          createdAt: Timestamp.fromMillis(nowMillis),
-          expiresAt: Timestamp.fromMillis(nowMillis + ttlSeconds * 1000)
-        })
-        if (Option.isSome(claimed)) return yield* replayOf(result, key, claimed.value)
-        const text = kept.encode(yield* work(unit))
-        yield* unit.completeIdempotencyKey(key.scope, key.key, text)
-        return kept.decode(text)
-      }))
+    return Storage.run("write", (unit) => writeUnderKey(unit, result, key, ttlSeconds, work))
   })
+
+/** A command's unit under a key: the key claimed (or its first result replayed), the command, its result kept. */
+const writeUnderKey = Effect.fnUntraced(function*<S extends Schema.Codec<unknown, unknown>, E, R>(
+  unit: Storage.StorageUnit,
+  result: S,
+  key: CommandKey,
+  ttlSeconds: number,
+  work: (unit: Storage.StorageUnit) => Effect.Effect<S["Type"], E, R>
+) {
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const claimed = yield* unit.claimIdempotencyKey({
+    scope: key.scope,
+    key: key.key,
+    fingerprint: key.fingerprint,
+    createdAt: Timestamp.fromMillis(nowMillis),
+    expiresAt: Timestamp.fromMillis(nowMillis + ttlSeconds * 1000)
+  })
+  if (Option.isSome(claimed)) return yield* replayOf(result, key, claimed.value)
+  const kept = keptAs(result)
+  const text = kept.encode(yield* work(unit))
+  yield* unit.completeIdempotencyKey(key.scope, key.key, text)
+  return kept.decode(text)
+})
 
 /**
  * Keeps `value` as the answer of a request run under a key that changed nothing (a fee quote): a retry gets the

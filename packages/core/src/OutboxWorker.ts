@@ -84,20 +84,26 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
  * The due entries, leased to this worker. An idle relay only reads: a write unit (SQLite's write lock, a
  * PostgreSQL transaction that writes) is opened only when something is due.
  */
-const lease = (options: WorkerOptions) =>
-  Effect.gen(function*() {
-    const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-    const now = Timestamp.fromMillis(nowMillis)
-    const seen = yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 1))
-    if (seen.length === 0) return seen
-    return yield* Storage.run("write", (unit) =>
-      Effect.gen(function*() {
-        const due = yield* unit.dueOutboxEntries(now, options.batch)
-        const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
-        for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
-        return due
-      }))
-  })
+const lease = Effect.fnUntraced(function*(options: WorkerOptions) {
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const now = Timestamp.fromMillis(nowMillis)
+  const seen = yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 1))
+  if (seen.length === 0) return seen
+  return yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options))
+})
+
+/** Leases to this worker, in one write unit, the entries due now. */
+const leaseDue = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  now: Timestamp.Timestamp,
+  nowMillis: number,
+  options: WorkerOptions
+) {
+  const due = yield* unit.dueOutboxEntries(now, options.batch)
+  const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
+  for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
+  return due
+})
 
 const describe = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.findErrorOption(cause)
@@ -106,34 +112,42 @@ const describe = (cause: Cause.Cause<unknown>): string => {
 }
 
 /** Records a failed attempt: due again after the backoff, or given up after the last attempt. */
-const recordFailure = (options: WorkerOptions, entry: Outbox.OutboxEntry, cause: Cause.Cause<unknown>) =>
-  Effect.gen(function*() {
-    const delay = yield* backoffMillis(options, entry.attempts + 1)
-    const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-    const now = Timestamp.fromMillis(nowMillis)
-    const lastError = describe(cause).slice(0, 500)
-    yield* Effect.logWarning("outbox effect failed").pipe(
-      Effect.annotateLogs({ entry: entry.id, kind: entry.kind, subject: entry.subjectId, attempts: entry.attempts + 1, error: lastError })
-    )
-    yield* Storage.run("write", (unit) =>
-      Effect.gen(function*() {
-        const found = yield* unit.getOutboxEntry(entry.id)
-        if (Option.isNone(found) || found.value.state !== "pending") return
-        const attempts = found.value.attempts + 1
-        const gaveUp = attempts >= options.maxAttempts
-        yield* unit.updateOutboxEntry({
-          ...found.value,
-          attempts,
-          state: gaveUp ? "given_up" : "pending",
-          nextAttemptAt: gaveUp ? found.value.nextAttemptAt : Timestamp.fromMillis(nowMillis + delay),
-          leasedUntil: null,
-          lastError,
-          updatedAt: now
-        })
-        const consequence = givenUp[entry.kind]
-        if (gaveUp && consequence !== undefined) yield* Effect.orDie(consequence(unit, entry.subjectId))
-      }))
+const recordFailure = Effect.fnUntraced(function*(options: WorkerOptions, entry: Outbox.OutboxEntry, cause: Cause.Cause<unknown>) {
+  const delay = yield* backoffMillis(options, entry.attempts + 1)
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const now = Timestamp.fromMillis(nowMillis)
+  const lastError = describe(cause).slice(0, 500)
+  yield* Effect.logWarning("outbox effect failed").pipe(
+    Effect.annotateLogs({ entry: entry.id, kind: entry.kind, subject: entry.subjectId, attempts: entry.attempts + 1, error: lastError })
+  )
+  yield* Storage.run("write", (unit) => recordFailureIn(unit, entry, options, nowMillis, delay, lastError, now))
+})
+
+const recordFailureIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  entry: Outbox.OutboxEntry,
+  options: WorkerOptions,
+  nowMillis: number,
+  delay: number,
+  lastError: string,
+  now: Timestamp.Timestamp
+) {
+  const found = yield* unit.getOutboxEntry(entry.id)
+  if (Option.isNone(found) || found.value.state !== "pending") return
+  const attempts = found.value.attempts + 1
+  const gaveUp = attempts >= options.maxAttempts
+  yield* unit.updateOutboxEntry({
+    ...found.value,
+    attempts,
+    state: gaveUp ? "given_up" : "pending",
+    nextAttemptAt: gaveUp ? found.value.nextAttemptAt : Timestamp.fromMillis(nowMillis + delay),
+    leasedUntil: null,
+    lastError,
+    updatedAt: now
   })
+  const consequence = givenUp[entry.kind]
+  if (gaveUp && consequence !== undefined) yield* Effect.orDie(consequence(unit, entry.subjectId))
+})
 
 /**
  * Carries out one leased entry; never fails (a failure is recorded on the entry). An attempt that outlasts half
@@ -155,20 +169,18 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
   )
 
 /** One round: leases what is due and carries it out. Answers how many entries it carried out. */
-export const runDue = (options: WorkerOptions = defaults) =>
-  Effect.gen(function*() {
-    const due = yield* lease(options)
-    yield* Effect.forEach(due, (entry) => carryOut(options, entry), { discard: true })
-    return due.length
-  })
+export const runDue = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
+  const due = yield* lease(options)
+  yield* Effect.forEach(due, (entry) => carryOut(options, entry), { discard: true })
+  return due.length
+})
 
 /** Rounds until nothing is due: for tests and for draining before a shutdown. */
-export const drain = (options: WorkerOptions = defaults) =>
-  Effect.gen(function*() {
-    let total = 0
-    for (let carried = yield* runDue(options); carried > 0; carried = yield* runDue(options)) total += carried
-    return total
-  })
+export const drain = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
+  let total = 0
+  for (let carried = yield* runDue(options); carried > 0; carried = yield* runDue(options)) total += carried
+  return total
+})
 
 const HOUSEKEEPING_EVERY_MILLIS = 10 * 60 * 1000
 

@@ -23,26 +23,30 @@ export interface AccountReconciliation {
 
 export const reconcileAccount = operation("Reconciliation.reconcileAccount")(function*(accountId: string) {
   accountId = yield* requireUuid("accountId", accountId)
-  return yield* Storage.run("read", (unit) =>
-    Effect.gen(function*() {
-      const found = yield* unit.getAccount(AccountId.make(accountId))
-      if (Option.isNone(found)) return yield* new NotFound({ resource: "account", id: accountId })
-      const account = found.value
-      const entries = yield* unit.listLedgerEntries(account.id)
-      const open = yield* unit.listOpenTransactionsFrom(account.id)
-      const credits = Money.sum(entries.filter((e) => e.direction === "credit").map((e) => e.amount))
-      const debits = Money.sum(entries.filter((e) => e.direction === "debit").map((e) => e.amount))
-      const reserved = Money.sum(open.map((t) => t.reserved))
-      const expectedAvailable = Money.subtract(Money.subtract(credits, debits), reserved)
-      return {
-        accountId: account.id,
-        availableBalance: account.availableBalance,
-        credits,
-        debits,
-        reserved,
-        expectedAvailable,
-        consistent: Money.compare(expectedAvailable, account.availableBalance) === 0 &&
-          !Money.isNegative(account.availableBalance)
-      } satisfies AccountReconciliation
-    }))
+  return yield* Storage.run("read", (unit) => reconcileIn(unit, accountId))
+})
+
+const reconcileIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  accountId: string
+) {
+  const found = yield* unit.getAccount(AccountId.make(accountId))
+  if (Option.isNone(found)) return yield* new NotFound({ resource: "account", id: accountId })
+  const account = found.value
+  const entries = yield* unit.listLedgerEntries(account.id)
+  const open = yield* unit.listOpenTransactionsFrom(account.id)
+  const credits = Money.sum(entries.filter((e) => e.direction === "credit").map((e) => e.amount))
+  const debits = Money.sum(entries.filter((e) => e.direction === "debit").map((e) => e.amount))
+  const reserved = Money.sum(open.map((t) => t.reserved))
+  const expectedAvailable = Money.subtract(Money.subtract(credits, debits), reserved)
+  return {
+    accountId: account.id,
+    availableBalance: account.availableBalance,
+    credits,
+    debits,
+    reserved,
+    expectedAvailable,
+    consistent: Money.compare(expectedAvailable, account.availableBalance) === 0 &&
+      !Money.isNegative(account.availableBalance)
+  } satisfies AccountReconciliation
 })

@@ -8,7 +8,7 @@ import { Duration, Effect, Option } from "effect"
 import * as Account from "./Account.js"
 import { requireUuid } from "./Accounts.js"
 import { type Asset, requireAsset } from "./Asset.js"
-import { CustodyProvider, type TransferProgress } from "./CustodyProvider.js"
+import { CustodyProvider, type FeeQuote, type ProgressReporting, type TransferProgress } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
 import * as FeeEstimate from "./FeeEstimate.js"
 import * as Idempotency from "./Idempotency.js"
@@ -254,17 +254,16 @@ export const status = operation("Transactions.status")(function*(principal: Prin
  * of work, so no lock is held while the provider answers, and within `RelayConfig.providerCallTimeoutMillis`: a
  * provider that does not answer in time is a provider failure (the interface's 500), not a hung request.
  */
-const feeFor = (asset: Asset, amount: Money.DecimalString) =>
-  Effect.gen(function*() {
-    const { providerCallTimeoutMillis } = yield* RelayConfig
-    return yield* (yield* CustodyProvider).estimateFee(asset, amount).pipe(
-      Effect.timeoutOrElse({
-        duration: Duration.millis(providerCallTimeoutMillis),
-        orElse: () =>
-          Effect.fail(new CustodyProviderFailed({ operation: "estimateFee", detail: `no answer within ${providerCallTimeoutMillis} ms` }))
-      })
-    )
-  })
+const feeFor = Effect.fnUntraced(function*(asset: Asset, amount: Money.DecimalString) {
+  const { providerCallTimeoutMillis } = yield* RelayConfig
+  return yield* (yield* CustodyProvider).estimateFee(asset, amount).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(providerCallTimeoutMillis),
+      orElse: () =>
+        Effect.fail(new CustodyProviderFailed({ operation: "estimateFee", detail: `no answer within ${providerCallTimeoutMillis} ms` }))
+    })
+  )
+})
 
 /**
  * Estimates the network fee after exactly initiate's validation; stores nothing but, under an idempotency key,
@@ -307,72 +306,82 @@ export const initiate = operation("Transactions.initiate")(function*(
   const id = TransactionId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
   const actor = DomainEvent.apiUser(caller)
-  return yield* Idempotency.write(Transaction.TransactionInitiated, (unit) =>
-    Effect.gen(function*() {
-      const transfer = yield* validateTransfer(unit, caller, input)
-      const reserved = quote.feeAssetId === transfer.asset.assetId ? Money.add(transfer.amount, quote.fee) : transfer.amount
-      if (Money.compare(transfer.source.availableBalance, reserved) < 0) {
-        return yield* new InsufficientFunds({
-          available: transfer.source.availableBalance,
-          required: reserved,
-          assetId: transfer.asset.assetId
-        })
-      }
-      yield* unit.updateAccount({
-        ...transfer.source,
-        availableBalance: Money.subtract(transfer.source.availableBalance, reserved),
-        updatedAt: now
-      })
-      const created: Transaction.Transaction = {
-        id,
-        clientId: caller.clientId,
-        sourceAccountId: transfer.source.id,
-        destinationId: transfer.destinationId,
-        destinationType: input.destinationType,
-        destinationAddress: transfer.destinationAddress,
-        amount: transfer.amount,
-        assetType: transfer.asset.assetId,
-        networkFee: quote.fee,
-        feeAssetId: quote.feeAssetId,
-        reserved,
-        status: Transaction.machine.initial,
-        subStatus: null,
-        requiredApprovals: transfer.source.requiredApprovals,
-        createdBy: { apiUserId: caller.apiUserId, name: caller.name },
-        decisions: [],
-        providerTransactionId: null,
-        approvedAt: null,
-        providerApprovedAt: null,
-        createdAt: now,
-        updatedAt: now
-      }
-      yield* DomainEvent.append(unit, {
-        type: "transaction.initiated",
-        clientId: caller.clientId,
-        entityId: id,
-        statusAfter: created.status,
-        actor,
-        data: {
-          sourceAccountId: created.sourceAccountId,
-          destinationId: created.destinationId,
-          destinationType: created.destinationType,
-          amount: created.amount,
-          assetType: created.assetType,
-          networkFee: created.networkFee,
-          requiredApprovals: created.requiredApprovals
-        }
-      })
-      yield* DomainEvent.append(unit, {
-        type: "funds.reserved",
-        clientId: caller.clientId,
-        entityId: transfer.source.id,
-        actor,
-        data: { accountId: transfer.source.id, amount: reserved, transactionId: id }
-      })
-      const stored = created.requiredApprovals === 0 ? yield* applyEvent(unit, created, "quorumReached", now, actor) : created
-      yield* unit.insertTransaction(stored)
-      return Transaction.toInitiated(stored)
-    }))
+  return yield* Idempotency.write(Transaction.TransactionInitiated, (unit) => initiateIn(unit, caller, input, quote, id, now, actor))
+})
+
+/** Initiation's unit of work: validated again against what it holds locked, then the reservation and the record. */
+const initiateIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  caller: ClientPrincipal,
+  input: Transaction.TransferInput,
+  quote: FeeQuote,
+  id: TransactionId,
+  now: Timestamp.Timestamp,
+  actor: DomainEvent.Actor
+) {
+  const transfer = yield* validateTransfer(unit, caller, input)
+  const reserved = quote.feeAssetId === transfer.asset.assetId ? Money.add(transfer.amount, quote.fee) : transfer.amount
+  if (Money.compare(transfer.source.availableBalance, reserved) < 0) {
+    return yield* new InsufficientFunds({
+      available: transfer.source.availableBalance,
+      required: reserved,
+      assetId: transfer.asset.assetId
+    })
+  }
+  yield* unit.updateAccount({
+    ...transfer.source,
+    availableBalance: Money.subtract(transfer.source.availableBalance, reserved),
+    updatedAt: now
+  })
+  const created: Transaction.Transaction = {
+    id,
+    clientId: caller.clientId,
+    sourceAccountId: transfer.source.id,
+    destinationId: transfer.destinationId,
+    destinationType: input.destinationType,
+    destinationAddress: transfer.destinationAddress,
+    amount: transfer.amount,
+    assetType: transfer.asset.assetId,
+    networkFee: quote.fee,
+    feeAssetId: quote.feeAssetId,
+    reserved,
+    status: Transaction.machine.initial,
+    subStatus: null,
+    requiredApprovals: transfer.source.requiredApprovals,
+    createdBy: { apiUserId: caller.apiUserId, name: caller.name },
+    decisions: [],
+    providerTransactionId: null,
+    approvedAt: null,
+    providerApprovedAt: null,
+    createdAt: now,
+    updatedAt: now
+  }
+  yield* DomainEvent.append(unit, {
+    type: "transaction.initiated",
+    clientId: caller.clientId,
+    entityId: id,
+    statusAfter: created.status,
+    actor,
+    data: {
+      sourceAccountId: created.sourceAccountId,
+      destinationId: created.destinationId,
+      destinationType: created.destinationType,
+      amount: created.amount,
+      assetType: created.assetType,
+      networkFee: created.networkFee,
+      requiredApprovals: created.requiredApprovals
+    }
+  })
+  yield* DomainEvent.append(unit, {
+    type: "funds.reserved",
+    clientId: caller.clientId,
+    entityId: transfer.source.id,
+    actor,
+    data: { accountId: transfer.source.id, amount: reserved, transactionId: id }
+  })
+  const stored = created.requiredApprovals === 0 ? yield* applyEvent(unit, created, "quorumReached", now, actor) : created
+  yield* unit.insertTransaction(stored)
+  return Transaction.toInitiated(stored)
 })
 
 /**
@@ -385,40 +394,49 @@ const decide = (decision: "approve" | "reject") =>
     id = yield* requireUuid("id", id)
     const now = yield* Timestamp.now
     const actor = DomainEvent.apiUser(caller)
-    return yield* Idempotency.write(Transaction.TransactionDetail, (unit) =>
-      Effect.gen(function*() {
-        const tx = yield* findOwned(unit, caller, id)
-        if (tx.status !== "AWAITING_SIGNATURE") {
-          return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: decision })
-        }
-        if (tx.createdBy.apiUserId === caller.apiUserId) return yield* new InitiatorCannotApprove({ transactionId: id })
-        if (tx.decisions.some((d) => d.apiUserId === caller.apiUserId)) return yield* new AlreadyDecided({ transactionId: id })
-        const decided: Transaction.Transaction = {
-          ...tx,
-          decisions: [...tx.decisions, { apiUserId: caller.apiUserId, name: caller.name, decision, at: now }],
-          updatedAt: now
-        }
-        const approvals = decided.decisions.filter((d) => d.decision === "approve").length
-        if (decision === "approve") {
-          yield* DomainEvent.append(unit, {
-            type: "transaction.approved_by_approver",
-            clientId: tx.clientId,
-            entityId: tx.id,
-            statusBefore: tx.status,
-            statusAfter: tx.status,
-            actor,
-            data: { approvals, requiredApprovals: tx.requiredApprovals }
-          })
-        }
-        const next = decision === "reject"
-          ? yield* applyEvent(unit, decided, "reject", now, actor)
-          : approvals >= decided.requiredApprovals
-          ? yield* applyEvent(unit, decided, "quorumReached", now, actor)
-          : decided
-        yield* unit.updateTransaction(next)
-        return Transaction.toDetail(next)
-      }))
+    return yield* Idempotency.write(Transaction.TransactionDetail, (unit) => decideIn(unit, decision, caller, id, now, actor))
   })
+
+/** A decision's unit of work (see `decide`). */
+const decideIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  decision: "approve" | "reject",
+  caller: ClientPrincipal,
+  id: string,
+  now: Timestamp.Timestamp,
+  actor: DomainEvent.Actor
+) {
+  const tx = yield* findOwned(unit, caller, id)
+  if (tx.status !== "AWAITING_SIGNATURE") {
+    return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: decision })
+  }
+  if (tx.createdBy.apiUserId === caller.apiUserId) return yield* new InitiatorCannotApprove({ transactionId: id })
+  if (tx.decisions.some((d) => d.apiUserId === caller.apiUserId)) return yield* new AlreadyDecided({ transactionId: id })
+  const decided: Transaction.Transaction = {
+    ...tx,
+    decisions: [...tx.decisions, { apiUserId: caller.apiUserId, name: caller.name, decision, at: now }],
+    updatedAt: now
+  }
+  const approvals = decided.decisions.filter((d) => d.decision === "approve").length
+  if (decision === "approve") {
+    yield* DomainEvent.append(unit, {
+      type: "transaction.approved_by_approver",
+      clientId: tx.clientId,
+      entityId: tx.id,
+      statusBefore: tx.status,
+      statusAfter: tx.status,
+      actor,
+      data: { approvals, requiredApprovals: tx.requiredApprovals }
+    })
+  }
+  const next = decision === "reject"
+    ? yield* applyEvent(unit, decided, "reject", now, actor)
+    : approvals >= decided.requiredApprovals
+    ? yield* applyEvent(unit, decided, "quorumReached", now, actor)
+    : decided
+  yield* unit.updateTransaction(next)
+  return Transaction.toDetail(next)
+})
 
 export const approve = decide("approve")
 export const reject = decide("reject")
@@ -439,24 +457,28 @@ export const applyProviderEvent = operation("Transactions.applyProviderEvent")(f
     return yield* InvalidRequest.field("subStatus", `must be one of ${Transaction.failureSubStatuses.join(", ")}`)
   }
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const next = yield* applyEvent(unit, yield* findAny(unit, id), event, now, DomainEvent.provider, subStatus)
-      yield* unit.updateTransaction(next)
-      return next
-    }))
+  return yield* Storage.run("write", (unit) => applyEventTo(unit, id, event, now, DomainEvent.provider, subStatus))
+})
+
+/** Applies `event` to the transaction with this id, in `unit`, and stores it. */
+const applyEventTo = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  id: string,
+  event: Transaction.TransactionEvent,
+  now: Timestamp.Timestamp,
+  actor: DomainEvent.Actor,
+  subStatus?: string
+) {
+  const next = yield* applyEvent(unit, yield* findAny(unit, id), event, now, actor, subStatus)
+  yield* unit.updateTransaction(next)
+  return next
 })
 
 /** Withdraws a transaction before broadcast (administration); its reservation is released. */
 export const cancel = operation("Transactions.cancel")(function*(id: string) {
   id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const next = yield* applyEvent(unit, yield* findAny(unit, id), "cancel", now, DomainEvent.operator)
-      yield* unit.updateTransaction(next)
-      return next
-    }))
+  return yield* Storage.run("write", (unit) => applyEventTo(unit, id, "cancel", now, DomainEvent.operator))
 })
 
 /** The events that carry a pending transaction one step toward completion, by status. */
@@ -475,22 +497,28 @@ const towardCompletion: Partial<Record<Transaction.TransactionStatus, Transactio
 export const advanceTo = operation("Transactions.advanceTo")(function*(id: string, target: "completed" | "failed") {
   id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      let tx = yield* findAny(unit, id)
-      if (!Transaction.isOpen(tx.status)) {
-        return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: `advance to ${target}` })
-      }
-      if (target === "failed") {
-        tx = yield* applyEvent(unit, tx, "fail", now, DomainEvent.operator)
-      } else {
-        for (let event = towardCompletion[tx.status]; event !== undefined; event = towardCompletion[tx.status]) {
-          tx = yield* applyEvent(unit, tx, event, now, DomainEvent.operator)
-        }
-      }
-      yield* unit.updateTransaction(tx)
-      return tx
-    }))
+  return yield* Storage.run("write", (unit) => advanceIn(unit, id, target, now))
+})
+
+const advanceIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  id: string,
+  target: "completed" | "failed",
+  now: Timestamp.Timestamp
+) {
+  let tx = yield* findAny(unit, id)
+  if (!Transaction.isOpen(tx.status)) {
+    return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: `advance to ${target}` })
+  }
+  if (target === "failed") {
+    tx = yield* applyEvent(unit, tx, "fail", now, DomainEvent.operator)
+  } else {
+    for (let event = towardCompletion[tx.status]; event !== undefined; event = towardCompletion[tx.status]) {
+      tx = yield* applyEvent(unit, tx, event, now, DomainEvent.operator)
+    }
+  }
+  yield* unit.updateTransaction(tx)
+  return tx
 })
 
 /** The transaction as stored, for administration and tests: no client scope. */
@@ -544,13 +572,20 @@ export const applyProviderProgress = operation("Transactions.applyProviderProgre
 ) {
   id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* findAny(unit, id)
-      const next = yield* catchUp(unit, current, progress, now)
-      if (next !== current) yield* unit.updateTransaction(next)
-      return next
-    }))
+  return yield* Storage.run("write", (unit) => catchUpTo(unit, id, progress, now))
+})
+
+/** Catches the transaction with this id up to `progress`, in `unit`, and stores it if that changed it. */
+const catchUpTo = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  id: string,
+  progress: TransferProgress,
+  now: Timestamp.Timestamp
+) {
+  const current = yield* findAny(unit, id)
+  const next = yield* catchUp(unit, current, progress, now)
+  if (next !== current) yield* unit.updateTransaction(next)
+  return next
 })
 
 const followEvery = (config: { readonly providerPollMillis: number }, now: number) =>
@@ -576,24 +611,33 @@ export const submitToProvider = Effect.fnUntraced(function*(entry: Outbox.Outbox
     destinationAddress: tx.destinationAddress
   })
   const now = yield* Timestamp.now
-  yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* findAny(unit, tx.id).pipe(Effect.orDie)
-      if (current.providerTransactionId === null && Transaction.isOpen(current.status)) {
-        yield* unit.updateTransaction({ ...current, providerTransactionId, updatedAt: now })
-        yield* DomainEvent.append(unit, {
-          type: "transaction.submitted",
-          clientId: current.clientId,
-          entityId: current.id,
-          statusBefore: current.status,
-          statusAfter: current.status,
-          actor: DomainEvent.system,
-          data: { providerTransactionId }
-        })
-        if (provider.progressReporting === "polled") yield* Outbox.enqueue(unit, "followTransfer", current.clientId, current.id)
-      }
-      yield* Outbox.settle(unit, entry, Outbox.done)
-    }))
+  yield* Storage.run("write", (unit) => recordSubmission(unit, entry, tx.id, providerTransactionId, provider.progressReporting, now))
+})
+
+/** In one unit: the provider's id on a transaction still open, the start of following it, the entry settled. */
+const recordSubmission = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  entry: Outbox.OutboxEntry,
+  transactionId: string,
+  providerTransactionId: string,
+  progressReporting: ProgressReporting,
+  now: Timestamp.Timestamp
+) {
+  const current = yield* findAny(unit, transactionId).pipe(Effect.orDie)
+  if (current.providerTransactionId === null && Transaction.isOpen(current.status)) {
+    yield* unit.updateTransaction({ ...current, providerTransactionId, updatedAt: now })
+    yield* DomainEvent.append(unit, {
+      type: "transaction.submitted",
+      clientId: current.clientId,
+      entityId: current.id,
+      statusBefore: current.status,
+      statusAfter: current.status,
+      actor: DomainEvent.system,
+      data: { providerTransactionId }
+    })
+    if (progressReporting === "polled") yield* Outbox.enqueue(unit, "followTransfer", current.clientId, current.id)
+  }
+  yield* Outbox.settle(unit, entry, Outbox.done)
 })
 
 /** Outbox effect: asks the provider where a submitted transfer stands and catches the transaction up. */
@@ -606,13 +650,23 @@ export const followAtProvider = Effect.fnUntraced(function*(entry: Outbox.Outbox
   const config = yield* RelayConfig
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
-  yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* findAny(unit, tx.id).pipe(Effect.orDie)
-      const next = yield* catchUp(unit, current, progress, now).pipe(Effect.orDie)
-      if (next !== current) yield* unit.updateTransaction(next)
-      yield* Outbox.settle(unit, entry, Transaction.isOpen(next.status) ? Outbox.again(followEvery(config, nowMillis)) : Outbox.done)
-    }))
+  const followAgainAt = followEvery(config, nowMillis)
+  yield* Storage.run("write", (unit) => recordProgress(unit, entry, tx.id, progress, now, followAgainAt))
+})
+
+/** In one unit: the transaction caught up to the provider's progress, the entry settled or due again if still open. */
+const recordProgress = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  entry: Outbox.OutboxEntry,
+  transactionId: string,
+  progress: TransferProgress,
+  now: Timestamp.Timestamp,
+  followAgainAt: Timestamp.Timestamp
+) {
+  const current = yield* findAny(unit, transactionId).pipe(Effect.orDie)
+  const next = yield* catchUp(unit, current, progress, now).pipe(Effect.orDie)
+  if (next !== current) yield* unit.updateTransaction(next)
+  yield* Outbox.settle(unit, entry, Transaction.isOpen(next.status) ? Outbox.again(followAgainAt) : Outbox.done)
 })
 
 /**

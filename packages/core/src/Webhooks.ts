@@ -185,33 +185,47 @@ export const rotateSecret = operation("Webhooks.rotateSecret")(function*(princip
   const secret = yield* newSecret
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const { rotationGraceSeconds } = yield* WebhookSettings
-  const rotated = yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* findOwned(unit, caller, id)
-      const next: Webhook.WebhookSubscription = {
-        ...current,
-        secret,
-        previousSecret: current.secret,
-        previousSecretUntil: Timestamp.fromMillis(nowMillis + rotationGraceSeconds * 1000),
-        updatedAt: Timestamp.fromMillis(nowMillis)
-      }
-      yield* unit.updateWebhookSubscription(next)
-      return next
-    }))
+  const rotated = yield* Storage.run("write", (unit) => rotateIn(unit, caller, id, secret, nowMillis, rotationGraceSeconds))
   return { ...toView(rotated), secret }
 })
 
-const toggle = (find: (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>, enabled: boolean) =>
-  Effect.gen(function*() {
-    const now = yield* Timestamp.now
-    return toView(yield* Storage.run("write", (unit) =>
-      Effect.gen(function*() {
-        const current = yield* find(unit)
-        const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, updatedAt: now }
-        yield* unit.updateWebhookSubscription(next)
-        return next
-      })))
-  })
+/** A rotation's unit of work: the new secret signs, the old one beside it until the grace ends. */
+const rotateIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  caller: ClientPrincipal,
+  id: string,
+  secret: string,
+  nowMillis: number,
+  rotationGraceSeconds: number
+) {
+  const current = yield* findOwned(unit, caller, id)
+  const next: Webhook.WebhookSubscription = {
+    ...current,
+    secret,
+    previousSecret: current.secret,
+    previousSecretUntil: Timestamp.fromMillis(nowMillis + rotationGraceSeconds * 1000),
+    updatedAt: Timestamp.fromMillis(nowMillis)
+  }
+  yield* unit.updateWebhookSubscription(next)
+  return next
+})
+
+const toggle = Effect.fnUntraced(function*(find: (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>, enabled: boolean) {
+  const now = yield* Timestamp.now
+  return toView(yield* Storage.run("write", (unit) => toggleIn(unit, find, enabled, now)))
+})
+
+const toggleIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  find: (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>,
+  enabled: boolean,
+  now: Timestamp.Timestamp
+) {
+  const current = yield* find(unit)
+  const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, updatedAt: now }
+  yield* unit.updateWebhookSubscription(next)
+  return next
+})
 
 /** Turns a subscription on (clearing why it was disabled) or off. */
 export const setEnabled = operation("Webhooks.setEnabled")(function*(principal: Principal, id: string, enabled: boolean) {
@@ -254,23 +268,30 @@ export const redeliver = operation("Webhooks.redeliver")(function*(
   if ((what.eventId === undefined) === (what.since === undefined)) {
     return yield* InvalidRequest.field("eventId", "give exactly one of eventId and since")
   }
-  return yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const subscription = yield* findOwned(unit, caller, id)
-      // Every matching event, walking the trail's pages (newest first), then sent oldest first.
-      const found: Array<DomainEvent.LoggedEvent> = []
-      for (let page = 1; ; page++) {
-        const events = yield* unit.pageEvents(caller.clientId, what.since === undefined ? {} : { from: what.since }, { page, limit: 100 })
-        found.push(...events.items)
-        if (page * 100 >= events.total || events.items.length === 0) break
-      }
-      const chosen = found
-        .filter((e) => (what.eventId === undefined || e.id === what.eventId) && Webhook.matches({ ...subscription, enabled: true }, e.type))
-        .reverse()
-      if (what.eventId !== undefined && chosen.length === 0) return yield* new NotFound({ resource: "event", id: what.eventId })
-      for (const event of chosen) yield* Webhook.enqueueDelivery(unit, subscription, DomainEvent.toView(event))
-      return { redelivered: chosen.length }
-    }))
+  return yield* Storage.run("write", (unit) => redeliverIn(unit, caller, id, what))
+})
+
+/** A redelivery's unit of work: the matching events found and a new delivery of each queued, oldest first. */
+const redeliverIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  caller: ClientPrincipal,
+  id: string,
+  what: { readonly eventId?: string; readonly since?: string }
+) {
+  const subscription = yield* findOwned(unit, caller, id)
+  // Every matching event, walking the trail's pages (newest first), then sent oldest first.
+  const found: Array<DomainEvent.LoggedEvent> = []
+  for (let page = 1; ; page++) {
+    const events = yield* unit.pageEvents(caller.clientId, what.since === undefined ? {} : { from: what.since }, { page, limit: 100 })
+    found.push(...events.items)
+    if (page * 100 >= events.total || events.items.length === 0) break
+  }
+  const chosen = found
+    .filter((e) => (what.eventId === undefined || e.id === what.eventId) && Webhook.matches({ ...subscription, enabled: true }, e.type))
+    .reverse()
+  if (what.eventId !== undefined && chosen.length === 0) return yield* new NotFound({ resource: "event", id: what.eventId })
+  for (const event of chosen) yield* Webhook.enqueueDelivery(unit, subscription, DomainEvent.toView(event))
+  return { redelivered: chosen.length }
 })
 
 const signatureOf = (subscription: Webhook.WebhookSubscription, messageId: string, at: Date, body: string, now: string) => {
@@ -282,24 +303,12 @@ const signatureOf = (subscription: Webhook.WebhookSubscription, messageId: strin
 
 /** Outbox effect: sends one delivery, after any earlier one of the same record, and logs the attempt. */
 export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
-  const found = yield* Storage.run("read", (unit) =>
-    Effect.gen(function*() {
-      const delivery = yield* unit.getWebhookDelivery(entry.subjectId)
-      if (Option.isNone(delivery)) return Option.none()
-      const subscription = yield* unit.getWebhookSubscription(delivery.value.subscriptionId)
-      const waiting = yield* unit.hasEarlierPendingDelivery(delivery.value)
-      return Option.map(subscription, (s) => ({ delivery: delivery.value, subscription: s, waiting }))
-    }))
+  const found = yield* Storage.run("read", (unit) => findDelivery(unit, entry))
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   if (Option.isNone(found) || found.value.delivery.state !== "pending" || !found.value.subscription.enabled) {
-    return yield* Storage.run("write", (unit) =>
-      Effect.gen(function*() {
-        if (Option.isSome(found) && found.value.delivery.state === "pending") {
-          yield* unit.updateWebhookDelivery({ ...found.value.delivery, state: "skipped", lastError: "subscription disabled", updatedAt: now })
-        }
-        yield* Outbox.settle(unit, entry, Outbox.done)
-      }))
+    const skipped = Option.isSome(found) && found.value.delivery.state === "pending" ? found.value.delivery : undefined
+    return yield* Storage.run("write", (unit) => skipDelivery(unit, entry, skipped, now))
   }
   const { delivery, subscription, waiting } = found.value
   // In order per record: an earlier delivery of the same record goes first.
@@ -333,6 +342,31 @@ export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
   yield* Storage.run("write", (unit) =>
     Effect.andThen(unit.updateWebhookDelivery(logged), delivered ? Outbox.settle(unit, entry, Outbox.done) : Effect.void))
   if (!delivered) return yield* new WebhookNotDelivered({ detail: logged.lastError ?? "not delivered" })
+})
+
+/** The delivery an outbox entry names, with its subscription and whether an earlier one of its record still waits. */
+const findDelivery = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  entry: Outbox.OutboxEntry
+) {
+  const delivery = yield* unit.getWebhookDelivery(entry.subjectId)
+  if (Option.isNone(delivery)) return Option.none()
+  const subscription = yield* unit.getWebhookSubscription(delivery.value.subscriptionId)
+  const waiting = yield* unit.hasEarlierPendingDelivery(delivery.value)
+  return Option.map(subscription, (s) => ({ delivery: delivery.value, subscription: s, waiting }))
+})
+
+/** In one unit: a delivery its subscription no longer takes marked skipped, and its outbox entry settled. */
+const skipDelivery = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  entry: Outbox.OutboxEntry,
+  skipped: Webhook.WebhookDelivery | undefined,
+  now: Timestamp.Timestamp
+) {
+  if (skipped !== undefined) {
+    yield* unit.updateWebhookDelivery({ ...skipped, state: "skipped", lastError: "subscription disabled", updatedAt: now })
+  }
+  yield* Outbox.settle(unit, entry, Outbox.done)
 })
 
 /**

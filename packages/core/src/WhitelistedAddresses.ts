@@ -5,15 +5,15 @@
  */
 import { Effect, Option } from "effect"
 import { requireUuid } from "./Accounts.js"
-import { requireAsset } from "./Asset.js"
-import { type AddressReview, CustodyProvider } from "./CustodyProvider.js"
+import { type Asset, requireAsset } from "./Asset.js"
+import { type AddressReview, CustodyProvider, type ProgressReporting } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
 import * as Idempotency from "./Idempotency.js"
 import { Ids, WhitelistedAddressId } from "./Ids.js"
 import { operation } from "./Operation.js"
 import * as Outbox from "./Outbox.js"
 import * as Page from "./Page.js"
-import { authorize, type Principal, requireOwned } from "./Principal.js"
+import { authorize, type ClientPrincipal, type Principal, requireOwned } from "./Principal.js"
 import { DuplicateWhitelistedAddress, InvalidAddress, NotFound, TransitionNotAllowed } from "./RelayError.js"
 import { RelayConfig } from "./RelayConfig.js"
 import * as StateMachine from "./StateMachine.js"
@@ -33,40 +33,49 @@ export const create = operation("WhitelistedAddresses.create")(function*(
   if (!asset.chain.isValidAddress(input.address)) return yield* new InvalidAddress({ assetType: asset.assetId })
   const id = WhitelistedAddressId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
-  return yield* Idempotency.write(WhitelistedAddress.WhitelistedAddressCreated, (unit) =>
-    Effect.gen(function*() {
-      // One address is one entry however it is written (see Chain.spellingsOf); it is kept as the caller wrote it.
-      // The unique index can only hold one spelling, so a client's whitelisting is serialized on its client row
-      // (a read by id in a write unit locks it where the engine locks rows): two spellings cannot both pass.
-      yield* unit.getClient(caller.clientId)
-      const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, asset.chain.spellingsOf(input.address))
-      if (Option.isSome(existing)) return yield* new DuplicateWhitelistedAddress({ existingId: existing.value.id })
-      // The provider is asked after commit (see Outbox); until it answers with its own id, the entry is known
-      // to it by the request id the registration carries.
-      const registration = yield* Outbox.enqueue(unit, "registerWhitelistedAddress", caller.clientId, id)
-      const entry: WhitelistedAddress.WhitelistedAddress = {
-        id,
-        clientId: caller.clientId,
-        providerId: registration.id,
-        name: input.name,
-        address: input.address,
-        description: input.description ?? "",
-        status: WhitelistedAddress.machine.initial,
-        assetType: asset.assetId,
-        createdAt: now,
-        updatedAt: now
-      }
-      yield* unit.insertWhitelistedAddress(entry)
-      yield* DomainEvent.append(unit, {
-        type: "whitelisted_address.created",
-        clientId: caller.clientId,
-        entityId: id,
-        statusAfter: entry.status,
-        actor: DomainEvent.apiUser(caller),
-        data: { name: entry.name, address: entry.address, assetType: entry.assetType }
-      })
-      return WhitelistedAddress.toCreated(entry)
-    }))
+  return yield* Idempotency.write(WhitelistedAddress.WhitelistedAddressCreated, (unit) => createIn(unit, caller, input, asset, id, now))
+})
+
+/** Whitelisting's unit of work: the address checked for a duplicate in any spelling, stored, its registration queued. */
+const createIn = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  caller: ClientPrincipal,
+  input: WhitelistedAddress.CreateWhitelistedAddressInput,
+  asset: Asset,
+  id: WhitelistedAddressId,
+  now: Timestamp.Timestamp
+) {
+  // One address is one entry however it is written (see Chain.spellingsOf); it is kept as the caller wrote it.
+  // The unique index can only hold one spelling, so a client's whitelisting is serialized on its client row
+  // (a read by id in a write unit locks it where the engine locks rows): two spellings cannot both pass.
+  yield* unit.getClient(caller.clientId)
+  const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, asset.chain.spellingsOf(input.address))
+  if (Option.isSome(existing)) return yield* new DuplicateWhitelistedAddress({ existingId: existing.value.id })
+  // The provider is asked after commit (see Outbox); until it answers with its own id, the entry is known
+  // to it by the request id the registration carries.
+  const registration = yield* Outbox.enqueue(unit, "registerWhitelistedAddress", caller.clientId, id)
+  const entry: WhitelistedAddress.WhitelistedAddress = {
+    id,
+    clientId: caller.clientId,
+    providerId: registration.id,
+    name: input.name,
+    address: input.address,
+    description: input.description ?? "",
+    status: WhitelistedAddress.machine.initial,
+    assetType: asset.assetId,
+    createdAt: now,
+    updatedAt: now
+  }
+  yield* unit.insertWhitelistedAddress(entry)
+  yield* DomainEvent.append(unit, {
+    type: "whitelisted_address.created",
+    clientId: caller.clientId,
+    entityId: id,
+    statusAfter: entry.status,
+    actor: DomainEvent.apiUser(caller),
+    data: { name: entry.name, address: entry.address, assetType: entry.assetType }
+  })
+  return WhitelistedAddress.toCreated(entry)
 })
 
 export const list = operation("WhitelistedAddresses.list")(function*(
@@ -162,26 +171,34 @@ export const registerAtProvider = Effect.fnUntraced(function*(outboxEntry: Outbo
     asset,
     address: entry.address
   })
-  yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* Effect.orDie(findAny(unit, entry.id))
-      if (current.providerId !== providerId) {
-        yield* unit.updateWhitelistedAddress({ ...current, providerId, updatedAt: yield* Timestamp.now })
-        yield* DomainEvent.append(unit, {
-          type: "whitelisted_address.registered",
-          clientId: current.clientId,
-          entityId: current.id,
-          statusBefore: current.status,
-          statusAfter: current.status,
-          actor: DomainEvent.provider,
-          data: { providerId }
-        })
-      }
-      if (provider.progressReporting === "polled" && current.status === "PENDING") {
-        yield* Outbox.enqueue(unit, "followWhitelistedAddress", current.clientId, current.id)
-      }
-      yield* Outbox.settle(unit, outboxEntry, Outbox.done)
-    }))
+  yield* Storage.run("write", (unit) => recordRegistration(unit, outboxEntry, entry, providerId, provider.progressReporting))
+})
+
+/** In one unit: the provider's id recorded, the review followed when polled, the outbox entry settled. */
+const recordRegistration = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  outboxEntry: Outbox.OutboxEntry,
+  entry: WhitelistedAddress.WhitelistedAddress,
+  providerId: string,
+  progressReporting: ProgressReporting
+) {
+  const current = yield* Effect.orDie(findAny(unit, entry.id))
+  if (current.providerId !== providerId) {
+    yield* unit.updateWhitelistedAddress({ ...current, providerId, updatedAt: yield* Timestamp.now })
+    yield* DomainEvent.append(unit, {
+      type: "whitelisted_address.registered",
+      clientId: current.clientId,
+      entityId: current.id,
+      statusBefore: current.status,
+      statusAfter: current.status,
+      actor: DomainEvent.provider,
+      data: { providerId }
+    })
+  }
+  if (progressReporting === "polled" && current.status === "PENDING") {
+    yield* Outbox.enqueue(unit, "followWhitelistedAddress", current.clientId, current.id)
+  }
+  yield* Outbox.settle(unit, outboxEntry, Outbox.done)
 })
 
 /** Outbox effect: asks the provider where its review of the address stands, and applies its verdict. */
@@ -191,16 +208,25 @@ export const followReview = Effect.fnUntraced(function*(outboxEntry: Outbox.Outb
   const review = yield* (yield* CustodyProvider).addressReview(entry.providerId)
   const { providerPollMillis } = yield* RelayConfig
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-  yield* Storage.run("write", (unit) =>
-    Effect.gen(function*() {
-      const current = yield* Effect.orDie(findAny(unit, entry.id))
-      if (current.status === "PENDING" && review !== "pending") {
-        yield* Effect.orDie(transitionIn(unit, current, review === "approved" ? "approve" : "reject", DomainEvent.provider))
-      }
-      yield* Outbox.settle(
-        unit,
-        outboxEntry,
-        current.status === "PENDING" && review === "pending" ? Outbox.again(Timestamp.fromMillis(nowMillis + providerPollMillis)) : Outbox.done
-      )
-    }))
+  yield* Storage.run("write", (unit) => recordReview(unit, outboxEntry, entry, review, nowMillis, providerPollMillis))
+})
+
+/** In one unit: the provider's verdict applied to an entry still pending, the outbox entry settled or due again. */
+const recordReview = Effect.fnUntraced(function*(
+  unit: Storage.StorageUnit,
+  outboxEntry: Outbox.OutboxEntry,
+  entry: WhitelistedAddress.WhitelistedAddress,
+  review: AddressReview,
+  nowMillis: number,
+  providerPollMillis: number
+) {
+  const current = yield* Effect.orDie(findAny(unit, entry.id))
+  if (current.status === "PENDING" && review !== "pending") {
+    yield* Effect.orDie(transitionIn(unit, current, review === "approved" ? "approve" : "reject", DomainEvent.provider))
+  }
+  yield* Outbox.settle(
+    unit,
+    outboxEntry,
+    current.status === "PENDING" && review === "pending" ? Outbox.again(Timestamp.fromMillis(nowMillis + providerPollMillis)) : Outbox.done
+  )
 })

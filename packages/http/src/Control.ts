@@ -216,13 +216,12 @@ export const make = (options: ControlOptions) => {
     {
       method: "PUT",
       path: "/__control/clients/{id}/provider-fault",
-      call: withBody(Fault, (params, input) =>
-        Effect.gen(function*() {
-          const { id: clientId } = yield* Administration.getClient(id(params))
-          if (input.calculateFee === "none") options.providerFaults.delete(clientId)
-          else options.providerFaults.set(clientId, input.calculateFee)
-          return json(200, { clientId, calculateFee: input.calculateFee })
-        }))
+      call: withBody(Fault, Effect.fnUntraced(function*(params: Readonly<Record<string, string>>, input: typeof Fault.Type) {
+        const { id: clientId } = yield* Administration.getClient(id(params))
+        if (input.calculateFee === "none") options.providerFaults.delete(clientId)
+        else options.providerFaults.set(clientId, input.calculateFee)
+        return json(200, { clientId, calculateFee: input.calculateFee })
+      }))
     },
     {
       method: "GET",
@@ -232,51 +231,49 @@ export const make = (options: ControlOptions) => {
     {
       method: "GET",
       path: "/__control/profile",
-      call: () =>
-        Effect.gen(function*() {
-          const assets = yield* Asset.Assets
-          const config = yield* RelayConfig.RelayConfig
-          return json(200, {
-            name: "custody-relay",
-            version,
-            interfaceVersion,
-            assets: assets.all.map((asset) => ({
-              assetId: asset.assetId,
-              precision: asset.precision,
-              chainType: asset.chain.chainType,
-              sampleAddresses: sampleAddresses(asset),
-              feeEstimation: true
-            })),
-            accountStatuses: Account.statuses,
-            transactionStatuses: Transaction.statuses.map((status) => ({ status, group: Transaction.groupOf[status] })),
-            whitelistStatuses: WhitelistedAddress.statuses,
-            rateLimit: options.policies.deploymentDefault,
-            capabilities,
-            // Control protocol v1.2: our answers where the interface says "not shown", so the kit holds us to them.
-            errorBody: { messagePointer: "/message" },
-            transactionTypes: ["WITHDRAWAL"],
-            multiValueFilters: "both",
-            calculateFee: { checksFunds: false },
-            funds: { reserve: "amount-and-fee" },
-            approvals: {
-              required: config.defaultRequiredApprovals,
-              approve: "POST /relay/v1/transactions/{id}/approve",
-              reject: "POST /relay/v1/transactions/{id}/reject"
-            }
-          })
+      call: Effect.fnUntraced(function*() {
+        const assets = yield* Asset.Assets
+        const config = yield* RelayConfig.RelayConfig
+        return json(200, {
+          name: "custody-relay",
+          version,
+          interfaceVersion,
+          assets: assets.all.map((asset) => ({
+            assetId: asset.assetId,
+            precision: asset.precision,
+            chainType: asset.chain.chainType,
+            sampleAddresses: sampleAddresses(asset),
+            feeEstimation: true
+          })),
+          accountStatuses: Account.statuses,
+          transactionStatuses: Transaction.statuses.map((status) => ({ status, group: Transaction.groupOf[status] })),
+          whitelistStatuses: WhitelistedAddress.statuses,
+          rateLimit: options.policies.deploymentDefault,
+          capabilities,
+          // Control protocol v1.2: our answers where the interface says "not shown", so the kit holds us to them.
+          errorBody: { messagePointer: "/message" },
+          transactionTypes: ["WITHDRAWAL"],
+          multiValueFilters: "both",
+          calculateFee: { checksFunds: false },
+          funds: { reserve: "amount-and-fee" },
+          approvals: {
+            required: config.defaultRequiredApprovals,
+            approve: "POST /relay/v1/transactions/{id}/approve",
+            reject: "POST /relay/v1/transactions/{id}/reject"
+          }
         })
+      })
     }
   ]
   const match = Router.make(table)
 
-  return (request: Incoming): Effect.Effect<Reply, AnyError, Relay.RelayServices> =>
-    Effect.gen(function*() {
-      if (!tokenMatches(request.header("x-control-token"), options.token)) return yield* new ControlUnauthorized()
-      const found = match(request.method, request.pathname)
-      if (found._tag !== "Found") return yield* new ControlCallUnsupported()
-      const text = yield* readText(request, options.maxBodyBytes)
-      const body = parseJson(text, request.header("content-type") ?? "application/json")
-      if (Result.isFailure(body)) return yield* body.failure
-      return yield* found.route.call(found.params, body.success)
-    })
+  return Effect.fnUntraced(function*(request: Incoming): Effect.fn.Return<Reply, AnyError, Relay.RelayServices> {
+    if (!tokenMatches(request.header("x-control-token"), options.token)) return yield* new ControlUnauthorized()
+    const found = match(request.method, request.pathname)
+    if (found._tag !== "Found") return yield* new ControlCallUnsupported()
+    const text = yield* readText(request, options.maxBodyBytes)
+    const body = parseJson(text, request.header("content-type") ?? "application/json")
+    if (Result.isFailure(body)) return yield* body.failure
+    return yield* found.route.call(found.params, body.success)
+  })
 }

@@ -58,20 +58,19 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
       const prefix = options.keyPrefix ?? "relay:rate:"
       const failOpen = options.failOpen ?? true
       return RateLimiter.RateLimiter.of({
-        consume: (key, policy) =>
-          Effect.gen(function*() {
-            const nowMillis = yield* Clock.currentTimeMillis
-            const { windowStart, resetAt } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-            const counted = yield* Effect.tryPromise(() => client.eval(countInWindow, 1, `${prefix}${key}:${windowStart}`, String(resetAt * 1000))).pipe(
-              Effect.map(Number),
-              Effect.catch((error) =>
-                failOpen
-                  ? Effect.as(Effect.logWarning("rate limit not counted: Redis is unreachable; the request is let through", String(error.cause)), 0)
-                  : Effect.die(new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "the rate limiter's Redis is unreachable", cause: error.cause }) }))
-              )
+        consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {
+          const nowMillis = yield* Clock.currentTimeMillis
+          const { windowStart, resetAt } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
+          const counted = yield* Effect.tryPromise(() => client.eval(countInWindow, 1, `${prefix}${key}:${windowStart}`, String(resetAt * 1000))).pipe(
+            Effect.map(Number),
+            Effect.catch((error) =>
+              failOpen
+                ? Effect.as(Effect.logWarning("rate limit not counted: Redis is unreachable; the request is let through", String(error.cause)), 0)
+                : Effect.die(new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "the rate limiter's Redis is unreachable", cause: error.cause }) }))
             )
-            return RateLimiter.decide(counted, policy, resetAt, nowMillis)
-          })
+          )
+          return RateLimiter.decide(counted, policy, resetAt, nowMillis)
+        })
       })
     })
   )

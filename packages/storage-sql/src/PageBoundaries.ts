@@ -179,32 +179,42 @@ export class PageBoundaries {
     const high = total - offset
     // A unit whose snapshot the kept boundaries may be ahead of reads from the nearer end, as with none kept.
     if (current === undefined) return this.#fromNearerEnd(total, low, high, reads)
-    const list = this.#listOf(listKey, clientId)
-    const self = this
-    return Effect.gen(function*() {
-      // A step that adds no boundary (one already there, so the anchor was not the nearest) would repeat forever:
-      // a bound of steps the list can hold, then the walk itself.
-      let stepped = Math.ceil(total / self.stepRows) + 1
-      for (;;) {
-        stepped--
-        // Another unit may have moved the client's kept snapshot on while this one read (here, and before a
-        // boundary is added): the kept boundaries are then exact in a snapshot this unit's may not see.
-        if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
-        const { from, walk, oldestFirst } = self.#nearest(list, total, low, high)
-        if (walk < self.stepRows || stepped === 0) {
-          if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
-          return yield* reads.upTo(from?.key, high - low, walk)
-        }
-        // One row a step away from the nearest anchor, toward the page: a new boundary, then look again.
-        // Oldest first the read starts just after the anchor's key, newest first at the key itself.
-        const [row] = oldestFirst ? yield* reads.keysAfter(from?.key, 1, self.stepRows - 1) : yield* reads.keysUpTo(from?.key, 1, self.stepRows)
-        if (row === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
-        const count = oldestFirst ? (from?.count ?? 0) + self.stepRows : (from?.count ?? total) - self.stepRows
-        if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
-        self.#insert(list, { count, key: { created_at: row.created_at, id: row.id } })
-      }
-    })
+    return PageBoundaries.#walk(this, this.#listOf(listKey, clientId), current, listKey, total, low, high, reads)
   }
+
+  /** The page [low, high) of a list read from its nearest kept boundary, adding boundaries a step at a time. */
+  static readonly #walk = Effect.fnUntraced(function*<Row extends SortKey>(
+    self: PageBoundaries,
+    list: List,
+    current: () => boolean,
+    listKey: string,
+    total: number,
+    low: number,
+    high: number,
+    reads: ListReads<Row>
+  ) {
+    // A step that adds no boundary (one already there, so the anchor was not the nearest) would repeat forever:
+    // a bound of steps the list can hold, then the walk itself.
+    let stepped = Math.ceil(total / self.stepRows) + 1
+    for (;;) {
+      stepped--
+      // Another unit may have moved the client's kept snapshot on while this one read (here, and before a
+      // boundary is added): the kept boundaries are then exact in a snapshot this unit's may not see.
+      if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
+      const { from, walk, oldestFirst } = self.#nearest(list, total, low, high)
+      if (walk < self.stepRows || stepped === 0) {
+        if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
+        return yield* reads.upTo(from?.key, high - low, walk)
+      }
+      // One row a step away from the nearest anchor, toward the page: a new boundary, then look again.
+      // Oldest first the read starts just after the anchor's key, newest first at the key itself.
+      const [row] = oldestFirst ? yield* reads.keysAfter(from?.key, 1, self.stepRows - 1) : yield* reads.keysUpTo(from?.key, 1, self.stepRows)
+      if (row === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
+      const count = oldestFirst ? (from?.count ?? 0) + self.stepRows : (from?.count ?? total) - self.stepRows
+      if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
+      self.#insert(list, { count, key: { created_at: row.created_at, id: row.id } })
+    }
+  })
 
   /**
    * Brings the kept boundaries up to the unit's sighting. Answers how to tell, later in the unit, that they are

@@ -49,14 +49,13 @@ export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateL
   const purge = purgeEvery(db, engine)
   return RateLimiter.RateLimiter.of({
     // The port promises a decision, not an error: a database that cannot count is an infrastructure fault.
-    consume: (key, policy) =>
-      Effect.gen(function*() {
-        const nowMillis = yield* Clock.currentTimeMillis
-        const { resetAt, windowStart } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-        const { count } = yield* add(key, windowStart, resetAt * 1000, 1)
-        yield* purge(nowMillis)
-        return RateLimiter.decide(Number(count), policy, resetAt, nowMillis)
-      }).pipe(Effect.orDie)
+    consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {
+      const nowMillis = yield* Clock.currentTimeMillis
+      const { resetAt, windowStart } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
+      const { count } = yield* add(key, windowStart, resetAt * 1000, 1)
+      yield* purge(nowMillis)
+      return RateLimiter.decide(Number(count), policy, resetAt, nowMillis)
+    }, Effect.orDie)
   })
 }
 

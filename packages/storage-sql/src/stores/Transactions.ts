@@ -43,18 +43,21 @@ export const store = (
       // Client, source, asset and creation never change; the counters are keyed by the first three.
       const { client_id: _, source_account_id: __, asset_type: ___, created_at: ____, ...next } = TransactionRow.encode(tx)
       const id = next.id
-      return Effect.gen(function*() {
+      return Effect.suspend(() => {
         // The row as the unit read it, or read now, locked, so the group it leaves is the one it really leaves.
-        const before = read.transactions.get(id) ?? (yield* first(
+        const kept = read.transactions.get(id)
+        const before = kept !== undefined ? Effect.succeed(kept) : first(
           db.selectFrom("transactions").select(["client_id", "source_account_id", "asset_type", "status_group", "created_at"])
             .where("id", "=", id).$if(engine.locksRowsForWrite, (qb) => qb.forNoKeyUpdate())
-        ))
-        yield* update(read.transactions, next, writes.updateTransaction, "transactions")
-        if (before !== undefined && before.status_group !== next.status_group) {
-          pageBoundaries?.changed(before.client_id, { created_at: before.created_at, id })
-          yield* countTransactions(before, -1)
-          yield* countTransactions({ ...before, status_group: next.status_group }, 1)
-        }
+        )
+        return Effect.flatMap(before, (before) =>
+          Effect.andThen(
+            update(read.transactions, next, writes.updateTransaction, "transactions"),
+            before === undefined || before.status_group === next.status_group ? Effect.void : Effect.suspend(() => {
+              pageBoundaries?.changed(before.client_id, { created_at: before.created_at, id })
+              return Effect.andThen(countTransactions(before, -1), countTransactions({ ...before, status_group: next.status_group }, 1))
+            })
+          ))
       })
     },
     listTransactions(clientId, filter, request) {

@@ -353,6 +353,33 @@ describe("Money.toCad", () => {
   })
 })
 
+describe("Money.toCad against decimal.js", () => {
+  // The arithmetic toCad had before it was done in integers: an exact product (200 digits hold any two amounts
+  // here), rounded half up (away from zero) to cents.
+  const Exact = Decimal.clone({ precision: 200, rounding: Decimal.ROUND_HALF_UP, toExpNeg: -1000, toExpPos: 1000 })
+  const reference = (balance: string, price: string): string => {
+    const cents = new Exact(balance).times(price).toDecimalPlaces(2, Decimal.ROUND_HALF_UP)
+    return cents.isZero() ? "0.00" : cents.toFixed(2)
+  }
+  const signed = (places: number) =>
+    fc.tuple(fc.boolean(), positiveDecimal(places)).map(([negative, plain]) => (negative ? "-" : "") + expectedCanonical(plain))
+
+  it("gives decimal.js's exact product rounded half up to cents, for any balance and price, signed or not", () => {
+    fc.assert(
+      fc.property(signed(36), signed(12), (balance, price) => {
+        expect(Money.toCad(balance as DecimalString, price as DecimalString)).toBe(reference(balance, price))
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
+  it("reads a value written otherwise by its canonical spelling (a price from a port: trailing zeros, an exponent)", () => {
+    expect(Money.toCad("2.50" as DecimalString, "1.380" as DecimalString)).toBe("3.45")
+    expect(Money.toCad("0.5" as DecimalString, "1e3" as DecimalString)).toBe("500.00")
+    expect(() => Money.toCad("0.5" as DecimalString, "NaN" as DecimalString)).toThrow()
+  })
+})
+
 describe("Money.toJsonNumber", () => {
   it("GEN-DEC-1: converts to the nearest JS number, for estimatedFee only", () => {
     expect(Money.toJsonNumber(Money.canonical("0.00021"))).toBe(0.00021)

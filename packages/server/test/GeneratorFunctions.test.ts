@@ -11,17 +11,18 @@
  * generators share, warms each kind of request up (its first run may reach code nothing ran yet), then repeats
  * it and expects nothing new. On SQLite, and on PostgreSQL where RELAY_TEST_PG_URL is set.
  */
+import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { Session } from "node:inspector"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Accounts, Administration, OutboxWorker, Reconciliation, Relay, Transactions, Webhooks } from "@custody-relay/core"
 import { makeHandler, type RelayHandler } from "@custody-relay/http"
 import { Effect, Logger } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
+import { asDemoUser } from "./DemoRequests.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase } from "./Tenant.js"
 
 if (!hasPostgres) console.log("GeneratorFunctions.test.ts: PostgreSQL skipped because RELAY_TEST_PG_URL is not set")
@@ -93,13 +94,7 @@ const suite = (name: string, database: () => Promise<string>, rateLimits: "memor
     let made = 0
 
     const call = async (role: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-      const user = demo.users.find((u) => u.role === role)
-      if (user === undefined) throw new Error(`no demo user ${role}`)
-      const response = await relay(new Request(`http://relay${path}`, {
-        method,
-        headers: { "x-api-key": user.keyId, "x-api-secret": user.secret, ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) })
-      }))
+      const response = await asDemoUser(relay, demo, role, method, path, body, headers)
       const text = await response.text()
       return { status: response.status, body: text === "" ? undefined : JSON.parse(text) as { readonly id: string } }
     }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
+import { asDemoUser } from "./DemoRequests.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase } from "./Tenant.js"
 
 if (!hasPostgres) console.log("RoundTrips.test.ts: skipped because RELAY_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
@@ -30,13 +31,7 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     await relay.ready
     demo = await seed(relay)
     call = async (method, path, role, body, headers = {}) => {
-      const user = demo.users.find((u) => u.role === role)
-      if (user === undefined) throw new Error(`no demo user ${role}`)
-      const response = await relay(new Request(`http://relay${path}`, {
-        method,
-        headers: { "x-api-key": user.keyId, "x-api-secret": user.secret, ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) })
-      }))
+      const response = await asDemoUser(relay, demo, role, method, path, body, headers)
       await response.text()
       return response.status
     }

@@ -152,7 +152,6 @@ const decide = (action: "accounts.approve" | "accounts.reject", event: "approve"
     const replay = yield* Idempotency.earlyReplay(Account.AccountDecision)
     if (Option.isSome(replay)) return replay.value
     const config = yield* RelayConfig
-    const actor = DomainEvent.apiUser(caller)
     // With activation on approval the address is asked for first, outside the unit, and only for an account
     // that this approval may activate; a provider failure then refuses the approval and changes nothing.
     let address: string | undefined
@@ -162,7 +161,7 @@ const decide = (action: "accounts.approve" | "accounts.reject", event: "approve"
         address = yield* depositAddressFor(account)
       }
     }
-    return yield* Idempotency.write(Account.AccountDecision, (unit) => decideIn(unit, event, caller, accountId, actor, address))
+    return yield* Idempotency.write(Account.AccountDecision, (unit) => decideIn(unit, event, caller, accountId, address))
   })
 
 /** A decision's unit of work (see `decide`); with an address, the approved account is activated in it too. */
@@ -171,7 +170,6 @@ const decideIn = Effect.fnUntraced(function*(
   event: "approve" | "reject",
   caller: ClientPrincipal,
   accountId: string,
-  actor: DomainEvent.Actor,
   address: string | undefined
 ) {
   const account = yield* findOwned(unit, caller, accountId)
@@ -184,7 +182,7 @@ const decideIn = Effect.fnUntraced(function*(
     entityId: account.id,
     statusBefore: account.status,
     statusAfter: status,
-    actor,
+    actor: DomainEvent.apiUser(caller),
     data: {}
   })
   if (address !== undefined) yield* activateIn(unit, decided, address, DomainEvent.provider)

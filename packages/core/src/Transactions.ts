@@ -305,8 +305,7 @@ export const initiate = operation("Transactions.initiate")(function*(
   const quote = yield* feeFor(priced.asset, priced.amount)
   const id = TransactionId.make(yield* (yield* Ids).next)
   const now = yield* Timestamp.now
-  const actor = DomainEvent.apiUser(caller)
-  return yield* Idempotency.write(Transaction.TransactionInitiated, (unit) => initiateIn(unit, caller, input, quote, id, now, actor))
+  return yield* Idempotency.write(Transaction.TransactionInitiated, (unit) => initiateIn(unit, caller, input, quote, id, now))
 })
 
 /** Initiation's unit of work: validated again against what it holds locked, then the reservation and the record. */
@@ -316,9 +315,9 @@ const initiateIn = Effect.fnUntraced(function*(
   input: Transaction.TransferInput,
   quote: FeeQuote,
   id: TransactionId,
-  now: Timestamp.Timestamp,
-  actor: DomainEvent.Actor
+  now: Timestamp.Timestamp
 ) {
+  const actor = DomainEvent.apiUser(caller)
   const transfer = yield* validateTransfer(unit, caller, input)
   const reserved = quote.feeAssetId === transfer.asset.assetId ? Money.add(transfer.amount, quote.fee) : transfer.amount
   if (Money.compare(transfer.source.availableBalance, reserved) < 0) {
@@ -393,8 +392,7 @@ const decide = (decision: "approve" | "reject") =>
     const caller = yield* authorize(principal, decision === "approve" ? "transactions.approve" : "transactions.reject")
     id = yield* requireUuid("id", id)
     const now = yield* Timestamp.now
-    const actor = DomainEvent.apiUser(caller)
-    return yield* Idempotency.write(Transaction.TransactionDetail, (unit) => decideIn(unit, decision, caller, id, now, actor))
+    return yield* Idempotency.write(Transaction.TransactionDetail, (unit) => decideIn(unit, decision, caller, id, now))
   })
 
 /** A decision's unit of work (see `decide`). */
@@ -403,9 +401,9 @@ const decideIn = Effect.fnUntraced(function*(
   decision: "approve" | "reject",
   caller: ClientPrincipal,
   id: string,
-  now: Timestamp.Timestamp,
-  actor: DomainEvent.Actor
+  now: Timestamp.Timestamp
 ) {
+  const actor = DomainEvent.apiUser(caller)
   const tx = yield* findOwned(unit, caller, id)
   if (tx.status !== "AWAITING_SIGNATURE") {
     return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: decision })

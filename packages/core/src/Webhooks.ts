@@ -210,14 +210,17 @@ const rotateIn = Effect.fnUntraced(function*(
   return next
 })
 
-const toggle = Effect.fnUntraced(function*(find: (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>, enabled: boolean) {
+/** How a toggle finds the subscription it changes: the caller's own, or any (the operator's). */
+type FindSubscription = (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>
+
+const toggle = Effect.fnUntraced(function*(find: FindSubscription, enabled: boolean) {
   const now = yield* Timestamp.now
   return toView(yield* Storage.run("write", (unit) => toggleIn(unit, find, enabled, now)))
 })
 
 const toggleIn = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
-  find: (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>,
+  find: FindSubscription,
   enabled: boolean,
   now: Timestamp.Timestamp
 ) {

@@ -219,10 +219,10 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   /** The request through the API (or the control protocol, or the OpenAPI document) to its finished reply. */
   const respond = Effect.fnUntraced(function*(
     request: Incoming.Incoming,
-    requestId: string,
     startedAt: number,
     requestAnnotations: { readonly requestId: string; readonly method: string; readonly path: string }
   ) {
+    const { requestId } = requestAnnotations
     const state: RequestState = { rateHeaders: {}, keyId: undefined }
     const { pathname } = request
     const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
@@ -262,7 +262,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const serve = (request: Incoming.Incoming, requestId: string, startedAt: number) => {
     // Every log line of the request carries these (the request line written without Effect's entry too).
     const requestAnnotations = { requestId, method: request.method, path: request.pathname }
-    return Effect.annotateLogs(respond(request, requestId, startedAt, requestAnnotations), requestAnnotations)
+    return Effect.annotateLogs(respond(request, startedAt, requestAnnotations), requestAnnotations)
   }
 
   // Once the layers are built, requests run on their context directly: a request that never waits (a read on

@@ -60,6 +60,12 @@ export interface SessionOpener {
    * nothing. Where there is one, the storage runs lookups on it directly, without a unit's acquire and release.
    */
   readonly openLookup?: SqlSession
+  /**
+   * A statement on `openLookup` that reads no row and whose answer moves whenever anything commits to the database:
+   * SQLite's `PRAGMA data_version` on the file's read-only connection, to which every commit is another connection's.
+   * Where there is one, the storage keeps API users while it stands (see ApiUsersAtVersion).
+   */
+  readonly commitVersion?: Effect.Effect<number, Storage.StorageError>
 }
 
 /**

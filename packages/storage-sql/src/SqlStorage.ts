@@ -15,6 +15,7 @@ import type { Kysely } from "kysely"
 import { PageBoundaries } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
+import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import { KeptApiUsers } from "./KeptApiUsers.js"
 import type { CredentialCheck, SqlSession } from "./SqlSession.js"
 import { RowsRead, statementsOf, type StoreArguments } from "./SqlUnit.js"
@@ -44,9 +45,10 @@ export interface SqlStorageOptions {
    */
   readonly rateLimitSyncMillis?: number
   /**
-   * Keep API users between requests where the engine confirms a kept one in the request's own round trip
-   * (PostgreSQL; see KeptApiUsers): a GET by id then waits for one round trip instead of two. On by default; `false`
-   * reads the credential before every request's first statement.
+   * Keep API users between requests. On PostgreSQL a kept one is confirmed in the request's own round trip (see
+   * KeptApiUsers): a GET by id then waits for one round trip instead of two. On a SQLite file a kept one answers while
+   * nothing has been committed to the file since it was read, which one statement that reads no row tells (see
+   * ApiUsersAtVersion). On by default; `false` reads the credential before every request's first statement.
    */
   readonly keepCredentials?: boolean
 }
@@ -77,7 +79,8 @@ export const makeUnit = (
   /** Where a write unit keeps the rows it read (see RowsRead); the caller empties it when a unit of work begins. */
   read: RowsRead = new RowsRead(),
   pageBoundaries?: PageBoundaries,
-  keptApiUsers?: KeptApiUsers
+  keptApiUsers?: KeptApiUsers,
+  apiUsersAtVersion?: ApiUsersAtVersion
 ): Storage.StorageUnit => {
   const parts: StoreArguments = {
     db,
@@ -89,7 +92,8 @@ export const makeUnit = (
     // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
     locking: mode === "write" && engine.locksRowsForWrite ? 1 : 0,
     pageBoundaries,
-    keptApiUsers
+    keptApiUsers,
+    apiUsersAtVersion
   }
   return {
     ...Clients.store(parts),
@@ -115,9 +119,11 @@ export const make = (
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
   const pageBoundaries = new PageBoundaries()
-  const keptApiUsers = open.confirmsCredentials === true && options.keepCredentials !== false
+  const keepsCredentials = options.keepCredentials !== false
+  const keptApiUsers = open.confirmsCredentials === true && keepsCredentials
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())
     : undefined
+  const apiUsersAtVersion = open.commitVersion !== undefined && keepsCredentials ? new ApiUsersAtVersion(open.commitVersion) : undefined
   // A SQLite handle reuses one session object (a grouped write unit's own session runs as it, `runsAs`), so its
   // three units (lookup, read, write) are made once, not per unit of work; what a unit read is forgotten when the
   // next unit of work on it begins. `beforeCommit` writes a write unit's pending events together, last
@@ -132,7 +138,7 @@ export const make = (
     if (unit === undefined) {
       const read = new RowsRead()
       unit = made[mode] = {
-        unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries, keptApiUsers),
+        unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries, keptApiUsers, apiUsersAtVersion),
         read,
         beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).writeLater, statements.writes, read) : Effect.void
       }

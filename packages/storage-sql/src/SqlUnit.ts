@@ -6,6 +6,7 @@
 import { Page, type Storage, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
+import type { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import type { KeptApiUsers } from "./KeptApiUsers.js"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
@@ -156,6 +157,8 @@ export interface StoreArguments {
   readonly pageBoundaries: PageBoundaries | undefined
   /** The API users the storage keeps between requests, where its sessions confirm them (see KeptApiUsers). */
   readonly keptApiUsers: KeptApiUsers | undefined
+  /** The API users the storage keeps while nothing commits, where its lookups can tell (see ApiUsersAtVersion). */
+  readonly apiUsersAtVersion?: ApiUsersAtVersion | undefined
 }
 
 /** An event appended in a write unit and not yet written (see RowsRead.pending_events). */

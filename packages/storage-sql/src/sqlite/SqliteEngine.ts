@@ -2,14 +2,10 @@
  * The SQLite engine: write units take the write lock up front; the lock covers rows, so none are locked singly.
  * Units run straight on better-sqlite3 when the database was opened by openSqlite (see SqliteSession).
  */
-import { CompiledQuery } from "kysely"
 import { castParameters, type SqlEngine } from "../SqlEngine.js"
 import { kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import * as SqliteSession from "./SqliteSession.js"
-
-/** Moves whenever another connection commits to the file (another process: the operator CLI, a second server). */
-const DATA_VERSION = CompiledQuery.raw("pragma data_version") as CompiledQuery<Readonly<Record<string, unknown>>>
 
 export const SqliteEngine: SqlEngine = {
   name: "sqlite",
@@ -24,7 +20,7 @@ export const SqliteEngine: SqlEngine = {
   locksRowsForWrite: false,
   classify: classifySqliteError,
   listChanges: {
-    query: () => DATA_VERSION,
+    query: () => SqliteSession.DATA_VERSION,
     sighting: (rows) => ({ _tag: "DataVersion", version: Number(rows[0]?.["data_version"]) })
   }
 }

@@ -56,10 +56,17 @@ const run = <R>(database: SqliteDatabase, query: CompiledQuery<R>, wrote?: () =>
   return { rows: [], numAffectedRows: BigInt(changes) }
 }
 
+/**
+ * Moves whenever another connection commits to the file: on the read-only connection, every commit (this process's
+ * writer, another process: the operator CLI, a second server).
+ */
+export const DATA_VERSION = CompiledQuery.raw("pragma data_version") as CompiledQuery<Readonly<Record<string, unknown>>>
+
 // A unit that may write takes the write lock before its first read; see WriteLockDriver.
 const BEGIN_READ = CompiledQuery.raw("begin deferred")
 const BEGIN_WRITE = CompiledQuery.raw("begin immediate")
 const COMMIT = CompiledQuery.raw("commit")
+const NO_PARAMETERS: ReadonlyArray<unknown> = []
 const ROLLBACK = CompiledQuery.raw("rollback")
 
 export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandle): SessionOpener => {
@@ -114,6 +121,11 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
   // none waits for a write unit or sees a group's writes before they are committed.
   const openLookup: SqlSession = { execute: execute(grouped.reader), commit: Effect.void, release: Effect.void }
   const lookup = Effect.succeed(openLookup)
+  const dataVersion = grouped.reader.prepare(DATA_VERSION.sql)
+  const commitVersion = Effect.try({
+    try: () => Number((dataVersion.all(NO_PARAMETERS)[0] as { readonly data_version: unknown } | undefined)?.data_version),
+    catch: classifySqliteError
+  })
   const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({
     try: () => groupedWriteSession(session, grouped.commits, grouped.commits.enter(), gate),
     catch(cause) {
@@ -123,7 +135,7 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
   }))
   return Object.assign(
     (mode: Storage.UnitMode) => mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : beginWrite,
-    { openLookup }
+    { openLookup, commitVersion }
   )
 }
 

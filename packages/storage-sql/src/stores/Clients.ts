@@ -6,7 +6,7 @@ import * as ClientRow from "../rows/ClientRow.js"
 import { keepingRead, optional, type StoreArguments, updating } from "../SqlUnit.js"
 
 export const store = (
-  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lookups, writes }, read, locking, keptApiUsers }: StoreArguments
+  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lookups, writes }, read, locking, keptApiUsers, apiUsersAtVersion }: StoreArguments
 ): Storage.ClientStore => {
   const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
   const update = updating(writeLater, locking)
@@ -25,9 +25,12 @@ export const store = (
       return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)
     },
     findApiUserByKeyId(keyId) {
+      // A lookup is the authentication's read (see ApiUsersAtVersion and KeptApiUsers).
+      if (apiUsersAtVersion !== undefined && mode === "lookup") {
+        return apiUsersAtVersion.find(keyId, () => Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode)))
+      }
       const found = first(lookups.apiUserByKeyId(keyId))
       if (keptApiUsers === undefined || mode !== "lookup") return Effect.map(found, optional(ApiUserRow.decode))
-      // A lookup is the authentication's read (see KeptApiUsers).
       return Effect.map(found, (row) => {
         if (row === undefined) return Option.none()
         const user = ApiUserRow.decode(row)

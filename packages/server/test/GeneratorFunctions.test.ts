@@ -8,8 +8,11 @@
  *
  * Seen from outside: every generator object's prototype is its function's own `prototype` object, so a prototype
  * not seen before is a generator function never run before. The test watches `next` on the one prototype all
- * generators share, warms each kind of request up (its first run may reach code nothing ran yet), then repeats
- * it and expects nothing new. On SQLite, and on PostgreSQL where RELAY_TEST_PG_URL is set.
+ * generators share, warms each kind of request up (its first run may reach code nothing ran yet), then repeats it
+ * three times, each watched on its own: a body made per call is new in every repeat, so none may be new in two of
+ * them. A body new in one repeat only is code that ran for the first time, not a body made again: node's own
+ * (`*parseChannelMessages`, when the test runner's first message to this worker arrives meanwhile), or a path
+ * nothing took before. On SQLite, and on PostgreSQL where RELAY_TEST_PG_URL is set.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server } from "node:http"
@@ -132,13 +135,14 @@ const suite = (name: string, database: () => Promise<string>, rateLimits: "memor
       await new Promise((resolve) => receiver?.close(resolve))
     })
 
-    /** Runs `work` twice to warm it up, then three times watched: no generator function may be new. */
+    /** Runs `work` twice to warm it up, then three times watched: no generator function may be new in two of them. */
     const repeatedMakesNone = async (work: () => Promise<unknown>) => {
       await work()
       await work()
-      expect(await watch.during(async () => {
-        for (let i = 0; i < 3; i++) await work()
-      })).toEqual([])
+      const repeats: Array<ReadonlyArray<string>> = []
+      for (let i = 0; i < 3; i++) repeats.push(await watch.during(work))
+      const madeAgain = [...new Set(repeats.flat())].filter((source) => repeats.filter((made) => made.includes(source)).length >= 2)
+      expect(madeAgain).toEqual([])
     }
 
     it("reads: a record, a page, a status, the audit trail", () =>

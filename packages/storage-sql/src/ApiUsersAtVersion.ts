@@ -14,6 +14,7 @@
 import type { ApiUser } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { DEFAULT_KEPT_API_USERS } from "./KeptApiUsers.js"
+import { setRecent } from "./RecentlyUsed.js"
 import type { Op } from "./SqlUnit.js"
 
 interface Kept {
@@ -43,12 +44,7 @@ export class ApiUsersAtVersion {
   }
 
   private keep(keyId: string, kept: Kept): void {
-    this.users.delete(keyId)
-    if (Option.isNone(kept.found)) return
-    this.users.set(keyId, kept)
-    if (this.users.size > this.capacity) {
-      const oldest = this.users.keys().next()
-      if (oldest.done !== true) this.users.delete(oldest.value)
-    }
+    if (Option.isNone(kept.found)) this.users.delete(keyId)
+    else setRecent(this.users, keyId, kept, this.capacity)
   }
 }

@@ -14,6 +14,7 @@
  */
 import { type ApiUser, Storage } from "@custody-relay/core"
 import type { CompiledQuery } from "kysely"
+import { setRecent } from "./RecentlyUsed.js"
 import type { ApiUsersTable } from "./schema/Database.js"
 import type { CredentialCheck } from "./SqlSession.js"
 
@@ -37,13 +38,8 @@ export class KeptApiUsers implements Storage.KeptCredentials {
 
   /** Keeps what a lookup by key id read. */
   remember(keyId: string, row: ApiUsersTable, user: ApiUser.ApiUser): void {
-    this.users.delete(keyId)
-    if (user.revokedAt !== null) return
-    this.users.set(keyId, { user, stamp: stampOf(row) })
-    if (this.users.size > this.capacity) {
-      const oldest = this.users.keys().next()
-      if (oldest.done !== true) this.users.delete(oldest.value)
-    }
+    if (user.revokedAt !== null) this.users.delete(keyId)
+    else setRecent(this.users, keyId, { user, stamp: stampOf(row) }, this.capacity)
   }
 
   /** What a session sends and judges to confirm `pending` (see SqlSession.CredentialCheck). */

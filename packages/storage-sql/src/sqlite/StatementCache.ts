@@ -6,6 +6,7 @@
  * and SQLite re-prepares a kept statement by itself after a schema change.
  */
 import type { SqliteDatabase, SqliteStatement } from "kysely"
+import { setRecent } from "../RecentlyUsed.js"
 
 export const STATEMENT_CACHE_SIZE = 256
 
@@ -17,20 +18,9 @@ export const withStatementCache = (database: SqliteDatabase, size: number = STAT
       database.close()
     },
     prepare: (sql) => {
-      const kept = statements.get(sql)
-      if (kept !== undefined) {
-        // Re-inserting moves it to the back: the Map's order is the recency order.
-        statements.delete(sql)
-        statements.set(sql, kept)
-        return kept
-      }
-      const prepared = database.prepare(sql)
-      statements.set(sql, prepared)
-      if (statements.size > size) {
-        const oldest = statements.keys().next()
-        if (oldest.done !== true) statements.delete(oldest.value)
-      }
-      return prepared
+      const statement = statements.get(sql) ?? database.prepare(sql)
+      setRecent(statements, sql, statement, size)
+      return statement
     }
   }
 }

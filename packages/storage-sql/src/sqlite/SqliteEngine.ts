@@ -21,6 +21,6 @@ export const SqliteEngine: SqlEngine = {
   classify: classifySqliteError,
   listChanges: {
     query: () => SqliteSession.DATA_VERSION,
-    sighting: (rows) => ({ _tag: "DataVersion", version: Number(rows[0]?.["data_version"]) })
+    sighting: (rows) => ({ _tag: "DataVersion", version: SqliteSession.dataVersionOf(rows) })
   }
 }

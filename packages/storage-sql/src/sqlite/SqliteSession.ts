@@ -62,6 +62,10 @@ const run = <R>(database: SqliteDatabase, query: CompiledQuery<R>, wrote?: () =>
  */
 export const DATA_VERSION = CompiledQuery.raw("pragma data_version") as CompiledQuery<Readonly<Record<string, unknown>>>
 
+/** The version in what {@link DATA_VERSION} answered. */
+export const dataVersionOf = (rows: ReadonlyArray<unknown>): number =>
+  Number((rows[0] as { readonly data_version?: unknown } | undefined)?.data_version)
+
 // A unit that may write takes the write lock before its first read; see WriteLockDriver.
 const BEGIN_READ = CompiledQuery.raw("begin deferred")
 const BEGIN_WRITE = CompiledQuery.raw("begin immediate")
@@ -123,7 +127,7 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
   const lookup = Effect.succeed(openLookup)
   const dataVersion = grouped.reader.prepare(DATA_VERSION.sql)
   const commitVersion = Effect.try({
-    try: () => Number((dataVersion.all(NO_PARAMETERS)[0] as { readonly data_version: unknown } | undefined)?.data_version),
+    try: () => dataVersionOf(dataVersion.all(NO_PARAMETERS)),
     catch: classifySqliteError
   })
   const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({

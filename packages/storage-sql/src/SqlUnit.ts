@@ -158,7 +158,7 @@ export interface StoreArguments {
   /** The API users the storage keeps between requests, where its sessions confirm them (see KeptApiUsers). */
   readonly keptApiUsers: KeptApiUsers | undefined
   /** The API users the storage keeps while nothing commits, where its lookups can tell (see ApiUsersAtVersion). */
-  readonly apiUsersAtVersion?: ApiUsersAtVersion | undefined
+  readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
 }
 
 /** An event appended in a write unit and not yet written (see RowsRead.pending_events). */

@@ -9,6 +9,7 @@ export const store = (
   { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lookups, writes }, read, locking, keptApiUsers, apiUsersAtVersion }: StoreArguments
 ): Storage.ClientStore => {
   const apiUserById = keepingRead(mode, read.api_users, ApiUserRow.decode)
+  const decodeApiUser = optional(ApiUserRow.decode)
   const update = updating(writeLater, locking)
   return {
     insertClient(client) {
@@ -25,13 +26,12 @@ export const store = (
       return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)
     },
     findApiUserByKeyId(keyId) {
+      const byKeyId = () => Effect.map(first(lookups.apiUserByKeyId(keyId)), decodeApiUser)
+      if (mode !== "lookup") return byKeyId()
       // A lookup is the authentication's read (see ApiUsersAtVersion and KeptApiUsers).
-      if (apiUsersAtVersion !== undefined && mode === "lookup") {
-        return apiUsersAtVersion.find(keyId, () => Effect.map(first(lookups.apiUserByKeyId(keyId)), optional(ApiUserRow.decode)))
-      }
-      const found = first(lookups.apiUserByKeyId(keyId))
-      if (keptApiUsers === undefined || mode !== "lookup") return Effect.map(found, optional(ApiUserRow.decode))
-      return Effect.map(found, (row) => {
+      if (apiUsersAtVersion !== undefined) return apiUsersAtVersion.find(keyId, byKeyId)
+      if (keptApiUsers === undefined) return byKeyId()
+      return Effect.map(first(lookups.apiUserByKeyId(keyId)), (row) => {
         if (row === undefined) return Option.none()
         const user = ApiUserRow.decode(row)
         keptApiUsers.remember(keyId, row, user)

@@ -24,10 +24,20 @@
  *     the boundaries at or after each change, then its snapshot becomes the kept one. A unit on an older snapshot
  *     (one that misses a commit the kept one saw) reads from the nearer end, as without boundaries, and so does
  *     one whose kept snapshot moved on while it walked.
+ *
+ * A list's first deep page still walks to it: about 120 steps to the middle of a million rows, 40 to 200 ms, and
+ * more for a list whose filter its index does not hold. Where statements run on the event loop (SQLite), no request
+ * may wait that long behind it, so a unit that has walked for `unitMillis` takes no further step: it stops with a
+ * pause (`isWalkPause`), the storage gives the event loop a turn and runs the read unit again (SqlStorage), and the
+ * new unit seeks to the boundaries the last one left. Each unit takes at least one step, and each is an ordinary
+ * read unit, so the rules above keep every boundary exact across the turns in between. A request whose walk pauses
+ * `MAX_WALK_PAUSES` times (its boundaries forgotten turn after turn, say) walks the rest in one unit, as without
+ * pauses.
  */
-import { Page } from "@custody-relay/core"
-import { Effect } from "effect"
+import { Page, Storage } from "@custody-relay/core"
+import { Context, Effect } from "effect"
 import { fromNearerEnd, type Op } from "./SqlUnit.js"
+import * as StorageFailure from "./StorageFailure.js"
 
 /**
  * What a unit learned of other writers, read after its snapshot was taken (see SqlEngine.listChanges).
@@ -102,6 +112,35 @@ export const STEP_ROWS = 4_096
 /** Lists whose boundaries are kept; the least recently used list is forgotten beyond it. */
 export const MAX_LISTS = 1_024
 
+/**
+ * How long a unit walks before it pauses, where statements run on the event loop: a step of 4,096 keys takes 0.3 to
+ * 1.6 ms on SQLite through the list's index, and several more where the filter reads each row (docs/benchmarks.md),
+ * so a reader waits about a step behind a deep page.
+ */
+export const UNIT_MILLIS = 1
+
+/** How often one request's walk may pause; after that it walks the rest in one unit (see above). */
+export const MAX_WALK_PAUSES = 1_000
+
+/** Whether a walk may pause; the storage turns it off for a request's last run (see SqlStorage). */
+export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayPause", {
+  defaultValue: () => true
+})
+
+const walkPauses = new WeakSet<Storage.StorageError>()
+
+/**
+ * A walk paused: run the read unit again after a turn of the event loop. A conflict, so that one reaching anything
+ * but the storage's loop is re-run as a lost race would be.
+ */
+const walkPause = (): Storage.StorageError => {
+  const pause = StorageFailure.conflict(new Error("a deep page's walk paused to let other work run"))
+  walkPauses.add(pause)
+  return pause
+}
+
+export const isWalkPause = (error: unknown): boolean => error instanceof Storage.StorageError && walkPauses.has(error)
+
 const compareKeys = (a: SortKey, b: SortKey): number =>
   a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
@@ -132,8 +171,15 @@ export class PageBoundaries {
   /** Per client, the snapshot its boundaries are exact in (PostgreSQL only). */
   readonly #snapshots = new Map<string, KeptSnapshot>()
 
-  /** `stepRows`: the longest walk from a boundary (tests use short steps on short lists). */
-  constructor(readonly stepRows: number = STEP_ROWS) {}
+  /**
+   * `stepRows`: the longest walk from a boundary (tests use short steps on short lists). `unitMillis`: how long a
+   * unit walks before it pauses (never where statements run off the event loop), on `clock`.
+   */
+  constructor(
+    readonly stepRows: number = STEP_ROWS,
+    readonly unitMillis: number = Number.POSITIVE_INFINITY,
+    readonly clock: () => number = () => performance.now()
+  ) {}
 
   /** Rows of `clientId` entered, left or moved within a list at `key`: every boundary at or after it may be off. */
   changed(clientId: string, key: SortKey): void {
@@ -196,6 +242,8 @@ export class PageBoundaries {
     // A step that adds no boundary (one already there, so the anchor was not the nearest) would repeat forever:
     // a bound of steps the list can hold, then the walk itself.
     let stepped = Math.ceil(total / self.stepRows) + 1
+    const began = self.unitMillis === Number.POSITIVE_INFINITY ? 0 : self.clock()
+    let walked = false
     for (;;) {
       stepped--
       // Another unit may have moved the client's kept snapshot on while this one read (here, and before a
@@ -206,6 +254,8 @@ export class PageBoundaries {
         if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
         return yield* reads.upTo(from?.key, high - low, walk)
       }
+      if (walked && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) return yield* Effect.fail(walkPause())
+      walked = true
       // One row a step away from the nearest anchor, toward the page: a new boundary, then look again.
       // Oldest first the read starts just after the anchor's key, newest first at the key itself.
       const [row] = oldestFirst ? yield* reads.keysAfter(from?.key, 1, self.stepRows - 1) : yield* reads.keysUpTo(from?.key, 1, self.stepRows)

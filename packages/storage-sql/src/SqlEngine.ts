@@ -29,6 +29,11 @@ export interface SqlEngine {
    */
   readonly locksRowsForWrite: boolean
   /**
+   * Whether statements run on the process's event loop (SQLite: better-sqlite3 is synchronous), so that every other
+   * request waits while one runs; a deep page's walk then leaves the loop turns (see PageBoundaries).
+   */
+  readonly runsOnEventLoop: boolean
+  /**
    * How a list query binds its filter values and LIMIT/OFFSET: as parameters the planner does not read while it
    * plans, on SQLite (see {@link castParameters}); as plain parameters on PostgreSQL.
    */

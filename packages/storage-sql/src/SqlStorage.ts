@@ -12,7 +12,7 @@
 import { Storage } from "@custody-relay/core"
 import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
-import { PageBoundaries } from "./PageBoundaries.js"
+import { isWalkPause, MAX_WALK_PAUSES, PageBoundaries, UNIT_MILLIS, WalkMayPause } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
@@ -62,6 +62,24 @@ export const DEFAULT_MAX_RETRIES = 8
 export const backoff = Schedule.min([Schedule.exponential("2 millis"), Schedule.spaced("100 millis")]).pipe(Schedule.jittered)
 
 export const isRetryable = (error: unknown): boolean => error instanceof Storage.StorageError && error.isRetryable
+
+/** Resumes after the event loop's next turn, once the I/O that is ready has been served. */
+const nextTurn = Effect.callback<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
+/**
+ * A read unit whose deep page's walk paused (see PageBoundaries) runs again after the event loop's next turn, from
+ * the boundaries it left; its last run may not pause.
+ */
+const resumingWalks = <A, E, R>(unit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const runFrom = (pauses: number): Effect.Effect<A, E, R> =>
+    pauses === MAX_WALK_PAUSES
+      ? Effect.provideService(unit, WalkMayPause, false)
+      : Effect.catchIf(unit, isWalkPause, () => Effect.andThen(nextTurn, runFrom(pauses + 1)))
+  return runFrom(0)
+}
 
 /**
  * The unit's stores over one open transaction (or any kysely handle) in one mode. A unit is made for every unit
@@ -118,7 +136,7 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
-  const pageBoundaries = new PageBoundaries()
+  const pageBoundaries = new PageBoundaries(undefined, engine.runsOnEventLoop ? UNIT_MILLIS : undefined)
   const keepsCredentials = options.keepCredentials !== false
   const keptApiUsers = open.confirmsCredentials === true && keepsCredentials
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())
@@ -177,6 +195,8 @@ export const make = (
       ? lookupOnOpenSession(work)
       : writeSlots !== undefined && mode === "write"
       ? writeSlots.withPermits(1)(attempt(mode, work, check))
+      : mode === "read" && engine.runsOnEventLoop
+      ? resumingWalks(attempt(mode, work, check))
       : attempt(mode, work, check)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
     // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.

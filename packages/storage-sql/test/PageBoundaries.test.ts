@@ -9,10 +9,10 @@
  * SqlStorage.test.ts run the same on a real SQLite file and a real PostgreSQL database.
  */
 import { describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import * as fc from "fast-check"
 import { assert } from "vitest"
-import { type ListReads, PageBoundaries, seesAllOf, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey } from "../src/PageBoundaries.js"
+import { isWalkPause, type ListReads, PageBoundaries, seesAllOf, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey, WalkMayPause } from "../src/PageBoundaries.js"
 
 interface Row extends SortKey {
   group: "pending" | "completed"
@@ -101,15 +101,41 @@ const counting = () => {
   return { skipped, reads, duringNextRead: (run: () => void) => (during = run) }
 }
 
+/** A clock that moves a millisecond each time it is read. */
+const tickingClock = () => {
+  let millis = 0
+  return () => millis++
+}
+
+/** A unit's page, or the pause its walk made (see PageBoundaries). */
+const pageOrPause = <A>(effect: Effect.Effect<A, unknown>): A | "paused" => {
+  const exit = Effect.runSyncExit(effect)
+  if (Exit.isSuccess(exit)) return exit.value
+  const error = Cause.findErrorOption(exit.cause)
+  if (error._tag === "Some" && isWalkPause(error.value)) return "paused"
+  throw Cause.squash(exit.cause)
+}
+
 /**
  * Runs the steps; `tellChanges: false` leaves out what keeps boundaries exact (this process's own `changed` calls,
  * and the data version or the log entries of other writers). On "postgres" every page's unit has a snapshot that
  * sees every commit (the concurrent cases are the tests below), and another node's writes reach the log.
+ * `unitMillis`: units walk that long on a clock that moves a millisecond each time it is read, so a unit takes
+ * about that many steps; a page whose walk pauses is asked again, as a new unit, after each later step (so the
+ * steps' writes fall between its units), and after the last until it is answered; it must be the slice of the list
+ * as it is when answered.
  */
-const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tellChanges = true, engine: Engine = "sqlite"): string | undefined => {
+const run = (
+  initial: number,
+  stepRows: number,
+  steps: ReadonlyArray<Step>,
+  tellChanges = true,
+  engine: Engine = "sqlite",
+  unitMillis?: number
+): string | undefined => {
   const made = rowMaker()
   const rows: Array<Row> = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
-  const boundaries = new PageBoundaries(stepRows)
+  const boundaries = new PageBoundaries(stepRows, unitMillis, tickingClock())
   let version = 0
   // PostgreSQL: transaction ids, and the log of other nodes' list changes.
   let nextXid = 3n
@@ -124,7 +150,32 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
     const since = boundaries.since("client", 0)
     return snapshotSighting(since, nextXid, nextXid, [], since === undefined ? [] : log.filter((entry) => entry.xid >= since).map((entry) => entry.key))
   }
+  type PageStep = Extract<Step, { kind: "page" }>
+  /** One unit of a page: undefined once answered as expected, "paused", or what was found instead. */
+  const askPage = (s: PageStep): string | "paused" | undefined => {
+    const list = rows.filter((row) => s.group === undefined || row.group === s.group).sort(compare)
+    const start = (s.page - 1) * s.limit
+    const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
+    if (start === 0 || start >= list.length) return undefined
+    const found = pageOrPause(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, readsOver(list), 0))
+    if (found === "paused") return found
+    const ids = found.map((row) => row.id)
+    return JSON.stringify(ids) === JSON.stringify(expected) ? undefined : JSON.stringify({ step: s, found: ids, expected })
+  }
+  let paused: Array<PageStep> = []
+  const askPaused = (): string | undefined => {
+    const asked = paused
+    paused = []
+    for (const page of asked) {
+      const answer = askPage(page)
+      if (answer === "paused") paused.push(page)
+      else if (answer !== undefined) return answer
+    }
+    return undefined
+  }
   for (const s of steps) {
+    const failed = askPaused()
+    if (failed !== undefined) return failed
     if (s.kind === "insert") {
       const row = made(s.at ?? 1_000 + rows.length, s.group)
       rows.push(row)
@@ -142,14 +193,16 @@ const run = (initial: number, stepRows: number, steps: ReadonlyArray<Step>, tell
       row.group = row.group === "pending" ? "completed" : "pending"
       foreignChange(row)
     } else if (s.kind === "page") {
-      const list = rows.filter((row) => s.group === undefined || row.group === s.group).sort(compare)
-      const start = (s.page - 1) * s.limit
-      const expected = [...list].reverse().slice(start, start + s.limit).map((row) => row.id)
-      if (start === 0 || start >= list.length) continue
-      const found = Effect.runSync(boundaries.page(`client|${s.group}`, "client", sighting(), list.length, { page: s.page, limit: s.limit }, readsOver(list), 0))
-        .map((row) => row.id)
-      if (JSON.stringify(found) !== JSON.stringify(expected)) return JSON.stringify({ step: s, found, expected })
+      const answer = askPage(s)
+      if (answer === "paused") paused.push(s)
+      else if (answer !== undefined) return answer
     }
+  }
+  // With nothing written between them, each unit walks on from the boundaries the last one left.
+  for (let round = 0; paused.length > 0; round++) {
+    if (round > initial + steps.length) return `pages paused without end: ${JSON.stringify(paused)}`
+    const failed = askPaused()
+    if (failed !== undefined) return failed
   }
   return undefined
 }
@@ -167,6 +220,48 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       )
     })
   }
+
+  for (const engine of ["sqlite", "postgres"] as const) {
+    it(`a walk that pauses every few steps, written to between its units, still answers the port's slice (${engine})`, () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 0, max: 3 }), steps, (initial, stepRows, unitMillis, list) => {
+          assert.strictEqual(run(initial, stepRows, list, true, engine, unitMillis), undefined)
+        }),
+        { numRuns: 500 }
+      )
+    })
+  }
+
+  it("a unit that has walked for unitMillis pauses; the next unit starts from the boundaries it left; none pauses where the storage says it may not", () => {
+    // Each step reads the clock once: 4 milliseconds are 4 steps.
+    const boundaries = new PageBoundaries(10, 4, tickingClock())
+    const list = numberedList
+    const { skipped, reads } = counting()
+    const sighting: Sighting = { _tag: "DataVersion", version: 0 }
+    // The middle of 1,000 rows, 48 steps of 10 from the nearer end: 12 units of 4 steps, the last reading the page.
+    const units: Array<ReadonlyArray<number>> = []
+    let answer: ReadonlyArray<SortKey> | "paused" = "paused"
+    while (answer === "paused" && units.length < 100) {
+      skipped.length = 0
+      answer = pageOrPause(boundaries.page("l", "client", sighting, 1_000, { page: 25, limit: 20 }, reads))
+      units.push([...skipped])
+    }
+    assert.notStrictEqual(answer, "paused")
+    assert.deepStrictEqual((answer as ReadonlyArray<SortKey>).map((row) => row.created_at), list.slice(500, 520).reverse().map((row) => row.created_at))
+    assert.strictEqual(units.length, 12)
+    for (const unit of units.slice(0, -1)) assert.deepStrictEqual(unit, [10, 10, 10, 10])
+    assert.deepStrictEqual(units.at(-1), [10, 10, 10, 10, 0])
+    assert.strictEqual(boundaries.size(), 48)
+    // A new data version forgets them; told it may not pause, the unit walks all the way at once.
+    skipped.length = 0
+    const whole = Effect.runSync(Effect.provideService(
+      boundaries.page("l", "client", { _tag: "DataVersion", version: 1 }, 1_000, { page: 25, limit: 20 }, reads),
+      WalkMayPause,
+      false
+    ))
+    assert.strictEqual(whole.length, 20)
+    assert.strictEqual(skipped.length, 49)
+  })
 
   it("without being told of changes, boundaries go stale: the model can tell", () => {
     // An old transaction written after the boundaries were made moves every later row by one.

@@ -574,6 +574,54 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       yield* checkPages
     }), 60_000)
 
+  it.live("a list's first deep walk leaves the event loop turns: a lookup begun after it answers first, and the page is exact (PAGE-4)", () =>
+    Effect.gen(function*() {
+      const { db, filename } = yield* migratedSqliteFile("turns.db")
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const account = yield* storedAccount(storage)
+      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+      const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
+      // 100,000 transactions one millisecond apart, written by another connection, and their counter.
+      const rows = 100_000
+      other.prepare(`
+        with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+        insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+          amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+          created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+          created_at, updated_at)
+        select printf('00000000-0000-7000-8000-%012x', i), ?, ?, 'destination', 'external', '0xdestination', '1.5', ?,
+          '0.001', ?, '1.501', 'COMPLETED', 'completed', null, 1, 'initiator', 'Initiator', '[]', null, null, null,
+          strftime('%Y-%m-%dT%H:%M:%fZ', 1672531200 + i / 1000.0, 'unixepoch'), strftime('%Y-%m-%dT%H:%M:%fZ', 1672531200 + i / 1000.0, 'unixepoch')
+        from n
+      `).run(rows, account.clientId, account.id, account.assetId, account.assetId)
+      other.prepare(`insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count) values (?, ?, ?, 'completed', ?)`)
+        .run(account.clientId, account.id, account.assetId, rows)
+      const all = (other.prepare("select id from transactions where client_id = ? order by created_at desc, id desc").all(account.clientId) as Array<{ readonly id: string }>)
+        .map((row) => row.id)
+      // The middle page: 50,000 rows from either end, 12 steps of STEP_ROWS (0.3 ms or more each), UNIT_MILLIS to a unit.
+      const page = rows / 20 / 2
+      let turns = 0
+      let ticking = true
+      const tick = () => {
+        turns++
+        if (ticking) setImmediate(tick)
+      }
+      setImmediate(tick)
+      // A lookup asked for on the next turn, after the deep page began.
+      const finished: Array<string> = []
+      setImmediate(() => {
+        void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getAccount(account.id))).then((found) => {
+          if (Option.isSome(found)) finished.push("lookup")
+        })
+      })
+      const listed = yield* storage.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, { page, limit: 20 }))
+      finished.push("deep page")
+      ticking = false
+      assert.deepStrictEqual(finished, ["lookup", "deep page"])
+      assert.isAtLeast(turns, 1, "the walk's units ran in separate turns of the event loop")
+      assert.deepStrictEqual({ ids: listed.items.map((tx) => tx.id), total: listed.total }, { ids: all.slice((page - 1) * 20, page * 20), total: rows })
+    }), 60_000)
+
   it.live("the reads around a boundary use the list's index and never sort (SQLite query plans)", () =>
     Effect.gen(function*() {
       const { db } = yield* migratedSqliteFile("around.db")

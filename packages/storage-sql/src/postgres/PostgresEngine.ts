@@ -23,6 +23,7 @@ export const PostgresEngine: SqlEngine = {
   opaque: plainParameters,
   substringPosition: "strpos",
   locksRowsForWrite: true,
+  runsOnEventLoop: false,
   classify: classifyPostgresError,
   listChanges: {
     // The read unit's snapshot (REPEATABLE READ: the unit's one snapshot), and migration 8's log of the client's

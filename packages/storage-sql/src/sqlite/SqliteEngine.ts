@@ -18,6 +18,7 @@ export const SqliteEngine: SqlEngine = {
   opaque: castParameters,
   substringPosition: "instr",
   locksRowsForWrite: false,
+  runsOnEventLoop: true,
   classify: classifySqliteError,
   listChanges: {
     query: () => SqliteSession.DATA_VERSION,

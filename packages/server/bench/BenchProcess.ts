@@ -11,7 +11,7 @@ import { createRequire } from "node:module"
 
 export interface AutocannonResult {
   readonly requests: { readonly average: number; readonly total: number }
-  readonly latency: { readonly p50: number; readonly p99: number }
+  readonly latency: { readonly p50: number; readonly p99: number; readonly max: number }
   readonly non2xx: number
   readonly errors: number
 }

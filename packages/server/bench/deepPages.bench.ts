@@ -3,8 +3,10 @@
  * every other request on SQLite, where statements run on the event loop (or on PostgreSQL, BENCH_PG_URL). One relay
  * server on a SQLite file with the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default,
  * written straight into the file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
- * other clients ask for deep pages of the list (2 connections): pages anywhere in the list, chosen at random, then
- * the middle page (the farthest from both ends), and prints the readers' latencies and the deep pages' own.
+ * other clients ask for deep pages of the list (2 connections): first, right after start, pages no walk has reached
+ * yet (the middle and three quarters down of each list a filter makes: first walks); after a warm-up, pages anywhere
+ * in the list, chosen at random, then the middle page (the farthest from both ends), and prints the readers'
+ * latencies and the deep pages' own.
  * Asserts nothing.
  *
  * BENCH_PG_URL=postgres://...: the same on a PostgreSQL database created (and dropped) here, instead of the SQLite
@@ -104,6 +106,10 @@ const seedPostgres = async (url: string, accountId: string, count: number) => {
 
 const latencies = (result: AutocannonResult) => `${result.latency.p50} / ${result.latency.p99} ms`
 
+/** How long the reader runs while the first walks are asked for (they take about a second without pauses). */
+const firstWalksSeconds = 4
+let stormMillis = 0
+
 const run = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-deep-pages-"))
   const file = join(directory, "relay.db")
@@ -151,6 +157,25 @@ const run = async () => {
     }
     const firstMiddle = await timed(middlePage)
     const secondMiddle = await timed(middlePage)
+    // First walks: the middle and a quarter of each list a filter makes (every one of them holds all the rows, and
+    // keeps boundaries of its own), none reached by a walk yet, asked for by 2 clients while the reader runs.
+    const filters = [`accountId=${demo.account}`, "assetType=BTC", "status=completed"]
+    const lists = filters.reduce<Array<Array<string>>>((subsets, filter) => [...subsets, ...subsets.map((subset) => [...subset, filter])], [[]])
+    const firstWalks = lists.flatMap((list) => [middlePage, Math.ceil(lastPage * 3 / 4)].map((page) => [path(page), ...list].join("&")))
+    const walkMillis: Array<number> = []
+    const walkFirst = async () => {
+      for (let next = firstWalks.shift(); next !== undefined; next = firstWalks.shift()) {
+        const started = performance.now()
+        const response = await fetch(`${url}${next}`, { headers: demo.headers })
+        await response.arrayBuffer()
+        walkMillis.push(performance.now() - started)
+      }
+    }
+    const stormStarted = performance.now()
+    const [duringFirstWalks] = await Promise.all([
+      reader(firstWalksSeconds),
+      Promise.all([walkFirst(), walkFirst()]).then(() => (stormMillis = performance.now() - stormStarted))
+    ])
     // The warm-up reads every part of the list, as a server that has served for a while has.
     await Promise.all([reader(warmup), deep(warmup, "random")])
     const quiet = await reader(duration)
@@ -158,13 +183,14 @@ const run = async () => {
     const [duringMiddle, middle] = await Promise.all([reader(duration), deep(duration, "middle")])
     // The same load of the first page, which walks nothing: what any two busy clients cost the reader.
     const [duringFirst, firstPages] = await Promise.all([reader(duration), deep(duration, "first")])
-    const all = [quiet, duringRandom, random, duringMiddle, middle, duringFirst, firstPages]
+    const all = [quiet, duringFirstWalks, duringRandom, random, duringMiddle, middle, duringFirst, firstPages]
     const failed = all.reduce((sum, result) => sum + result.non2xx + result.errors, 0)
     const ratio = (during: AutocannonResult) => (during.latency.p99 / Math.max(quiet.latency.p99, 1)).toFixed(1)
     process.stdout.write([
       "| measurement | req/s | p50 / p99 |",
       "|---|---|---|",
       `| reader (GET account), alone | ${quiet.requests.average.toFixed(0)} | ${latencies(quiet)} |`,
+      `| reader, during the first walks (${firstWalksSeconds} s; max ${duringFirstWalks.latency.max} ms) | ${duringFirstWalks.requests.average.toFixed(0)} | ${latencies(duringFirstWalks)} |`,
       `| reader, during pages at random | ${duringRandom.requests.average.toFixed(0)} | ${latencies(duringRandom)} |`,
       `| pages at random (1 to ${lastPage.toLocaleString("en")}), 2 connections | ${random.requests.average.toFixed(0)} | ${latencies(random)} |`,
       `| reader, during the middle page | ${duringMiddle.requests.average.toFixed(0)} | ${latencies(duringMiddle)} |`,
@@ -173,7 +199,8 @@ const run = async () => {
       `| the first page, 2 connections | ${firstPages.requests.average.toFixed(0)} | ${latencies(firstPages)} |`,
       "",
       `the middle page, first asked after start: ${firstMiddle} ms, then ${secondMiddle} ms`,
-      `reader p99 during / alone: ${ratio(duringRandom)} (pages at random), ${ratio(duringMiddle)} (middle page), ${ratio(duringFirst)} (first page); answers other than 2xx or errors: ${failed}`,
+      `first walks: ${walkMillis.length} pages (the middle and three quarters down of ${lists.length} lists) in ${stormMillis.toFixed(0)} ms, each ${Math.min(...walkMillis).toFixed(1)} to ${Math.max(...walkMillis).toFixed(1)} ms`,
+      `reader p99 during / alone: ${ratio(duringFirstWalks)} (first walks), ${ratio(duringRandom)} (pages at random), ${ratio(duringMiddle)} (middle page), ${ratio(duringFirst)} (first page); answers other than 2xx or errors: ${failed}`,
       ""
     ].join("\n"))
   } finally {

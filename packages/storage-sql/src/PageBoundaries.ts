@@ -104,18 +104,28 @@ interface Boundary {
 }
 
 /**
- * The longest walk a page makes from a boundary; longer walks leave boundaries this far apart. About 0.3 ms on
- * SQLite; a million rows keep 244 per list. Measured against 2,048, 8,192 and 32,768 (docs/benchmarks.md).
+ * The longest walk a page makes from a boundary; longer walks leave boundaries this far apart. Measured against
+ * 2,048, 8,192 and 32,768 (docs/benchmarks.md); a million rows keep 244 per list. Where statements run off the event
+ * loop (PostgreSQL).
  */
 export const STEP_ROWS = 4_096
+
+/**
+ * The same where statements run on the event loop (SQLite): 0.15 to 0.8 ms a step through the list's index, up to
+ * 3.5 ms where the filter reads each row it passes; 488 boundaries for a million rows. A walk cannot pause inside a
+ * step, so the step is what a reader waits behind during first walks: readers' p99 there was 12 to 15 ms with 2,048
+ * against 18 to 22 ms with 4,096, pages at random as fast (docs/benchmarks.md). On PostgreSQL, where a step is a
+ * round trip and no reader waits behind it, 2,048 made a first walk 1.6 times slower.
+ */
+export const STEP_ROWS_ON_EVENT_LOOP = 2_048
 
 /** Lists whose boundaries are kept; the least recently used list is forgotten beyond it. */
 export const MAX_LISTS = 1_024
 
 /**
- * How long a unit walks before it pauses, where statements run on the event loop: a step of 4,096 keys takes 0.3 to
- * 1.6 ms on SQLite through the list's index, and several more where the filter reads each row (docs/benchmarks.md),
- * so a reader waits about a step behind a deep page.
+ * How long a unit walks before it pauses, where statements run on the event loop: a step or two (see
+ * STEP_ROWS_ON_EVENT_LOOP), so a reader waits about a step behind a deep page. 1 ms measured a little better than 2
+ * (docs/benchmarks.md).
  */
 export const UNIT_MILLIS = 1
 

@@ -12,7 +12,7 @@
 import { Storage } from "@custody-relay/core"
 import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
-import { isWalkPause, MAX_WALK_PAUSES, PageBoundaries, UNIT_MILLIS, WalkMayPause } from "./PageBoundaries.js"
+import { isWalkPause, MAX_WALK_PAUSES, PageBoundaries, STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS, WalkMayPause } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
@@ -136,7 +136,7 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
-  const pageBoundaries = new PageBoundaries(undefined, engine.runsOnEventLoop ? UNIT_MILLIS : undefined)
+  const pageBoundaries = engine.runsOnEventLoop ? new PageBoundaries(STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS) : new PageBoundaries()
   const keepsCredentials = options.keepCredentials !== false
   const keptApiUsers = open.confirmsCredentials === true && keepsCredentials
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())

@@ -520,7 +520,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       const rows = 100_000
       const startMillis = Date.UTC(2023, 0, 1)
       // Written by another connection, one millisecond apart; three in four pending (so that group too is long enough to
-      // get boundaries, STEP_ROWS apart). Then their counters.
+      // get boundaries, STEP_ROWS_ON_EVENT_LOOP apart). Then their counters.
       const insertRows = (from: number, count: number, createdAtMillis: (i: number) => number) => {
         const insert = other.prepare(`
           insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
@@ -598,7 +598,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
         .run(account.clientId, account.id, account.assetId, rows)
       const all = (other.prepare("select id from transactions where client_id = ? order by created_at desc, id desc").all(account.clientId) as Array<{ readonly id: string }>)
         .map((row) => row.id)
-      // The middle page: 50,000 rows from either end, 12 steps of STEP_ROWS (0.3 ms or more each), UNIT_MILLIS to a unit.
+      // The middle page: 50,000 rows from either end, 24 steps of STEP_ROWS_ON_EVENT_LOOP (0.15 ms or more each), UNIT_MILLIS to a unit.
       const page = rows / 20 / 2
       let turns = 0
       let ticking = true

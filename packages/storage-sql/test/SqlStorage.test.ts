@@ -509,43 +509,63 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: an update names only the
     }))
 })
 
+/**
+ * Transactions `from` to `from + count - 1` of `account`'s client written by another connection `other`, created at
+ * `createdAtMillis(i)`, three in four pending (so that group too is long enough to get boundaries); then the client's
+ * counters recounted.
+ */
+const insertTransactions = (
+  other: import("better-sqlite3").Database,
+  account: Account.Account,
+  from: number,
+  count: number,
+  createdAtMillis: (i: number) => number
+) => {
+  const insert = other.prepare(`
+    insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+      amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+      created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+      created_at, updated_at)
+    values (?, ?, ?, 'destination', 'external', '0xdestination', '1.5', ?, '0.001', ?, '1.501', ?, ?, null, 1,
+      'initiator', 'Initiator', '[]', null, null, null, ?, ?)
+  `)
+  other.transaction(() => {
+    for (let i = from; i < from + count; i++) {
+      const pending = i % 4 !== 0
+      const at = new Date(createdAtMillis(i)).toISOString()
+      insert.run(`00000000-0000-7000-8000-${i.toString(16).padStart(12, "0")}`, account.clientId, account.id, account.assetId, account.assetId,
+        pending ? "AWAITING_SIGNATURE" : "COMPLETED", pending ? "pending" : "completed", at, at)
+    }
+    other.prepare("delete from transaction_counts where client_id = ?").run(account.clientId)
+    other.prepare(`
+      insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+      select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = ?
+      group by client_id, source_account_id, asset_type, status_group
+    `).run(account.clientId)
+  })()
+}
+
+/**
+ * A storage on a new SQLite file with one account, and `rows` transactions of its client one millisecond apart from
+ * `startMillis`, written by another connection (`other`, open for the test).
+ */
+const withTransactions = (name: string, rows: number, startMillis: number) =>
+  Effect.gen(function*() {
+    const { db, filename } = yield* migratedSqliteFile(name)
+    const storage = SqlStorage.make(db, SqliteEngine)
+    const account = yield* storedAccount(storage)
+    const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+    const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
+    insertTransactions(other, account, 1, rows, (i) => startMillis + i)
+    return { storage, account, other }
+  })
+
 describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page boundaries (SQLite file, PAGE-4)", () => {
   it.live("deep pages of 100,000 transactions are exact after old transactions are written here and by another connection, and after a status change", () =>
     Effect.gen(function*() {
-      const { db, filename } = yield* migratedSqliteFile("deep.db")
-      const storage = SqlStorage.make(db, SqliteEngine)
-      const account = yield* storedAccount(storage)
-      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
-      const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
       const rows = 100_000
       const startMillis = Date.UTC(2023, 0, 1)
-      // Written by another connection, one millisecond apart; three in four pending (so that group too is long enough to
-      // get boundaries, STEP_ROWS_ON_EVENT_LOOP apart). Then their counters.
-      const insertRows = (from: number, count: number, createdAtMillis: (i: number) => number) => {
-        const insert = other.prepare(`
-          insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
-            amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
-            created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
-            created_at, updated_at)
-          values (?, ?, ?, 'destination', 'external', '0xdestination', '1.5', ?, '0.001', ?, '1.501', ?, ?, null, 1,
-            'initiator', 'Initiator', '[]', null, null, null, ?, ?)
-        `)
-        other.transaction(() => {
-          for (let i = from; i < from + count; i++) {
-            const pending = i % 4 !== 0
-            const at = new Date(createdAtMillis(i)).toISOString()
-            insert.run(`00000000-0000-7000-8000-${i.toString(16).padStart(12, "0")}`, account.clientId, account.id, account.assetId, account.assetId,
-              pending ? "AWAITING_SIGNATURE" : "COMPLETED", pending ? "pending" : "completed", at, at)
-          }
-          other.prepare("delete from transaction_counts where client_id = ?").run(account.clientId)
-          other.prepare(`
-            insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
-            select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = ?
-            group by client_id, source_account_id, asset_type, status_group
-          `).run(account.clientId)
-        })()
-      }
-      insertRows(1, rows, (i) => startMillis + i)
+      const { storage, account, other } = yield* withTransactions("deep.db", rows, startMillis)
       const expected = (group: "pending" | undefined) =>
         (other.prepare(`select id from transactions where client_id = ? ${group === undefined ? "" : "and status_group = 'pending'"} order by created_at desc, id desc`)
           .all(account.clientId) as Array<{ readonly id: string }>).map((row) => row.id)
@@ -565,7 +585,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       yield* storage.transaction("write", (unit) => unit.insertTransaction(old))
       yield* checkPages
       // Another connection writes an old one: this process learns it from the data version.
-      insertRows(rows + 1, 1, () => startMillis + 20_000)
+      insertTransactions(other, account, rows + 1, 1, () => startMillis + 20_000)
       yield* checkPages
       // An old pending transaction, before every boundary, leaves the pending group.
       const moved = Ids.TransactionId.make(`00000000-0000-7000-8000-${(1_001).toString(16).padStart(12, "0")}`)
@@ -576,26 +596,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
 
   it.live("a list's first deep walk leaves the event loop turns: a lookup begun after it answers first, and the page is exact (PAGE-4)", () =>
     Effect.gen(function*() {
-      const { db, filename } = yield* migratedSqliteFile("turns.db")
-      const storage = SqlStorage.make(db, SqliteEngine)
-      const account = yield* storedAccount(storage)
-      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
-      const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
-      // 100,000 transactions one millisecond apart, written by another connection, and their counter.
       const rows = 100_000
-      other.prepare(`
-        with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
-        insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
-          amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
-          created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
-          created_at, updated_at)
-        select printf('00000000-0000-7000-8000-%012x', i), ?, ?, 'destination', 'external', '0xdestination', '1.5', ?,
-          '0.001', ?, '1.501', 'COMPLETED', 'completed', null, 1, 'initiator', 'Initiator', '[]', null, null, null,
-          strftime('%Y-%m-%dT%H:%M:%fZ', 1672531200 + i / 1000.0, 'unixepoch'), strftime('%Y-%m-%dT%H:%M:%fZ', 1672531200 + i / 1000.0, 'unixepoch')
-        from n
-      `).run(rows, account.clientId, account.id, account.assetId, account.assetId)
-      other.prepare(`insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count) values (?, ?, ?, 'completed', ?)`)
-        .run(account.clientId, account.id, account.assetId, rows)
+      const { storage, account, other } = yield* withTransactions("turns.db", rows, Date.UTC(2023, 0, 1))
       const all = (other.prepare("select id from transactions where client_id = ? order by created_at desc, id desc").all(account.clientId) as Array<{ readonly id: string }>)
         .map((row) => row.id)
       // The middle page: 50,000 rows from either end, 24 steps of STEP_ROWS_ON_EVENT_LOOP (0.15 ms or more each), UNIT_MILLIS to a unit.

@@ -104,9 +104,9 @@ interface Boundary {
 }
 
 /**
- * The longest walk a page makes from a boundary; longer walks leave boundaries this far apart. Measured against
- * 2,048, 8,192 and 32,768 (docs/benchmarks.md); a million rows keep 244 per list. Where statements run off the event
- * loop (PostgreSQL).
+ * The longest walk a page makes from a boundary where statements run off the event loop (PostgreSQL); longer walks
+ * leave boundaries this far apart, 244 for a million rows. Measured against 2,048, 8,192 and 32,768
+ * (docs/benchmarks.md).
  */
 export const STEP_ROWS = 4_096
 

@@ -108,7 +108,6 @@ const latencies = (result: AutocannonResult) => `${result.latency.p50} / ${resul
 
 /** How long the reader runs while the first walks are asked for (they take about a second without pauses). */
 const firstWalksSeconds = 4
-let stormMillis = 0
 
 const run = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-deep-pages-"))
@@ -149,14 +148,15 @@ const run = async () => {
       })
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
     // The first deep page a server serves walks to it; later ones start from what that walk left.
-    const timed = async (page: number) => {
+    /** Milliseconds until the whole answer to `target` (a path and query) has arrived. */
+    const timed = async (target: string) => {
       const started = performance.now()
-      const response = await fetch(`${url}${path(page)}`, { headers: demo.headers })
+      const response = await fetch(`${url}${target}`, { headers: demo.headers })
       await response.arrayBuffer()
-      return (performance.now() - started).toFixed(1)
+      return performance.now() - started
     }
-    const firstMiddle = await timed(middlePage)
-    const secondMiddle = await timed(middlePage)
+    const firstMiddle = (await timed(path(middlePage))).toFixed(1)
+    const secondMiddle = (await timed(path(middlePage))).toFixed(1)
     // First walks: the middle and a quarter of each list a filter makes (every one of them holds all the rows, and
     // keeps boundaries of its own), none reached by a walk yet, asked for by 2 clients while the reader runs.
     const filters = [`accountId=${demo.account}`, "assetType=BTC", "status=completed"]
@@ -164,17 +164,12 @@ const run = async () => {
     const firstWalks = lists.flatMap((list) => [middlePage, Math.ceil(lastPage * 3 / 4)].map((page) => [path(page), ...list].join("&")))
     const walkMillis: Array<number> = []
     const walkFirst = async () => {
-      for (let next = firstWalks.shift(); next !== undefined; next = firstWalks.shift()) {
-        const started = performance.now()
-        const response = await fetch(`${url}${next}`, { headers: demo.headers })
-        await response.arrayBuffer()
-        walkMillis.push(performance.now() - started)
-      }
+      for (let next = firstWalks.shift(); next !== undefined; next = firstWalks.shift()) walkMillis.push(await timed(next))
     }
     const stormStarted = performance.now()
-    const [duringFirstWalks] = await Promise.all([
+    const [duringFirstWalks, stormMillis] = await Promise.all([
       reader(firstWalksSeconds),
-      Promise.all([walkFirst(), walkFirst()]).then(() => (stormMillis = performance.now() - stormStarted))
+      Promise.all([walkFirst(), walkFirst()]).then(() => performance.now() - stormStarted)
     ])
     // The warm-up reads every part of the list, as a server that has served for a while has.
     await Promise.all([reader(warmup), deep(warmup, "random")])

@@ -252,7 +252,7 @@ export class PageBoundaries {
     // A step that adds no boundary (one already there, so the anchor was not the nearest) would repeat forever:
     // a bound of steps the list can hold, then the walk itself.
     let stepped = Math.ceil(total / self.stepRows) + 1
-    const began = self.unitMillis === Number.POSITIVE_INFINITY ? 0 : self.clock()
+    const began = self.clock()
     let walked = false
     for (;;) {
       stepped--

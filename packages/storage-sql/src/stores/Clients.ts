@@ -26,12 +26,13 @@ export const store = (
       return Effect.map(first(lookups.apiUser[locking](id)), apiUserById)
     },
     findApiUserByKeyId(keyId) {
-      const byKeyId = () => Effect.map(first(lookups.apiUserByKeyId(keyId)), decodeApiUser)
+      const rowByKeyId = () => first(lookups.apiUserByKeyId(keyId))
+      const byKeyId = () => Effect.map(rowByKeyId(), decodeApiUser)
       if (mode !== "lookup") return byKeyId()
       // A lookup is the authentication's read (see ApiUsersAtVersion and KeptApiUsers).
       if (apiUsersAtVersion !== undefined) return apiUsersAtVersion.find(keyId, byKeyId)
       if (keptApiUsers === undefined) return byKeyId()
-      return Effect.map(first(lookups.apiUserByKeyId(keyId)), (row) => {
+      return Effect.map(rowByKeyId(), (row) => {
         if (row === undefined) return Option.none()
         const user = ApiUserRow.decode(row)
         keptApiUsers.remember(keyId, row, user)

@@ -25,9 +25,43 @@ export type Autocannon = (options: {
   readonly body?: string
   /** Each request's path chosen as it is sent (autocannon's `setupRequest`), instead of the url's. */
   readonly requests?: ReadonlyArray<{ readonly setupRequest: (request: { path: string }) => { path: string } }>
-}) => Promise<AutocannonResult>
+}) => Running
+
+/**
+ * A load under way: its result once its duration is over or it is stopped, and each answer as it arrives
+ * (`response`, with the milliseconds it took, to the microsecond).
+ */
+export interface Running extends PromiseLike<AutocannonResult> {
+  readonly stop: () => void
+  readonly on: (event: "response", listener: (client: unknown, status: number, bytes: number, millis: number) => void) => void
+}
 
 export const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+
+/** Percentiles of milliseconds, to the hundredth. */
+export interface Latency {
+  readonly p50: number
+  readonly p99: number
+  readonly max: number
+}
+
+const percentiles = (millis: Array<number>): Latency => {
+  millis.sort((a, b) => a - b)
+  const at = (fraction: number) => Math.round((millis[Math.min(millis.length - 1, Math.floor(millis.length * fraction))] ?? 0) * 100) / 100
+  return { p50: at(0.5), p99: at(0.99), max: at(1) }
+}
+
+/**
+ * `load` with its 2xx answers' latencies kept to the microsecond: autocannon's own percentiles are whole
+ * milliseconds, and a fast server's p99 is below one.
+ */
+export const timedFinely = (load: Running): { readonly stop: () => void; readonly done: Promise<{ readonly result: AutocannonResult; readonly latency: Latency }> } => {
+  const millis: Array<number> = []
+  load.on("response", (_client, status, _bytes, taken) => {
+    if (status >= 200 && status < 300) millis.push(taken)
+  })
+  return { stop: load.stop, done: Promise.resolve(load).then((result) => ({ result, latency: percentiles(millis) })) }
+}
 
 export interface Started {
   readonly child: ChildProcess
@@ -112,7 +146,7 @@ export const median = (values: ReadonlyArray<number>): number => [...values].sor
  */
 export const takeTurns = async <S>(
   servers: ReadonlyArray<S>,
-  load: (server: S, seconds: number) => Promise<AutocannonResult>,
+  load: (server: S, seconds: number) => PromiseLike<AutocannonResult>,
   settings: { readonly warmup: number; readonly rounds: number; readonly duration: number }
 ): Promise<Map<S, Array<AutocannonResult>>> => {
   for (const server of servers) await load(server, settings.warmup)

@@ -4,9 +4,10 @@
  * server on a SQLite file with the demo data and BENCH_ROWS transactions of the demo client (1,000,000 by default,
  * written straight into the file between two starts). Measures a reader (GET account, 10 connections) alone, then the same reader while
  * other clients ask for deep pages of the list (2 connections): first, right after start, pages no walk has reached
- * yet (the middle and three quarters down of each list a filter makes: first walks); after a warm-up, pages anywhere
- * in the list, chosen at random, then the middle page (the farthest from both ends), and prints the readers'
- * latencies and the deep pages' own.
+ * yet (the middle and three quarters down of each list a filter makes: first walks; the reader runs exactly as long
+ * as they do); after a warm-up, pages anywhere in the list, chosen at random, then the middle page (the farthest
+ * from both ends), and prints the readers' latencies (to the hundredth of a millisecond) and the deep pages' own
+ * (autocannon's, in whole milliseconds).
  * Asserts nothing.
  *
  * BENCH_PG_URL=postgres://...: the same on a PostgreSQL database created (and dropped) here, instead of the SQLite
@@ -23,7 +24,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import pg from "pg"
-import { autocannon, type AutocannonResult, demoOf, grab, postgresDatabase, READY, startServer } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, demoOf, grab, type Latency, postgresDatabase, READY, startServer, timedFinely } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
@@ -104,10 +105,7 @@ const seedPostgres = async (url: string, accountId: string, count: number) => {
   }
 }
 
-const latencies = (result: AutocannonResult) => `${result.latency.p50} / ${result.latency.p99} ms`
-
-/** How long the reader runs while the first walks are asked for (they take about a second without pauses). */
-const firstWalksSeconds = 4
+const latencies = (latency: Latency) => `${latency.p50} / ${latency.p99} ms`
 
 const run = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-deep-pages-"))
@@ -133,7 +131,7 @@ const run = async () => {
     server = started.child
     const url = grab(started.output, /listening on (http:\/\/\S+)/)
     const reader = (seconds: number) =>
-      autocannon({ url: `${url}/relay/v1/accounts/${demo.account}`, connections: 10, duration: seconds, headers: demo.headers })
+      timedFinely(autocannon({ url: `${url}/relay/v1/accounts/${demo.account}`, connections: 10, duration: seconds, headers: demo.headers }))
     const lastPage = Math.ceil(rows / 20)
     const middlePage = Math.ceil(lastPage / 2)
     const path = (page: number) => `/relay/v1/transactions?page=${page}&limit=20`
@@ -166,32 +164,36 @@ const run = async () => {
     const walkFirst = async () => {
       for (let next = firstWalks.shift(); next !== undefined; next = firstWalks.shift()) walkMillis.push(await timed(next))
     }
+    // The reader warms up first (it reads no list, so it walks nothing), then runs exactly as long as the walks do.
+    await reader(warmup).done
+    const readerDuringWalks = reader(3_600)
     const stormStarted = performance.now()
-    const [duringFirstWalks, stormMillis] = await Promise.all([
-      reader(firstWalksSeconds),
-      Promise.all([walkFirst(), walkFirst()]).then(() => performance.now() - stormStarted)
-    ])
+    await Promise.all([walkFirst(), walkFirst()])
+    const stormMillis = performance.now() - stormStarted
+    readerDuringWalks.stop()
+    const duringFirstWalks = await readerDuringWalks.done
     // The warm-up reads every part of the list, as a server that has served for a while has.
-    await Promise.all([reader(warmup), deep(warmup, "random")])
-    const quiet = await reader(duration)
-    const [duringRandom, random] = await Promise.all([reader(duration), deep(duration, "random")])
-    const [duringMiddle, middle] = await Promise.all([reader(duration), deep(duration, "middle")])
+    await Promise.all([reader(warmup).done, deep(warmup, "random")])
+    const quiet = await reader(duration).done
+    const [duringRandom, random] = await Promise.all([reader(duration).done, deep(duration, "random")])
+    const [duringMiddle, middle] = await Promise.all([reader(duration).done, deep(duration, "middle")])
     // The same load of the first page, which walks nothing: what any two busy clients cost the reader.
-    const [duringFirst, firstPages] = await Promise.all([reader(duration), deep(duration, "first")])
-    const all = [quiet, duringFirstWalks, duringRandom, random, duringMiddle, middle, duringFirst, firstPages]
-    const failed = all.reduce((sum, result) => sum + result.non2xx + result.errors, 0)
-    const ratio = (during: AutocannonResult) => (during.latency.p99 / Math.max(quiet.latency.p99, 1)).toFixed(1)
+    const [duringFirst, firstPages] = await Promise.all([reader(duration).done, deep(duration, "first")])
+    const readers = [quiet, duringFirstWalks, duringRandom, duringMiddle, duringFirst].map(({ result }) => result)
+    const failed = [...readers, random, middle, firstPages].reduce((sum, result) => sum + result.non2xx + result.errors, 0)
+    const ratio = (during: { readonly latency: Latency }) => (during.latency.p99 / quiet.latency.p99).toFixed(1)
+    const rate = (result: AutocannonResult) => result.requests.average.toFixed(0)
     process.stdout.write([
       "| measurement | req/s | p50 / p99 |",
       "|---|---|---|",
-      `| reader (GET account), alone | ${quiet.requests.average.toFixed(0)} | ${latencies(quiet)} |`,
-      `| reader, during the first walks (${firstWalksSeconds} s; max ${duringFirstWalks.latency.max} ms) | ${duringFirstWalks.requests.average.toFixed(0)} | ${latencies(duringFirstWalks)} |`,
-      `| reader, during pages at random | ${duringRandom.requests.average.toFixed(0)} | ${latencies(duringRandom)} |`,
-      `| pages at random (1 to ${lastPage.toLocaleString("en")}), 2 connections | ${random.requests.average.toFixed(0)} | ${latencies(random)} |`,
-      `| reader, during the middle page | ${duringMiddle.requests.average.toFixed(0)} | ${latencies(duringMiddle)} |`,
-      `| the middle page (${middlePage.toLocaleString("en")}), 2 connections | ${middle.requests.average.toFixed(0)} | ${latencies(middle)} |`,
-      `| reader, during the first page | ${duringFirst.requests.average.toFixed(0)} | ${latencies(duringFirst)} |`,
-      `| the first page, 2 connections | ${firstPages.requests.average.toFixed(0)} | ${latencies(firstPages)} |`,
+      `| reader (GET account), alone | ${rate(quiet.result)} | ${latencies(quiet.latency)} |`,
+      `| reader, during the first walks (${(stormMillis / 1000).toFixed(1)} s; longest wait ${duringFirstWalks.latency.max} ms) | ${(duringFirstWalks.result.requests.total / stormMillis * 1000).toFixed(0)} | ${latencies(duringFirstWalks.latency)} |`,
+      `| reader, during pages at random | ${rate(duringRandom.result)} | ${latencies(duringRandom.latency)} |`,
+      `| pages at random (1 to ${lastPage.toLocaleString("en")}), 2 connections | ${rate(random)} | ${random.latency.p50} / ${random.latency.p99} ms |`,
+      `| reader, during the middle page | ${rate(duringMiddle.result)} | ${latencies(duringMiddle.latency)} |`,
+      `| the middle page (${middlePage.toLocaleString("en")}), 2 connections | ${rate(middle)} | ${middle.latency.p50} / ${middle.latency.p99} ms |`,
+      `| reader, during the first page | ${rate(duringFirst.result)} | ${latencies(duringFirst.latency)} |`,
+      `| the first page, 2 connections | ${rate(firstPages)} | ${firstPages.latency.p50} / ${firstPages.latency.p99} ms |`,
       "",
       `the middle page, first asked after start: ${firstMiddle} ms, then ${secondMiddle} ms`,
       `first walks: ${walkMillis.length} pages (the middle and three quarters down of ${lists.length} lists) in ${stormMillis.toFixed(0)} ms, each ${Math.min(...walkMillis).toFixed(1)} to ${Math.max(...walkMillis).toFixed(1)} ms`,

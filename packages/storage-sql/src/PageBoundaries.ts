@@ -33,6 +33,17 @@
  * read unit, so the rules above keep every boundary exact across the turns in between. A request whose walk pauses
  * `MAX_WALK_PAUSES` times (its boundaries forgotten turn after turn, say) walks the rest in one unit, as without
  * pauses.
+ *
+ * Where the list's key reads can also run off the event loop (`ListReads.keysOffLoop`: a SQLite file's read worker),
+ * a unit that would step instead stops with a far walk (`farWalkOf`): the storage runs its steps there, outside any
+ * unit, each step in a snapshot of its own, while the event loop serves other requests, then runs the read unit
+ * again, which takes the boundaries the steps reached before it reads. They are exact in that unit's snapshot when
+ * nothing changed at or before them meanwhile:
+ * - no other writer committed: the unit's data version is the one the walk began in (else all are dropped);
+ * - this process changed nothing at or before them: `changed` tells each far walk of the client the least key it
+ *   changed. Oldest first, a boundary before that key is exact (its count is the anchor's, exact before the key,
+ *   plus the rows between, none changed); newest first, counts are the anchor's minus the rows between, so every
+ *   one is dropped if the key is at or before the anchor (from the newest end, whatever the key).
  */
 import { Page, Storage } from "@custody-relay/core"
 import { Context, Effect } from "effect"
@@ -132,7 +143,21 @@ export const UNIT_MILLIS = 1
 /** How often one request's walk may pause; after that it walks the rest in one unit (see above). */
 export const MAX_WALK_PAUSES = 1_000
 
-/** Whether a walk may pause; the storage turns it off for a request's last run (see SqlStorage). */
+/**
+ * How many far walks one request may make. Another process that commits all the time voids each (its boundaries
+ * are dropped, and the next unit walks far again); after these the request walks on the event loop, pausing.
+ */
+export const MAX_FAR_WALKS = 3
+
+/**
+ * Whether a walk may step off the event loop where its list's reads can; the storage turns it off for a request
+ * whose far walk failed (its worker died, say), which then walks on the event loop, pausing (see SqlStorage).
+ */
+export const WalkMayLeaveLoop = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayLeaveLoop", {
+  defaultValue: () => true
+})
+
+/** Whether a walk may pause or step off the event loop; the storage turns it off for a request's last run (see SqlStorage). */
 export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayPause", {
   defaultValue: () => true
 })
@@ -151,6 +176,15 @@ const walkPause = (): Storage.StorageError => {
 
 export const isWalkPause = (error: unknown): boolean => error instanceof Storage.StorageError && walkPauses.has(error)
 
+const farWalks = new WeakMap<Storage.StorageError, Effect.Effect<void, Storage.StorageError>>()
+
+/**
+ * The steps of the far walk a unit stopped with (see above), to run outside any unit before the read unit runs
+ * again; undefined for any other error. Like a pause, it is a conflict.
+ */
+export const farWalkOf = (error: unknown): Effect.Effect<void, Storage.StorageError> | undefined =>
+  error instanceof Storage.StorageError ? farWalks.get(error) : undefined
+
 const compareKeys = (a: SortKey, b: SortKey): number =>
   a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
@@ -167,6 +201,8 @@ export interface ListReads<Row extends SortKey> {
    */
   readonly keysAfter: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<SortKey>>
   readonly keysUpTo: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<SortKey>>
+  /** The key reads again, run off the event loop outside the unit, each in a snapshot of its own (see above). */
+  readonly keysOffLoop?: Pick<ListReads<Row>, "keysAfter" | "keysUpTo">
 }
 
 interface List {
@@ -175,11 +211,27 @@ interface List {
   boundaries: Array<Boundary>
 }
 
+/** A walk whose steps run off the event loop, from `from` toward a page (see above). */
+interface FarWalk {
+  readonly listKey: string
+  readonly clientId: string
+  /** The data version it began in. */
+  readonly version: number | undefined
+  readonly from: Boundary | undefined
+  readonly oldestFirst: boolean
+  /** The least key this process changed in the client's lists since it began. */
+  leastChanged: SortKey | undefined
+  /** The boundaries its steps reached, a step apart, once they have run. */
+  reached: ReadonlyArray<Boundary> | undefined
+}
+
 export class PageBoundaries {
   readonly #lists = new Map<string, List>()
   #version: number | undefined = undefined
   /** Per client, the snapshot its boundaries are exact in (PostgreSQL only). */
   readonly #snapshots = new Map<string, KeptSnapshot>()
+  /** Far walks begun and not yet taken by a unit. */
+  readonly #farWalks = new Set<FarWalk>()
 
   /**
    * `stepRows`: the longest walk from a boundary (tests use short steps on short lists). `unitMillis`: how long a
@@ -195,6 +247,9 @@ export class PageBoundaries {
   changed(clientId: string, key: SortKey): void {
     for (const list of this.#lists.values()) {
       if (list.clientId === clientId) list.boundaries = list.boundaries.filter((boundary) => compareKeys(boundary.key, key) < 0)
+    }
+    for (const walk of this.#farWalks) {
+      if (walk.clientId === clientId && (walk.leastChanged === undefined || compareKeys(key, walk.leastChanged) < 0)) walk.leastChanged = key
     }
   }
 
@@ -235,6 +290,7 @@ export class PageBoundaries {
     const high = total - offset
     // A unit whose snapshot the kept boundaries may be ahead of reads from the nearer end, as with none kept.
     if (current === undefined) return this.#fromNearerEnd(total, low, high, reads)
+    if (sighting._tag === "DataVersion") this.#takeFarWalks()
     return PageBoundaries.#walk(this, this.#listOf(listKey, clientId), current, listKey, total, low, high, reads)
   }
 
@@ -264,7 +320,11 @@ export class PageBoundaries {
         if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
         return yield* reads.upTo(from?.key, high - low, walk)
       }
-      if (walked && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) return yield* Effect.fail(walkPause())
+      const mayPause = yield* WalkMayPause
+      if (reads.keysOffLoop !== undefined && mayPause && (yield* WalkMayLeaveLoop)) {
+        return yield* Effect.fail(self.#walkFar(list, listKey, from, oldestFirst ? (from?.count ?? 0) : (from?.count ?? total), oldestFirst, Math.floor(walk / self.stepRows), reads.keysOffLoop))
+      }
+      if (walked && mayPause && self.clock() - began >= self.unitMillis) return yield* Effect.fail(walkPause())
       walked = true
       // One row a step away from the nearest anchor, toward the page: a new boundary, then look again.
       // Oldest first the read starts just after the anchor's key, newest first at the key itself.
@@ -275,6 +335,58 @@ export class PageBoundaries {
       self.#insert(list, { count, key: { created_at: row.created_at, id: row.id } })
     }
   })
+
+  /**
+   * Begins a far walk of `steps` steps from `from` toward a page: the error a unit stops with (see `farWalkOf`). Its
+   * steps leave boundaries a step apart, as a walk on the event loop does.
+   */
+  #walkFar(
+    list: List,
+    listKey: string,
+    from: Boundary | undefined,
+    /** The count of `from`, or of the end it starts from: 0 for the oldest, the list's total for the newest. */
+    fromCount: number,
+    oldestFirst: boolean,
+    steps: number,
+    reads: NonNullable<ListReads<SortKey>["keysOffLoop"]>
+  ): Storage.StorageError {
+    const walk: FarWalk = { listKey, clientId: list.clientId, version: this.#version, from, oldestFirst, leastChanged: undefined, reached: undefined }
+    // A walk whose steps never ran (its request ended first) is never taken: the oldest go beyond a bound.
+    if (this.#farWalks.size >= MAX_LISTS) this.#farWalks.delete(this.#farWalks.values().next().value as FarWalk)
+    this.#farWalks.add(walk)
+    const stepRows = this.stepRows
+    const steps$ = Effect.gen(function*() {
+      const reached: Array<Boundary> = []
+      let key = from?.key
+      for (let step = 1; step <= steps; step++) {
+        // As a step on the event loop reads (see #walk).
+        const [row] = oldestFirst ? yield* reads.keysAfter(key, 1, stepRows - 1) : yield* reads.keysUpTo(key, 1, stepRows)
+        if (row === undefined) break
+        key = { created_at: row.created_at, id: row.id }
+        reached.push({ count: oldestFirst ? fromCount + step * stepRows : fromCount - step * stepRows, key })
+      }
+      walk.reached = reached
+    })
+    const error = StorageFailure.conflict(new Error("a deep page's walk steps off the event loop"))
+    farWalks.set(error, Effect.onError(steps$, () => Effect.sync(() => this.#farWalks.delete(walk))))
+    return error
+  }
+
+  /** The boundaries far walks reached, those still exact in this unit's snapshot (see above). */
+  #takeFarWalks(): void {
+    for (const walk of this.#farWalks) {
+      if (walk.reached === undefined) continue
+      this.#farWalks.delete(walk)
+      const least = walk.leastChanged
+      if (walk.version !== this.#version) continue
+      if (!walk.oldestFirst && least !== undefined && (walk.from === undefined || compareKeys(least, walk.from.key) <= 0)) continue
+      const list = this.#listOf(walk.listKey, walk.clientId)
+      for (const boundary of walk.reached) {
+        if (walk.oldestFirst && least !== undefined && compareKeys(boundary.key, least) >= 0) break
+        this.#insert(list, boundary)
+      }
+    }
+  }
 
   /**
    * Brings the kept boundaries up to the unit's sighting. Answers how to tell, later in the unit, that they are

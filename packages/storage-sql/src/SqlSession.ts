@@ -66,6 +66,11 @@ export interface SessionOpener {
    * Where there is one, the storage keeps API users while it stands (see ApiUsersAtVersion).
    */
   readonly commitVersion?: Effect.Effect<number, Storage.StorageError>
+  /**
+   * Reads one statement off the event loop, outside any unit, in a snapshot of its own: a SQLite file's read worker
+   * (see sqlite/ReadWorker). Where there is one, a deep page's first walk steps there (see PageBoundaries).
+   */
+  readonly readOffLoop?: <R>(query: CompiledQuery<R>) => Effect.Effect<ReadonlyArray<R>, Storage.StorageError>
 }
 
 /**

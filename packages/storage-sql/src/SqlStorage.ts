@@ -12,12 +12,12 @@
 import { Storage } from "@custody-relay/core"
 import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
-import { isWalkPause, MAX_WALK_PAUSES, PageBoundaries, STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS, WalkMayPause } from "./PageBoundaries.js"
+import { farWalkOf, isWalkPause, MAX_FAR_WALKS, MAX_WALK_PAUSES, PageBoundaries, STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import { KeptApiUsers } from "./KeptApiUsers.js"
-import type { CredentialCheck, SqlSession } from "./SqlSession.js"
+import type { CredentialCheck, SessionOpener, SqlSession } from "./SqlSession.js"
 import { RowsRead, statementsOf, type StoreArguments } from "./SqlUnit.js"
 import { type StoreStatements, storeStatementsOf } from "./StoreStatements.js"
 import * as Accounts from "./stores/Accounts.js"
@@ -71,14 +71,24 @@ const nextTurn = Effect.callback<void>((resume) => {
 
 /**
  * A read unit whose deep page's walk paused (see PageBoundaries) runs again after the event loop's next turn, from
- * the boundaries it left; its last run may not pause.
+ * the boundaries it left; one that stopped with a far walk runs again once the walk's steps have run off the event
+ * loop. After `MAX_FAR_WALKS` far walks, or one whose steps failed, it walks on the event loop, pausing; its last
+ * run may neither pause nor leave the loop.
  */
 const resumingWalks = <A, E, R>(unit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const runFrom = (pauses: number): Effect.Effect<A, E, R> =>
+  const runFrom = (pauses: number, farWalks: number): Effect.Effect<A, E, R> =>
     pauses === MAX_WALK_PAUSES
       ? Effect.provideService(unit, WalkMayPause, false)
-      : Effect.catchIf(unit, isWalkPause, () => Effect.andThen(nextTurn, runFrom(pauses + 1)))
-  return runFrom(0)
+      : Effect.catchIf(unit, (error) => isWalkPause(error) || farWalkOf(error) !== undefined, (error) => {
+        const steps = farWalkOf(error)
+        if (steps === undefined) return Effect.andThen(nextTurn, runFrom(pauses + 1, farWalks))
+        const onLoop = Effect.provideService(runFrom(pauses + 1, farWalks + 1), WalkMayLeaveLoop, false)
+        return Effect.matchEffect(steps, {
+          onSuccess: () => farWalks + 1 < MAX_FAR_WALKS ? runFrom(pauses + 1, farWalks + 1) : onLoop,
+          onFailure: () => onLoop
+        })
+      })
+  return runFrom(0, 0)
 }
 
 /**
@@ -98,7 +108,8 @@ export const makeUnit = (
   read: RowsRead = new RowsRead(),
   pageBoundaries?: PageBoundaries,
   keptApiUsers?: KeptApiUsers,
-  apiUsersAtVersion?: ApiUsersAtVersion
+  apiUsersAtVersion?: ApiUsersAtVersion,
+  readOffLoop?: SessionOpener["readOffLoop"]
 ): Storage.StorageUnit => {
   const parts: StoreArguments = {
     db,
@@ -111,7 +122,8 @@ export const makeUnit = (
     locking: mode === "write" && engine.locksRowsForWrite ? 1 : 0,
     pageBoundaries,
     keptApiUsers,
-    apiUsersAtVersion
+    apiUsersAtVersion,
+    readOffLoop
   }
   return {
     ...Clients.store(parts),
@@ -156,7 +168,7 @@ export const make = (
     if (unit === undefined) {
       const read = new RowsRead()
       unit = made[mode] = {
-        unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries, keptApiUsers, apiUsersAtVersion),
+        unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries, keptApiUsers, apiUsersAtVersion, open.readOffLoop),
         read,
         beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).writeLater, statements.writes, read) : Effect.void
       }

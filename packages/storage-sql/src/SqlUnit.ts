@@ -11,7 +11,7 @@ import type { KeptApiUsers } from "./KeptApiUsers.js"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
-import type { SqlSession, WriteCheck } from "./SqlSession.js"
+import type { SessionOpener, SqlSession, WriteCheck } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
 import * as StorageFailure from "./StorageFailure.js"
 
@@ -159,6 +159,8 @@ export interface StoreArguments {
   readonly keptApiUsers: KeptApiUsers | undefined
   /** The API users the storage keeps while nothing commits, where its lookups can tell (see ApiUsersAtVersion). */
   readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
+  /** Reads a statement off the event loop, outside the unit, where the sessions can (see SessionOpener). */
+  readonly readOffLoop: SessionOpener["readOffLoop"]
 }
 
 /** An event appended in a write unit and not yet written (see RowsRead.pending_events). */

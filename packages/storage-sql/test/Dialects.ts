@@ -13,7 +13,7 @@ import { Effect, Layer } from "effect"
 import pg from "pg"
 import { layerPostgres, layerSqlite } from "../src/index.js"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
-import { openSqlite } from "../src/sqlite/layerSqlite.js"
+import { openSqlite, type SqliteOptions } from "../src/sqlite/layerSqlite.js"
 
 export const dialectNames = ["memory", "sqlite-memory", "sqlite-file", "postgres"] as const
 export type DialectName = (typeof dialectNames)[number]
@@ -67,10 +67,10 @@ export const temporaryDirectory = Effect.acquireRelease(
 )
 
 /** A migrated SQLite file in a fresh directory, closed and removed with the scope, and its path (for another connection). */
-export const migratedSqliteFile = (name: string) =>
+export const migratedSqliteFile = (name: string, options: Omit<SqliteOptions, "filename"> = {}) =>
   Effect.gen(function*() {
     const filename = join(yield* temporaryDirectory, name)
-    const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ filename })), (db) => Effect.promise(() => db.destroy()))
+    const db = yield* Effect.acquireRelease(Effect.promise(() => openSqlite({ ...options, filename })), (db) => Effect.promise(() => db.destroy()))
     yield* Effect.promise(() => migrateToLatest(db))
     return { db, filename }
   })

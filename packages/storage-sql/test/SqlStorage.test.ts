@@ -20,10 +20,12 @@ import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
 import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
+import type { CredentialCheck } from "../src/SqlSession.js"
 import * as SqlLayer from "../src/SqlLayer.js"
 import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
-import { LIST_CHANGES_KEPT_MILLIS } from "../src/PageBoundaries.js"
+import * as StorageFailure from "../src/StorageFailure.js"
+import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
 import { isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -549,10 +551,10 @@ const insertTransactions = (
  * A storage on a new SQLite file with one account, and `rows` transactions of its client one millisecond apart from
  * `startMillis`, written by another connection (`other`, open for the test).
  */
-const withTransactions = (name: string, rows: number, startMillis: number) =>
+const withTransactions = (name: string, rows: number, startMillis: number, options: { readonly readWorker?: boolean; readonly engine?: SqlEngine } = {}) =>
   Effect.gen(function*() {
-    const { db, filename } = yield* migratedSqliteFile(name)
-    const storage = SqlStorage.make(db, SqliteEngine)
+    const { db, filename } = yield* migratedSqliteFile(name, options.readWorker === undefined ? {} : { readWorker: options.readWorker })
+    const storage = SqlStorage.make(db, options.engine ?? SqliteEngine)
     const account = yield* storedAccount(storage)
     const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
     const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
@@ -594,34 +596,78 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       yield* checkPages
     }), 60_000)
 
-  it.live("a list's first deep walk leaves the event loop turns: a lookup begun after it answers first, and the page is exact (PAGE-4)", () =>
+  /**
+   * SQLite's sessions with their off-loop reads counted, or failing (a worker that died) when `fail` says so;
+   * `beforeRead` runs before each.
+   */
+  const offLoopCounted = (fail: boolean) => {
+    const counted: { reads: number; beforeRead?: () => void } = { reads: 0 }
+    const engine: SqlEngine = {
+      ...SqliteEngine,
+      sessions: (db) => {
+        const open = SqliteEngine.sessions(db)
+        const readOffLoop = open.readOffLoop
+        return Object.assign((mode: Storage.UnitMode, check?: CredentialCheck) => open(mode, check), open, readOffLoop === undefined ? {} : {
+          readOffLoop: <R>(query: CompiledQuery<R>) => {
+            counted.reads++
+            counted.beforeRead?.()
+            return fail ? Effect.fail(StorageFailure.conflict(new Error("the read worker ended"))) : readOffLoop(query)
+          }
+        })
+      }
+    }
+    return { counted, engine }
+  }
+
+  for (const way of ["off the event loop (the read worker)", "on it, pausing (no read worker)", "on it, pausing, once the read worker fails"] as const) {
+    it.live(`a list's first deep walk leaves the event loop turns, stepping ${way}: a lookup begun after it answers first, and the page is exact (PAGE-4)`, () =>
+      Effect.gen(function*() {
+        const rows = 100_000
+        const { counted, engine } = offLoopCounted(way.endsWith("fails"))
+        const { storage, account, other } = yield* withTransactions("turns.db", rows, Date.UTC(2023, 0, 1), { readWorker: !way.includes("no read worker"), engine })
+        const all = (other.prepare("select id from transactions where client_id = ? order by created_at desc, id desc").all(account.clientId) as Array<{ readonly id: string }>)
+          .map((row) => row.id)
+        // The middle page: 50,000 rows from either end, 24 steps of STEP_ROWS_ON_EVENT_LOOP (0.15 ms or more each), UNIT_MILLIS to a unit.
+        const page = rows / 20 / 2
+        let turns = 0
+        let ticking = true
+        const tick = () => {
+          turns++
+          if (ticking) setImmediate(tick)
+        }
+        setImmediate(tick)
+        // A lookup asked for on the next turn, after the deep page began.
+        const finished: Array<string> = []
+        setImmediate(() => {
+          void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getAccount(account.id))).then((found) => {
+            if (Option.isSome(found)) finished.push("lookup")
+          })
+        })
+        const listed = yield* storage.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, { page, limit: 20 }))
+        finished.push("deep page")
+        ticking = false
+        assert.deepStrictEqual(finished, ["lookup", "deep page"])
+        assert.isAtLeast(turns, 1, "the walk's units ran in separate turns of the event loop")
+        assert.deepStrictEqual({ ids: listed.items.map((tx) => tx.id), total: listed.total }, { ids: all.slice((page - 1) * 20, page * 20), total: rows })
+        // Off the event loop every step is the worker's read; once it fails, the steps are the event loop's.
+        assert.strictEqual(counted.reads, way.startsWith("off") ? Math.floor(rows / 2 / STEP_ROWS_ON_EVENT_LOOP) : way.endsWith("fails") ? 1 : 0)
+      }), 60_000)
+  }
+
+  it.live(`a request whose far walks another process voids each time (it commits during every step) walks on the event loop after ${MAX_FAR_WALKS} of them, and its page is exact (PAGE-4)`, () =>
     Effect.gen(function*() {
       const rows = 100_000
-      const { storage, account, other } = yield* withTransactions("turns.db", rows, Date.UTC(2023, 0, 1))
+      const { counted, engine } = offLoopCounted(false)
+      const { storage, account, other } = yield* withTransactions("voided.db", rows, Date.UTC(2023, 0, 1), { readWorker: true, engine })
       const all = (other.prepare("select id from transactions where client_id = ? order by created_at desc, id desc").all(account.clientId) as Array<{ readonly id: string }>)
         .map((row) => row.id)
-      // The middle page: 50,000 rows from either end, 24 steps of STEP_ROWS_ON_EVENT_LOOP (0.15 ms or more each), UNIT_MILLIS to a unit.
+      let commits = 0
+      const commit = other.prepare("insert into rate_limit_windows (key, window_start, window_end, count) values (?, 0, 1, 1)")
+      counted.beforeRead = () => commit.run(`voids-${commits++}`)
       const page = rows / 20 / 2
-      let turns = 0
-      let ticking = true
-      const tick = () => {
-        turns++
-        if (ticking) setImmediate(tick)
-      }
-      setImmediate(tick)
-      // A lookup asked for on the next turn, after the deep page began.
-      const finished: Array<string> = []
-      setImmediate(() => {
-        void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getAccount(account.id))).then((found) => {
-          if (Option.isSome(found)) finished.push("lookup")
-        })
-      })
       const listed = yield* storage.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, { page, limit: 20 }))
-      finished.push("deep page")
-      ticking = false
-      assert.deepStrictEqual(finished, ["lookup", "deep page"])
-      assert.isAtLeast(turns, 1, "the walk's units ran in separate turns of the event loop")
       assert.deepStrictEqual({ ids: listed.items.map((tx) => tx.id), total: listed.total }, { ids: all.slice((page - 1) * 20, page * 20), total: rows })
+      assert.strictEqual(counted.reads, MAX_FAR_WALKS * Math.floor(rows / 2 / STEP_ROWS_ON_EVENT_LOOP))
     }), 60_000)
 
   it.live("the reads around a boundary use the list's index and never sort (SQLite query plans)", () =>

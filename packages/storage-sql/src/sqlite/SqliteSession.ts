@@ -15,6 +15,7 @@ import { classifySqliteError } from "./classifySqliteError.js"
 import type { Checkpointer } from "./Checkpointer.js"
 import type { CommitGroup, Part } from "./CommitGroup.js"
 import type { ConnectionGate } from "./ConnectionGate.js"
+import type { ReadWorker } from "./ReadWorker.js"
 
 /** What a direct session needs of an open file: its (statement-caching) handle and its gate. */
 export interface SqliteHandle {
@@ -24,6 +25,8 @@ export interface SqliteHandle {
   readonly gate: ConnectionGate
   /** The WAL checkpoint worker of a file database (see Checkpointer); none in memory or when turned off. */
   readonly checkpointer?: Checkpointer
+  /** The worker that reads off the event loop (see ReadWorker); a file database only, unless turned off. */
+  readonly readWorker?: ReadWorker
   /**
    * Write units sharing commits (see CommitGroup), with the read-only connection to the same file that lookups use
    * meanwhile; a file database only, unless turned off.
@@ -73,7 +76,7 @@ const COMMIT = CompiledQuery.raw("commit")
 const NO_PARAMETERS: ReadonlyArray<unknown> = []
 const ROLLBACK = CompiledQuery.raw("rollback")
 
-export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandle): SessionOpener => {
+export const sessions = ({ database, inTransaction, gate, grouped, readWorker }: SqliteHandle): SessionOpener => {
   const execute = (on: SqliteDatabase, wrote?: () => void) => <R>(query: CompiledQuery<R>) =>
     Effect.try({
       try() {
@@ -114,12 +117,18 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
       }
     })
   const beginRead = begin("read")
+  const offLoop = readWorker === undefined ? {} : {
+    readOffLoop: <R>(query: CompiledQuery<R>) => Effect.tryPromise({ try: () => readWorker.read(query), catch: classifySqliteError })
+  }
   if (grouped === undefined) {
     // A lookup holds the connection like any unit but begins no transaction: each statement is its own.
     const lookupSession: SqlSession = { execute: session.execute, commit: Effect.void, release: Effect.sync(() => gate.give()) }
     const lookup = Effect.as(gate.takeEffect, lookupSession)
     const beginWrite = begin("write")
-    return (mode) => mode === "lookup" ? lookup : Effect.andThen(gate.takeEffect, mode === "read" ? beginRead : beginWrite)
+    return Object.assign(
+      (mode: Storage.UnitMode) => mode === "lookup" ? lookup : Effect.andThen(gate.takeEffect, mode === "read" ? beginRead : beginWrite),
+      offLoop
+    )
   }
   // Lookups read what is committed through the read-only connection, with no gate: each statement is its own, and
   // none waits for a write unit or sees a group's writes before they are committed.
@@ -139,7 +148,7 @@ export const sessions = ({ database, inTransaction, gate, grouped }: SqliteHandl
   }))
   return Object.assign(
     (mode: Storage.UnitMode) => mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : beginWrite,
-    { openLookup, commitVersion }
+    { openLookup, commitVersion, ...offLoop }
   )
 }
 

@@ -7,6 +7,8 @@
  * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
  * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
  * - WAL checkpoints run on a worker thread, off the request path (see Checkpointer); a file database only.
+ * - A deep page's first walk steps on another worker thread, with its own read-only connection (see ReadWorker and
+ *   PageBoundaries); a file database only.
  * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache); units of
  * work run straight on the connection, synchronously (see SqliteSession); write units in one turn of the event loop
  * share a commit, and lookups read through a second, read-only connection (see CommitGroup), a file only.
@@ -21,6 +23,7 @@ import type { SqlStorageOptions } from "../SqlStorage.js"
 import * as Checkpointer from "./Checkpointer.js"
 import { CommitGroup } from "./CommitGroup.js"
 import { ConnectionGate } from "./ConnectionGate.js"
+import { readWorker } from "./ReadWorker.js"
 import { SqliteEngine } from "./SqliteEngine.js"
 import * as SqliteSession from "./SqliteSession.js"
 import { withStatementCache } from "./StatementCache.js"
@@ -41,6 +44,12 @@ export interface SqliteOptions extends SqlStorageOptions {
    * lookups on a second, read-only connection; default true for a file, always false in memory.
    */
   readonly groupCommits?: boolean
+  /**
+   * Whether a deep page's first walk steps on a worker thread with its own read-only connection (see ReadWorker),
+   * leaving the event loop to other requests; default true for a file, always false in memory. Off, the walk
+   * steps on the event loop and pauses every millisecond to let other requests run.
+   */
+  readonly readWorker?: boolean
 }
 
 export const DEFAULT_BUSY_TIMEOUT_MILLIS = 5_000
@@ -73,6 +82,7 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     throw error
   }
   const checkpointer = checkpointsOnWorker ? Checkpointer.startCheckpointer({ filename: options.filename, intervalMillis, busyTimeoutMillis }) : undefined
+  const reads = inFile && options.readWorker !== false ? readWorker({ filename: options.filename, busyTimeoutMillis }) : undefined
   const gate = new ConnectionGate()
   const inTransaction = () => database.inTransaction
   const cached = withStatementCache(database)
@@ -82,6 +92,7 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     inTransaction,
     gate,
     ...(checkpointer === undefined ? {} : { checkpointer }),
+    ...(reads === undefined ? {} : { readWorker: reads }),
     ...(grouped === undefined ? {} : { grouped })
   }
   const beforeDestroy = async () => {
@@ -93,6 +104,7 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
       gate.give()
     }
     reader?.close()
+    await reads?.stop()
     await checkpointer?.stop()
   }
   const db = new Kysely<Database>({

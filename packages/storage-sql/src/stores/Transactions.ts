@@ -11,7 +11,7 @@ import { countOf, emptyPage, keepingRead, matchesNothing, pageOf, type StoreArgu
 import { transactionListValues } from "../StoreStatements.js"
 
 export const store = (
-  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lists, lookups, writes }, read, locking, pageBoundaries }: StoreArguments
+  { db, engine, statements: { first, rows, writeLater }, mode, compiled: { lists, lookups, writes }, read, locking, pageBoundaries, readOffLoop }: StoreArguments
 ): Storage.TransactionStore => {
   const transactionById = keepingRead(mode, read.transactions, TransactionRow.decode)
   const update = updating(writeLater, locking)
@@ -77,7 +77,13 @@ export const store = (
               after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
               upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
               keysAfter: (key, limit, offset) => rows(lists.transactionKeysAround.after(values, key, limit, offset)),
-              keysUpTo: (key, limit, offset) => rows(lists.transactionKeysAround.upTo(values, key, limit, offset))
+              keysUpTo: (key, limit, offset) => rows(lists.transactionKeysAround.upTo(values, key, limit, offset)),
+              ...(readOffLoop === undefined ? {} : {
+                keysOffLoop: {
+                  keysAfter: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.after(values, key, limit, offset).compile()),
+                  keysUpTo: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.upTo(values, key, limit, offset).compile())
+                }
+              })
             }))
         }
       )

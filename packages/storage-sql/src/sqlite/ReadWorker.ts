@@ -23,7 +23,8 @@ export interface ReadWorker {
 }
 
 // Plain CommonJS, evaluated in the worker: the driver's path comes from the parent, so bundling never moves it.
-// Statements are kept by text; a store makes a few shapes of them (StatementTemplate).
+// Statements are kept by text: a store makes a few shapes of them (StatementTemplate); past 256 the worker forgets
+// them all and prepares afresh.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads")
 const Database = require(workerData.driver)
@@ -43,7 +44,10 @@ parentPort.on("message", (message) => {
   }
   try {
     let statement = statements.get(message.sql)
-    if (statement === undefined) statements.set(message.sql, statement = db.prepare(message.sql))
+    if (statement === undefined) {
+      if (statements.size >= 256) statements.clear()
+      statements.set(message.sql, statement = db.prepare(message.sql))
+    }
     parentPort.postMessage({ id: message.id, rows: statement.all(message.parameters) })
   } catch (error) {
     parentPort.postMessage({ id: message.id, error: { message: String(error && error.message), code: error && error.code } })

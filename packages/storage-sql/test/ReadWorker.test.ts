@@ -1,8 +1,8 @@
 /**
  * Reads off the event loop (ReadWorker): a file store's worker reads what the store committed, in a snapshot of
- * each statement's own; a statement it cannot run is refused with SQLite's code, and the worker reads on; a worker
- * that ended is started again by the next read; on Linux its thread runs at the lowest priority; a store in memory
- * has none, and neither has one told not to.
+ * each statement's own, with a small page cache; a statement it cannot run is refused with SQLite's code, and the
+ * worker reads on; a worker that ended is started again by the next read; on Linux its thread runs at the lowest
+ * priority; a store in memory has none, and neither has one told not to.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { CompiledQuery } from "kysely"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { openSqlite } from "../src/sqlite/layerSqlite.js"
+import { CACHE_KIB } from "../src/sqlite/ReadWorker.js"
 import { handleOf } from "../src/sqlite/SqliteSession.js"
 import { isWanted, temporaryDirectory } from "./Dialects.js"
 
@@ -27,6 +28,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite reads off the event loop on a 
       assert.deepStrictEqual(yield* Effect.promise(() => worker.read(count)), [{ n: 0 }])
       yield* Effect.promise(() => db.insertInto("rate_limit_windows").values({ key: "k1", window_start: 0, window_end: 1, count: 1 }).execute())
       assert.deepStrictEqual(yield* Effect.promise(() => worker.read(count)), [{ n: 1 }])
+      // Its page cache is small: a walk reads each page once.
+      assert.deepStrictEqual(yield* Effect.promise(() => worker.read(CompiledQuery.raw("pragma cache_size", []))), [{ cache_size: -CACHE_KIB }])
       // The connection is read-only, and a statement that fails leaves the worker reading.
       const refused = yield* Effect.promise(() => worker.read(CompiledQuery.raw("delete from rate_limit_windows returning key", [])).then(() => undefined, (error: unknown) => error))
       assert.instanceOf(refused, Error)

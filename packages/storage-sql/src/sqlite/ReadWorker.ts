@@ -8,12 +8,19 @@
  * On Linux the thread lowers its own priority to the lowest (nice 19; a thread's nice is its own there): a walk is
  * background work, and on a machine whose cores are all busy a thread at the same priority takes turns with the
  * event loop, so readers wait behind it as if it ran there. Measured in `bench:deep-pages`: a reader's p99 during
- * first walks 1.5 to 1.7 times its quiet p99 at nice 19, 2.1 to 3.8 times at the process's own (docs/benchmarks.md);
- * the walks take longer.
+ * first walks 1.4 to 2.3 times its quiet p99 at nice 19 (four runs), 2.1 to 3.8 times at the process's own (four);
+ * the walks take longer (docs/benchmarks.md).
  */
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
 import type { CompiledQuery } from "kysely"
+
+/**
+ * The worker connection's page cache, in KiB. A walk reads each page of the list's index once, in order, so a cache
+ * holds little it reads again: at better-sqlite3's default (16 MiB) the worker added 35 MB to the process's RSS
+ * after one walk to the middle of a million rows, at 256 KiB 18 MB, and its steps took as long.
+ */
+export const CACHE_KIB = 256
 
 export interface ReadWorker {
   /** The statement's rows, read on the worker's connection. */
@@ -29,6 +36,7 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads")
 const Database = require(workerData.driver)
 const db = new Database(workerData.filename, { readonly: true, fileMustExist: true, timeout: workerData.busyTimeoutMillis })
+db.pragma("cache_size = -" + workerData.cacheKib)
 try {
   const thread = Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop())
   require("node:os").setPriority(thread, 19)
@@ -67,7 +75,10 @@ export const readWorker = (options: { readonly filename: string; readonly busyTi
     waiting.clear()
   }
   const start = () => {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, filename: options.filename, busyTimeoutMillis: options.busyTimeoutMillis } })
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { driver, filename: options.filename, busyTimeoutMillis: options.busyTimeoutMillis, cacheKib: CACHE_KIB }
+    })
     // The thread must not keep a process alive that is otherwise done; a read waiting on it is some request's.
     worker.unref()
     const exited = new Promise<void>((resolve) => {

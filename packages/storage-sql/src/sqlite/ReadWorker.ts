@@ -8,7 +8,7 @@
  * On Linux the thread lowers its own priority to the lowest (nice 19; a thread's nice is its own there): a walk is
  * background work, and on a machine whose cores are all busy a thread at the same priority takes turns with the
  * event loop, so readers wait behind it as if it ran there. Measured in `bench:deep-pages`: a reader's p99 during
- * first walks 1.4 to 2.3 times its quiet p99 at nice 19 (four runs), 2.1 to 3.8 times at the process's own (four);
+ * first walks 1.4 to 2.3 times its quiet p99 at nice 19 (five runs), 2.1 to 3.8 times at the process's own (four);
  * the walks take longer (docs/benchmarks.md).
  */
 import { createRequire } from "node:module"

@@ -114,6 +114,12 @@ interface Boundary {
   readonly key: SortKey
 }
 
+/** Where a walk starts: a boundary, or an end of the list (no key; count 0 for the oldest, the total for the newest). */
+interface Anchor {
+  readonly count: number
+  readonly key: SortKey | undefined
+}
+
 /**
  * The longest walk a page makes from a boundary where statements run off the event loop (PostgreSQL); longer walks
  * leave boundaries this far apart, 244 for a million rows. Measured against 2,048, 8,192 and 32,768
@@ -217,7 +223,7 @@ interface FarWalk {
   readonly clientId: string
   /** The data version it began in. */
   readonly version: number | undefined
-  readonly from: Boundary | undefined
+  readonly from: Anchor
   readonly oldestFirst: boolean
   /** The least key this process changed in the client's lists since it began. */
   leastChanged: SortKey | undefined
@@ -320,21 +326,34 @@ export class PageBoundaries {
         if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
         return yield* reads.upTo(from?.key, high - low, walk)
       }
-      const mayPause = yield* WalkMayPause
-      if (reads.keysOffLoop !== undefined && mayPause && (yield* WalkMayLeaveLoop)) {
-        return yield* Effect.fail(self.#walkFar(list, listKey, from, oldestFirst ? (from?.count ?? 0) : (from?.count ?? total), oldestFirst, Math.floor(walk / self.stepRows), reads.keysOffLoop))
+      const anchor: Anchor = { count: from?.count ?? (oldestFirst ? 0 : total), key: from?.key }
+      if (reads.keysOffLoop !== undefined && (yield* WalkMayPause) && (yield* WalkMayLeaveLoop)) {
+        return yield* Effect.fail(self.#walkFar(list, listKey, anchor, oldestFirst, Math.floor(walk / self.stepRows), reads.keysOffLoop))
       }
-      if (walked && mayPause && self.clock() - began >= self.unitMillis) return yield* Effect.fail(walkPause())
+      if (walked && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) return yield* Effect.fail(walkPause())
       walked = true
-      // One row a step away from the nearest anchor, toward the page: a new boundary, then look again.
-      // Oldest first the read starts just after the anchor's key, newest first at the key itself.
-      const [row] = oldestFirst ? yield* reads.keysAfter(from?.key, 1, self.stepRows - 1) : yield* reads.keysUpTo(from?.key, 1, self.stepRows)
-      if (row === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
-      const count = oldestFirst ? (from?.count ?? 0) + self.stepRows : (from?.count ?? total) - self.stepRows
+      // A new boundary a step toward the page, then look again.
+      const next = yield* self.#stepFrom(anchor, oldestFirst, reads)
+      if (next === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
       if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
-      self.#insert(list, { count, key: { created_at: row.created_at, id: row.id } })
+      self.#insert(list, next)
     }
   })
+
+  /**
+   * The boundary one row a step away from `anchor`, toward the oldest or the newest end, or undefined where the
+   * list ends before it. Oldest first the read starts just after the anchor's key, newest first at the key itself.
+   */
+  #stepFrom(anchor: Anchor, oldestFirst: boolean, reads: Pick<ListReads<SortKey>, "keysAfter" | "keysUpTo">): Op<Boundary | undefined> {
+    const stepRows = this.stepRows
+    return Effect.map(
+      oldestFirst ? reads.keysAfter(anchor.key, 1, stepRows - 1) : reads.keysUpTo(anchor.key, 1, stepRows),
+      ([row]) =>
+        row === undefined
+          ? undefined
+          : { count: oldestFirst ? anchor.count + stepRows : anchor.count - stepRows, key: { created_at: row.created_at, id: row.id } }
+    )
+  }
 
   /**
    * Begins a far walk of `steps` steps from `from` toward a page: the error a unit stops with (see `farWalkOf`). Its
@@ -343,9 +362,7 @@ export class PageBoundaries {
   #walkFar(
     list: List,
     listKey: string,
-    from: Boundary | undefined,
-    /** The count of `from`, or of the end it starts from: 0 for the oldest, the list's total for the newest. */
-    fromCount: number,
+    from: Anchor,
     oldestFirst: boolean,
     steps: number,
     reads: NonNullable<ListReads<SortKey>["keysOffLoop"]>
@@ -354,16 +371,14 @@ export class PageBoundaries {
     // A walk whose steps never ran (its request ended first) is never taken: the oldest go beyond a bound.
     if (this.#farWalks.size >= MAX_LISTS) this.#farWalks.delete(this.#farWalks.values().next().value as FarWalk)
     this.#farWalks.add(walk)
-    const stepRows = this.stepRows
+    const self = this
     const steps$ = Effect.gen(function*() {
       const reached: Array<Boundary> = []
-      let key = from?.key
+      let anchor = from
       for (let step = 1; step <= steps; step++) {
-        // As a step on the event loop reads (see #walk).
-        const [row] = oldestFirst ? yield* reads.keysAfter(key, 1, stepRows - 1) : yield* reads.keysUpTo(key, 1, stepRows)
-        if (row === undefined) break
-        key = { created_at: row.created_at, id: row.id }
-        reached.push({ count: oldestFirst ? fromCount + step * stepRows : fromCount - step * stepRows, key })
+        const next = yield* self.#stepFrom(anchor, oldestFirst, reads)
+        if (next === undefined) break
+        reached.push(anchor = next)
       }
       walk.reached = reached
     })
@@ -379,7 +394,7 @@ export class PageBoundaries {
       this.#farWalks.delete(walk)
       const least = walk.leastChanged
       if (walk.version !== this.#version) continue
-      if (!walk.oldestFirst && least !== undefined && (walk.from === undefined || compareKeys(least, walk.from.key) <= 0)) continue
+      if (!walk.oldestFirst && least !== undefined && (walk.from.key === undefined || compareKeys(least, walk.from.key) <= 0)) continue
       const list = this.#listOf(walk.listKey, walk.clientId)
       for (const boundary of walk.reached) {
         if (walk.oldestFirst && least !== undefined && compareKeys(boundary.key, least) >= 0) break

@@ -9,8 +9,7 @@
  * should the worker stall or die the log still stays bounded. Durability does not change: a commit is in the
  * log before it returns, and a checkpoint only moves committed pages.
  */
-import { createRequire } from "node:module"
-import { Worker } from "node:worker_threads"
+import { startDriverWorker } from "./DriverWorker.js"
 
 export const DEFAULT_CHECKPOINT_INTERVAL_MILLIS = 100
 
@@ -31,7 +30,7 @@ export interface Checkpointer {
   readonly stop: () => Promise<void>
 }
 
-// Plain CommonJS, evaluated in the worker: the driver's path comes from the parent, so bundling never moves it.
+// Evaluated in the worker (see DriverWorker).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads")
 const Database = require(workerData.driver)
@@ -60,37 +59,11 @@ export const startCheckpointer = (options: {
   readonly intervalMillis: number
   readonly busyTimeoutMillis: number
 }): Checkpointer => {
-  const driver = createRequire(import.meta.url).resolve("better-sqlite3")
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { driver, filename: options.filename, intervalMillis: options.intervalMillis, busyTimeoutMillis: options.busyTimeoutMillis }
-  })
-  // The thread must not keep a process alive that is otherwise done.
-  worker.unref()
   let copied = 0
   let last: CheckpointResult | undefined
-  let stopped: Promise<void> | undefined
-  const finished = new Promise<void>((resolve) => {
-    worker.once("exit", () => resolve())
-    worker.once("error", () => resolve())
-  })
-  worker.on("message", (message: CheckpointResult | "stopped") => {
-    if (message === "stopped") {
-      void worker.terminate()
-      return
-    }
+  const { stop } = startDriverWorker(WORKER_SOURCE, options, (message: CheckpointResult) => {
     copied++
     last = message
   })
-  return {
-    copied: () => copied,
-    last: () => last,
-    stop: () => {
-      if (stopped === undefined) {
-        worker.postMessage("stop")
-        stopped = finished
-      }
-      return stopped
-    }
-  }
+  return { copied: () => copied, last: () => last, stop }
 }

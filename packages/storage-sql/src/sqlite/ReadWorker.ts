@@ -11,9 +11,8 @@
  * first walks 1.4 to 2.3 times its quiet p99 at nice 19 (five runs), 2.1 to 3.8 times at the process's own (four);
  * the walks take longer (docs/benchmarks.md).
  */
-import { createRequire } from "node:module"
-import { Worker } from "node:worker_threads"
 import type { CompiledQuery } from "kysely"
+import { type DriverWorker, startDriverWorker } from "./DriverWorker.js"
 
 /**
  * The worker connection's page cache, in KiB. A walk reads each page of the list's index once, in order, so a cache
@@ -29,7 +28,7 @@ export interface ReadWorker {
   readonly stop: () => Promise<void>
 }
 
-// Plain CommonJS, evaluated in the worker: the driver's path comes from the parent, so bundling never moves it.
+// Evaluated in the worker (see DriverWorker).
 // Statements are kept by text: a store makes a few shapes of them (StatementTemplate); past 256 the worker forgets
 // them all and prepares afresh.
 const WORKER_SOURCE = `
@@ -66,41 +65,27 @@ parentPort.on("message", (message) => {
 type Answer = { readonly id: number; readonly rows: Array<unknown> } | { readonly id: number; readonly error: { readonly message: string; readonly code: unknown } }
 
 export const readWorker = (options: { readonly filename: string; readonly busyTimeoutMillis: number }): ReadWorker => {
-  const driver = createRequire(import.meta.url).resolve("better-sqlite3")
   const waiting = new Map<number, { readonly resolve: (rows: Array<unknown>) => void; readonly reject: (error: Error) => void }>()
   let nextId = 0
-  let running: { readonly worker: Worker; readonly exited: Promise<void> } | undefined
+  let running: DriverWorker | undefined
   const failAll = (error: Error) => {
     for (const { reject } of waiting.values()) reject(error)
     waiting.clear()
   }
-  const start = () => {
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { driver, filename: options.filename, busyTimeoutMillis: options.busyTimeoutMillis, cacheKib: CACHE_KIB }
-    })
-    // The thread must not keep a process alive that is otherwise done; a read waiting on it is some request's.
-    worker.unref()
-    const exited = new Promise<void>((resolve) => {
-      worker.once("exit", () => {
-        if (running?.worker === worker) running = undefined
-        failAll(new Error("the read worker ended"))
-        resolve()
-      })
-    })
-    worker.on("error", (error) => failAll(error))
-    worker.on("message", (answer: Answer | "stopped") => {
-      if (answer === "stopped") {
-        void worker.terminate()
-        return
-      }
+  const start = (): DriverWorker => {
+    const started = startDriverWorker(WORKER_SOURCE, { ...options, cacheKib: CACHE_KIB }, (answer: Answer) => {
       const waiter = waiting.get(answer.id)
       waiting.delete(answer.id)
       if (waiter === undefined) return
       if ("rows" in answer) waiter.resolve(answer.rows)
       else waiter.reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
     })
-    return running = { worker, exited }
+    started.worker.on("error", failAll)
+    void started.exited.then(() => {
+      if (running === started) running = undefined
+      failAll(new Error("the read worker ended"))
+    })
+    return running = started
   }
   return {
     read: <R>(query: CompiledQuery<R>) =>
@@ -114,8 +99,7 @@ export const readWorker = (options: { readonly filename: string; readonly busyTi
       const current = running
       if (current === undefined) return
       running = undefined
-      current.worker.postMessage("stop")
-      await current.exited
+      await current.stop()
     }
   }
 }

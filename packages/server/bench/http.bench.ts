@@ -8,6 +8,11 @@
  * machine's noise falls on all of them; each figure is a server's median round, and an answer other than 2xx stops
  * the bench. A single run of one server after another moved the peers' figures by a quarter between runs.
  *
+ * A second relay server, the same program on a file of its own ("relay again"), takes its turns too: what two
+ * identical servers differ by in this run, so a ratio a few points from a goal can be read against the machine's
+ * noise (the two files differ only in that the baseline's initiations go to the first relay's). BENCH_AGAIN=0
+ * leaves it out.
+ *
  * Settings: BENCH_DURATION (seconds per round, default 10), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds of
  * unmeasured load before the rounds, default 20: the relay's Effect code needs tens of thousands of calls before
  * the JIT settles), BENCH_CONNECTIONS (default 10),
@@ -45,6 +50,7 @@ const builtServerMain = fileURLToPath(new URL("../dist/main.js", import.meta.url
 const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
 const memoryRelayMain = fileURLToPath(new URL("./memoryRelay.ts", import.meta.url))
 const peerSource = process.env["BENCH_PEER"] ?? fileURLToPath(new URL("../../../../shared/bench-peer", import.meta.url))
+const again = process.env["BENCH_AGAIN"] !== "0"
 
 interface Peer {
   readonly name: string
@@ -54,6 +60,9 @@ interface Peer {
   readonly account: string
   readonly destination: string
 }
+
+/** What a relay server printed on its first start: its URL, credentials and demo ids. */
+type Demo = ReturnType<typeof demoOf>
 
 /** One server's URL for a scenario, with its credentials and body. */
 interface Target {
@@ -93,25 +102,29 @@ const start = (
 const main = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-bench-"))
   const database = join(directory, "relay.db")
-  const relay = await start(join(directory, "relay.log"), builtRelay ? [builtServerMain] : [serverMain], {
-    RELAY_DATABASE: database,
-    PORT: "0",
-    RELAY_DEMO: "always",
-    RELAY_LOG_LEVEL: logLevel,
-    RELAY_RATE_LIMIT: "1000000000"
-  }, READY, builtRelay ? [process.execPath] : undefined)
+  const startRelay = (name: string, file: string) =>
+    start(join(directory, `${name}.log`), builtRelay ? [builtServerMain] : [serverMain], {
+      RELAY_DATABASE: file,
+      PORT: "0",
+      RELAY_DEMO: "always",
+      RELAY_LOG_LEVEL: logLevel,
+      RELAY_RATE_LIMIT: "1000000000"
+    }, READY, builtRelay ? [process.execPath] : undefined)
+  const relay = await startRelay("relay", database)
+  const relayAgain = again ? await startRelay("relay-again", join(directory, "relay-again.db")) : undefined
   const baseline = await start(join(directory, "baseline.log"), [baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
   const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0" }, READY, builtRelay ? [tsx] : undefined)
   const peers = await startPeers(directory)
   try {
-    const { url: relayUrl, headers, account, whitelisted } = demoOf(relay.output)
+    const relayDemo = demoOf(relay.output)
+    const againDemo = relayAgain === undefined ? undefined : demoOf(relayAgain.output)
     const { url: memoryUrl, headers: memoryHeaders, account: memoryAccount } = demoOf(memoryRelay.output)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
-    const initiate = JSON.stringify({
-      sourceAccountId: account,
-      destinationId: whitelisted,
+    const initiate = (demo: Demo) => JSON.stringify({
+      sourceAccountId: demo.account,
+      destinationId: demo.whitelisted,
       destinationType: "external",
       amount: "0.00001",
       assetType: "BTC"
@@ -119,13 +132,12 @@ const main = async () => {
     // `bound`: the same read on the relay with in-memory storage (see memoryRelay.ts); none for the write, whose
     // cost on SQLite is mostly SQLite's own work, shared with the baseline.
     const scenarios = [
-      { name: "GET account", path: `/relay/v1/accounts/${account}`, method: "GET", bound: `/relay/v1/accounts/${memoryAccount}`, peer: (peer: Peer) => ({ path: `/relay/v1/accounts/${peer.account}` }) },
-      { name: "GET list", path: "/relay/v1/accounts", method: "GET", bound: "/relay/v1/accounts", peer: () => ({ path: "/relay/v1/accounts" }) },
+      { name: "GET account", relay: (demo: Demo) => ({ path: `/relay/v1/accounts/${demo.account}` }), method: "GET", bound: `/relay/v1/accounts/${memoryAccount}`, peer: (peer: Peer) => ({ path: `/relay/v1/accounts/${peer.account}` }) },
+      { name: "GET list", relay: () => ({ path: "/relay/v1/accounts" }), method: "GET", bound: "/relay/v1/accounts", peer: () => ({ path: "/relay/v1/accounts" }) },
       {
         name: "POST initiate",
-        path: "/relay/v1/transactions/initiate",
+        relay: (demo: Demo) => ({ path: "/relay/v1/transactions/initiate", body: initiate(demo) }),
         method: "POST",
-        body: initiate,
         peer: (peer: Peer) => ({
           path: "/relay/v1/transactions/initiate",
           body: JSON.stringify({ sourceAccountId: peer.account, destinationId: peer.destination, destinationType: "internal", amount: "0.001", assetType: "BTC" })
@@ -137,9 +149,15 @@ const main = async () => {
     const peerRows: Array<string> = []
     for (const scenario of scenarios) {
       const bound = scenario.bound
+      // The baseline serves the relay's own file, so it answers the relay's request as it is.
+      const ofRelay = (name: string, url: string, demo: Demo): Target => {
+        const target: { readonly path: string; readonly body?: string } = scenario.relay(demo)
+        return { name, url: url + target.path, headers: demo.headers, body: target.body }
+      }
       const targets: ReadonlyArray<Target> = [
-        { name: "relay", url: relayUrl + scenario.path, headers, body: scenario.body },
-        { name: "baseline", url: baselineUrl + scenario.path, headers, body: scenario.body },
+        ofRelay("relay", relayDemo.url, relayDemo),
+        ofRelay("baseline", baselineUrl, relayDemo),
+        ...(againDemo === undefined ? [] : [ofRelay("relay again", againDemo.url, againDemo)]),
         ...(bound === undefined ? [] : [{ name: "bound", url: memoryUrl + bound, headers: memoryHeaders, body: undefined }]),
         ...peers.map((peer) => {
           const target: { readonly path: string; readonly body?: string } = scenario.peer(peer)
@@ -172,6 +190,8 @@ const main = async () => {
       const boundCells = boundResult === undefined || boundRatio === undefined
         ? "| - | - |"
         : `| ${boundResult.requests.average.toFixed(0)} | ${boundRatio.toFixed(2)} |`
+      const againResult = middle("relay again")
+      const againRatio = againResult === undefined ? undefined : againResult.requests.average / ours.requests.average
       for (const peer of peers) {
         const answer = middle(peer.name)
         if (answer === undefined) continue
@@ -179,18 +199,19 @@ const main = async () => {
         process.stdout.write(`${scenario.name}: ${peer.name} ${answer.requests.average.toFixed(0)} req/s; relay / peer ${(ours.requests.average / answer.requests.average).toFixed(2)}\n`)
       }
       rows.push(
-        `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells}`
+        `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells} ${againRatio === undefined ? "-" : againRatio.toFixed(2)} |`
       )
       process.stdout.write(
         `${scenario.name}: relay ${ours.requests.average.toFixed(0)} req/s, baseline ${theirs.requests.average.toFixed(0)} req/s, ratio ${ratio.toFixed(2)}` +
           (boundResult === undefined || boundRatio === undefined ? "" : `; bound (in-memory storage) ${boundResult.requests.average.toFixed(0)} req/s, ratio ${boundRatio.toFixed(2)}`) +
+          (againRatio === undefined ? "" : `; relay again / relay ${againRatio.toFixed(2)}`) +
           "\n"
       )
     }
     process.stdout.write([
       "",
-      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline |",
-      "|---|---|---|---|---|---|---|---|",
+      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline | relay again / relay (the run's noise) |",
+      "|---|---|---|---|---|---|---|---|---|",
       ...rows,
       "",
       ...(peerRows.length === 0 ? ["(no peer: ../shared/bench-peer not found; set BENCH_PEER)"] : [
@@ -202,6 +223,7 @@ const main = async () => {
     ].join("\n") + "\n")
   } finally {
     relay.child.kill("SIGTERM")
+    relayAgain?.child.kill("SIGTERM")
     baseline.child.kill("SIGTERM")
     memoryRelay.child.kill("SIGTERM")
     for (const peer of peers) peer.child.kill("SIGTERM")

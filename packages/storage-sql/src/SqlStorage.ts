@@ -91,39 +91,39 @@ const resumingWalks = <A, E, R>(unit: Effect.Effect<A, E, R>): Effect.Effect<A, 
   return runFrom(0, 0)
 }
 
+/** What every unit of one storage shares: made once, in `make`. */
+interface UnitParts {
+  readonly db: Kysely<Database>
+  readonly engine: SqlEngine
+  readonly compiled: StoreStatements
+  readonly pageBoundaries: PageBoundaries
+  readonly keptApiUsers: KeptApiUsers | undefined
+  readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
+  readonly readOffLoop: SessionOpener["readOffLoop"]
+}
+
 /**
  * The unit's stores over one open transaction (or any kysely handle) in one mode. A unit is made for every unit
  * of work on PostgreSQL, so each store is written as method shorthand and its helpers come from module-level
  * factories: under tsx (how `pnpm start` runs the server) esbuild's keepNames wraps every arrow function assigned
  * to a name or a property in a `__name` call (an `Object.defineProperty`), about 40 of them per unit, 6% of a
- * GET's CPU profile; methods and returned arrows are left alone.
+ * GET's CPU profile; methods and returned arrows are left alone. `read`: where a write unit keeps the rows it read
+ * (see RowsRead); the caller empties it when a unit of work begins.
  */
-export const makeUnit = (
-  db: Kysely<Database>,
-  session: SqlSession,
-  mode: Storage.UnitMode,
-  engine: SqlEngine,
-  compiled: StoreStatements,
-  /** Where a write unit keeps the rows it read (see RowsRead); the caller empties it when a unit of work begins. */
-  read: RowsRead = new RowsRead(),
-  pageBoundaries?: PageBoundaries,
-  keptApiUsers?: KeptApiUsers,
-  apiUsersAtVersion?: ApiUsersAtVersion,
-  readOffLoop?: SessionOpener["readOffLoop"]
-): Storage.StorageUnit => {
+const makeUnit = (session: SqlSession, mode: Storage.UnitMode, shared: UnitParts, read: RowsRead): Storage.StorageUnit => {
   const parts: StoreArguments = {
-    db,
+    db: shared.db,
     statements: statementsOf(session, mode),
-    engine,
+    engine: shared.engine,
     mode,
-    compiled,
+    compiled: shared.compiled,
     read,
     // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
-    locking: mode === "write" && engine.locksRowsForWrite ? 1 : 0,
-    pageBoundaries,
-    keptApiUsers,
-    apiUsersAtVersion,
-    readOffLoop
+    locking: mode === "write" && shared.engine.locksRowsForWrite ? 1 : 0,
+    pageBoundaries: shared.pageBoundaries,
+    keptApiUsers: shared.keptApiUsers,
+    apiUsersAtVersion: shared.apiUsersAtVersion,
+    readOffLoop: shared.readOffLoop
   }
   return {
     ...Clients.store(parts),
@@ -154,6 +154,7 @@ export const make = (
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())
     : undefined
   const apiUsersAtVersion = open.commitVersion !== undefined && keepsCredentials ? new ApiUsersAtVersion(open.commitVersion) : undefined
+  const shared: UnitParts = { db, engine, compiled: statements, pageBoundaries, keptApiUsers, apiUsersAtVersion, readOffLoop: open.readOffLoop }
   // A SQLite handle reuses one session object (a grouped write unit's own session runs as it, `runsAs`), so its
   // three units (lookup, read, write) are made once, not per unit of work; what a unit read is forgotten when the
   // next unit of work on it begins. `beforeCommit` writes a write unit's pending events together, last
@@ -168,7 +169,7 @@ export const make = (
     if (unit === undefined) {
       const read = new RowsRead()
       unit = made[mode] = {
-        unit: makeUnit(db, session, mode, engine, statements, read, pageBoundaries, keptApiUsers, apiUsersAtVersion, open.readOffLoop),
+        unit: makeUnit(session, mode, shared, read),
         read,
         beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).writeLater, statements.writes, read) : Effect.void
       }

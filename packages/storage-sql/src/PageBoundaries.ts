@@ -22,8 +22,13 @@
  *     after that snapshot's oldest running one. Units of a node run side by side on their own snapshots, so a unit
  *     uses and adds boundaries only when its snapshot sees everything the kept one saw (`seesAllOf`): it forgets
  *     the boundaries at or after each change, then its snapshot becomes the kept one. A unit on an older snapshot
- *     (one that misses a commit the kept one saw) reads from the nearer end, as without boundaries, and so does
- *     one whose kept snapshot moved on while it walked.
+ *     (one that misses a commit the kept one saw), or one whose kept snapshot moved on while it walked, cannot use
+ *     them. Under writes that is a reader that began just before another took a newer snapshot, and reading its
+ *     page from the nearer end walks up to half the list (100 to 400 ms at a million rows, the tail of deep pages
+ *     under writes; docs/benchmarks.md). So where its page is more than a step from both ends, it asks to run
+ *     again (`isNewerSnapshotWanted`): a unit begun later sees every commit the kept snapshot saw. The storage runs
+ *     a read unit again so up to `MAX_NEWER_SNAPSHOTS` times (`MayAskNewerSnapshot`); otherwise, and in its last
+ *     run, the unit reads from the nearer end, as without boundaries.
  *
  * A list's first deep page still walks to it: about 120 steps to the middle of a million rows, 40 to 200 ms, and
  * more for a list whose filter its index does not hold. Where statements run on the event loop (SQLite), no request
@@ -163,6 +168,32 @@ export const WalkMayLeaveLoop = Context.Reference<boolean>("@custody-relay/stora
   defaultValue: () => true
 })
 
+/**
+ * How many times one request's read unit may run again on a newer snapshot (see the module's comment); its last run
+ * reads from the nearer end.
+ */
+export const MAX_NEWER_SNAPSHOTS = 3
+
+/**
+ * Whether a unit that cannot use its client's kept boundaries may ask to run again on a newer snapshot. Off unless
+ * the storage will run it again (a read unit; see SqlStorage), so a page read inside any other unit reads from the
+ * nearer end.
+ */
+export const MayAskNewerSnapshot = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/MayAskNewerSnapshot", {
+  defaultValue: () => false
+})
+
+const newerSnapshotsWanted = new WeakSet<Storage.StorageError>()
+
+/** A unit asks to run again on a newer snapshot. A conflict, so that one reaching anything but the storage's loop is re-run as a lost race would be. */
+const newerSnapshotWanted = (): Storage.StorageError => {
+  const wanted = StorageFailure.conflict(new Error("a deep page's unit began on a snapshot older than its client's page boundaries"))
+  newerSnapshotsWanted.add(wanted)
+  return wanted
+}
+
+export const isNewerSnapshotWanted = (error: unknown): boolean => error instanceof Storage.StorageError && newerSnapshotsWanted.has(error)
+
 /** Whether a walk may pause or step off the event loop; the storage turns it off for a request's last run (see SqlStorage). */
 export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayPause", {
   defaultValue: () => true
@@ -294,8 +325,7 @@ export class PageBoundaries {
     // The page's rows, counted from the oldest: [low, high).
     const low = total - end
     const high = total - offset
-    // A unit whose snapshot the kept boundaries may be ahead of reads from the nearer end, as with none kept.
-    if (current === undefined) return this.#fromNearerEnd(total, low, high, reads)
+    if (current === undefined) return this.#withoutBoundaries(total, low, high, reads)
     if (sighting._tag === "DataVersion") this.#takeFarWalks()
     return PageBoundaries.#walk(this, this.#listOf(listKey, clientId), current, listKey, total, low, high, reads)
   }
@@ -320,7 +350,7 @@ export class PageBoundaries {
       stepped--
       // Another unit may have moved the client's kept snapshot on while this one read (here, and before a
       // boundary is added): the kept boundaries are then exact in a snapshot this unit's may not see.
-      if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
+      if (!current()) return yield* self.#withoutBoundaries(total, low, high, reads)
       const { from, walk, oldestFirst } = self.#nearest(list, total, low, high)
       if (walk < self.stepRows || stepped === 0) {
         if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
@@ -335,7 +365,7 @@ export class PageBoundaries {
       // A new boundary a step toward the page, then look again.
       const next = yield* self.#stepFrom(anchor, oldestFirst, reads)
       if (next === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
-      if (!current()) return yield* self.#fromNearerEnd(total, low, high, reads)
+      if (!current()) return yield* self.#withoutBoundaries(total, low, high, reads)
       self.#insert(list, next)
     }
   })
@@ -451,6 +481,16 @@ export class PageBoundaries {
   #forgetClient(clientId: string): void {
     this.#snapshots.delete(clientId)
     for (const [listKey, list] of this.#lists) if (list.clientId === clientId) this.#lists.delete(listKey)
+  }
+
+  /**
+   * The page [low, high) for a unit that cannot use its client's kept boundaries (see the module's comment): it asks
+   * to run again on a newer snapshot where the page is more than a step from both ends and it may, else reads it
+   * from the nearer end.
+   */
+  #withoutBoundaries<Row extends SortKey>(total: number, low: number, high: number, reads: ListReads<Row>): Op<ReadonlyArray<Row>> {
+    if (Math.min(low, total - high) < this.stepRows) return this.#fromNearerEnd(total, low, high, reads)
+    return Effect.flatMap(MayAskNewerSnapshot, (may) => may ? Effect.fail(newerSnapshotWanted()) : this.#fromNearerEnd(total, low, high, reads))
   }
 
   /** The page (rows [low, high) counted from the oldest) read from the nearer end of the list, without boundaries. */

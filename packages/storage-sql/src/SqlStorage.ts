@@ -12,7 +12,20 @@
 import { Storage } from "@custody-relay/core"
 import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
-import { farWalkOf, isWalkPause, MAX_FAR_WALKS, MAX_WALK_PAUSES, PageBoundaries, STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
+import {
+  farWalkOf,
+  isNewerSnapshotWanted,
+  isWalkPause,
+  MAX_FAR_WALKS,
+  MAX_NEWER_SNAPSHOTS,
+  MAX_WALK_PAUSES,
+  MayAskNewerSnapshot,
+  PageBoundaries,
+  STEP_ROWS_ON_EVENT_LOOP,
+  UNIT_MILLIS,
+  WalkMayLeaveLoop,
+  WalkMayPause
+} from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
@@ -100,6 +113,19 @@ interface UnitParts {
   readonly keptApiUsers: KeptApiUsers | undefined
   readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
   readonly readOffLoop: SessionOpener["readOffLoop"]
+}
+
+/**
+ * A read unit whose snapshot cannot use its client's kept page boundaries (PostgreSQL: another unit took a newer
+ * snapshot meanwhile; see PageBoundaries) runs again at once, on a newer snapshot, up to `MAX_NEWER_SNAPSHOTS`
+ * times; its last run reads its page from the nearer end.
+ */
+const onNewerSnapshots = <A, E, R>(unit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const runFrom = (asked: number): Effect.Effect<A, E, R> =>
+    asked === MAX_NEWER_SNAPSHOTS
+      ? unit
+      : Effect.catchIf(Effect.provideService(unit, MayAskNewerSnapshot, true), isNewerSnapshotWanted, () => runFrom(asked + 1))
+  return runFrom(0)
 }
 
 /**
@@ -208,8 +234,8 @@ export const make = (
       ? lookupOnOpenSession(work)
       : writeSlots !== undefined && mode === "write"
       ? writeSlots.withPermits(1)(attempt(mode, work, check))
-      : mode === "read" && engine.runsOnEventLoop
-      ? resumingWalks(attempt(mode, work, check))
+      : mode === "read"
+      ? (engine.runsOnEventLoop ? resumingWalks(attempt(mode, work, check)) : onNewerSnapshots(attempt(mode, work, check)))
       : attempt(mode, work, check)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
     // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.

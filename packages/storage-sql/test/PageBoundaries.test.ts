@@ -5,14 +5,27 @@
  * connection's commit, another node's change), every page of the whole list and of a status group is the port's
  * slice (PAGE-1, PAGE-4), told of other writers as SQLite tells it (a data version) and as PostgreSQL does (a
  * snapshot and a log of list changes); with the changes left out the model finds pages that are off. Units on
- * PostgreSQL snapshots older than, or overlapping, the kept one never use or add boundaries. The tests in
+ * PostgreSQL snapshots older than, or overlapping, the kept one never use or add boundaries; where the storage lets
+ * them, those whose page is far from both ends ask to run again on a newer snapshot instead. The tests in
  * SqlStorage.test.ts run the same on a real SQLite file and a real PostgreSQL database.
  */
 import { describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
 import * as fc from "fast-check"
 import { assert } from "vitest"
-import { farWalkOf, isWalkPause, type ListReads, PageBoundaries, seesAllOf, type Sighting, SNAPSHOT_KEPT_MILLIS, type SortKey, WalkMayPause } from "../src/PageBoundaries.js"
+import {
+  farWalkOf,
+  isNewerSnapshotWanted,
+  isWalkPause,
+  type ListReads,
+  MayAskNewerSnapshot,
+  PageBoundaries,
+  seesAllOf,
+  type Sighting,
+  SNAPSHOT_KEPT_MILLIS,
+  type SortKey,
+  WalkMayPause
+} from "../src/PageBoundaries.js"
 
 interface Row extends SortKey {
   group: "pending" | "completed"
@@ -533,6 +546,49 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
         assert.strictEqual(boundaries.size(), kept)
         assert.strictEqual(boundaries.since("client", 0), 10n)
       }
+    })
+
+    it("a unit that cannot use the boundaries asks to run again on a newer snapshot where the storage lets it and its page is more than a step from both ends; else it reads from the nearer end (PAGE-4)", () => {
+      const boundaries = new PageBoundaries(10)
+      const { skipped, reads } = counting()
+      pageOf(boundaries, snapshot(undefined, 10, 12), reads)
+      const kept = boundaries.size()
+      /** The unit's page where it may ask for a newer snapshot, or "newer" where it asked. */
+      const asking = (sighting: Sighting, request: { readonly page: number; readonly limit: number }, withReads = reads) => {
+        const exit = Effect.runSyncExit(
+          Effect.provideService(boundaries.page("l", "client", sighting, 1_000, request, withReads, 0), MayAskNewerSnapshot, true)
+        )
+        if (Exit.isSuccess(exit)) return exit.value.map((row) => row.created_at)
+        const error = Cause.findErrorOption(exit.cause)
+        if (error._tag === "Some" && isNewerSnapshotWanted(error.value)) return "newer"
+        throw Cause.squash(exit.cause)
+      }
+      // An older snapshot (taken while transaction 11 ran), the middle page: it asks, reading nothing.
+      const older = snapshot(10n, 11, 13)
+      skipped.length = 0
+      assert.strictEqual(asking(older, middle), "newer")
+      assert.deepStrictEqual(skipped, [])
+      assert.strictEqual(boundaries.size(), kept)
+      // Its page less than a step (10 rows) from an end: read from that end, as without boundaries.
+      assert.deepStrictEqual(asking(older, { page: 1, limit: 20 }), list.slice(980).reverse().map((row) => row.created_at))
+      assert.deepStrictEqual(asking(older, { page: 50, limit: 20 }), list.slice(0, 20).reverse().map((row) => row.created_at))
+      // Where the storage does not let it ask (the default: a page read inside another unit), the nearer end.
+      skipped.length = 0
+      assert.deepStrictEqual(pageOf(boundaries, older, reads), expectedMiddle)
+      assert.deepStrictEqual(skipped, [480])
+      // A unit whose kept snapshot a newer unit moves on while it walks asks too.
+      const fresh = new PageBoundaries(10)
+      const walking = counting()
+      walking.duringNextRead(() => {
+        assert.deepStrictEqual(Effect.runSync(fresh.page("l", "client", snapshot(10n, 20, 21), 1_000, middle, counting().reads, 0)).map((row) => row.created_at), expectedMiddle)
+      })
+      const exit = Effect.runSyncExit(Effect.provideService(fresh.page("l", "client", snapshot(undefined, 10, 12), 1_000, middle, walking.reads, 0), MayAskNewerSnapshot, true))
+      const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+      assert.isTrue(error?._tag === "Some" && isNewerSnapshotWanted(error.value))
+      // Run again on a newer snapshot, the unit uses the boundaries: a seek and no walk.
+      skipped.length = 0
+      assert.deepStrictEqual(asking(snapshot(10n, 12, 13), middle), expectedMiddle)
+      assert.deepStrictEqual(skipped, [0])
     })
 
     it("a unit whose kept snapshot moves on while it walks stops using the boundaries and adds none", () => {

@@ -25,7 +25,7 @@ import * as SqlLayer from "../src/SqlLayer.js"
 import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
-import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
+import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, MAX_NEWER_SNAPSHOTS, STEP_ROWS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
 import { isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -783,6 +783,84 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
         off = yield* offPages
       }
       assert.isNotEmpty(off)
+    }), 120_000)
+
+  it.live(`a read unit begun before another took a newer snapshot runs again on a newer one instead of walking to its deep page, at most ${MAX_NEWER_SNAPSHOTS} times; each page is exact (PAGE-4)`, () =>
+    Effect.gen(function*() {
+      const { url } = yield* temporaryPostgresDatabase
+      const dbA = yield* Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
+      const dbB = yield* Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
+      yield* Effect.promise(() => migrateToLatest(dbA))
+      const nodeA = SqlStorage.make(dbA, PostgresEngine)
+      const nodeB = SqlStorage.make(dbB, PostgresEngine)
+      const account = yield* storedAccount(nodeA)
+      // Four steps of rows, one millisecond apart: the middle page is more than a step from both ends.
+      const rows = 4 * STEP_ROWS
+      const startMillis = Date.UTC(2023, 0, 1)
+      yield* Effect.promise(() =>
+        sql`
+          insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+            amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+            created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+            created_at, updated_at)
+          select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), ${account.clientId}, ${account.id}, 'destination', 'external',
+            '0xdestination', 1.5, ${account.assetId}, 0.001, ${account.assetId}, 1.501, 'COMPLETED', 'completed', null, 1, 'initiator',
+            'Initiator', '[]', null, null, null,
+            to_char(to_timestamp((${startMillis}::bigint + i) / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+            to_char(to_timestamp((${startMillis}::bigint + i) / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+          from generate_series(1, ${rows}::int) as i
+        `.execute(dbB)
+      )
+      yield* Effect.promise(() =>
+        sql`insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+          values (${account.clientId}, ${account.id}, ${account.assetId}, 'completed', ${rows})`.execute(dbB)
+      )
+      const middle = { page: rows / 40, limit: 20 }
+      const deepPage = (storage: Storage.Storage["Service"], page = middle) =>
+        storage.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, page))
+      const ids = (found: { readonly items: ReadonlyArray<{ readonly id: string }> }) => found.items.map((tx) => tx.id)
+      const tableSlice = (leaving: ReadonlyArray<string> = []) =>
+        Effect.promise(async () =>
+          (await sql<{ readonly id: string }>`select id from transactions where client_id = ${account.clientId} order by created_at desc, id desc`.execute(dbB))
+            .rows.map((row) => row.id).filter((id) => !leaving.includes(id)).slice((middle.page - 1) * 20, middle.page * 20)
+        )
+      let written = 0
+      // Another node commits a new transaction, then a unit of node A begun after it reads a deep page: node A keeps
+      // that newer snapshot, which misses nothing, and every unit begun before the commit is now on an older one.
+      const moveKeptSnapshotOn = Effect.gen(function*() {
+        const tx = Records.transaction(account, { createdAt: Timestamp.fromMillis(startMillis + rows + 1 + written++) })
+        yield* nodeB.transaction("write", (unit) => unit.insertTransaction(tx))
+        yield* deepPage(nodeA, { page: middle.page + 1, limit: 20 })
+        return tx.id
+      })
+      /**
+       * A read unit of node A that takes its snapshot, lets `between` run (in its first `times` runs), then reads
+       * the middle page; its runs, its page, and what `between` wrote while it waited.
+       */
+      const readAcross = (times: number) =>
+        Effect.gen(function*() {
+          let runs = 0
+          const wrote: Array<string> = []
+          const page = yield* nodeA.transaction("read", (unit) =>
+            Effect.gen(function*() {
+              runs++
+              yield* unit.getAccount(account.id)
+              // Units of their own, on other connections of the nodes' pools.
+              if (runs <= times) wrote.push(yield* moveKeptSnapshotOn)
+              return yield* unit.listTransactions(account.clientId, {}, middle)
+            }))
+          return { runs, page, wrote }
+        })
+      yield* deepPage(nodeA)
+      // Once: the unit runs again, on a snapshot that sees the other node's commit, and reads the page as it is now.
+      const once = yield* readAcross(1)
+      assert.strictEqual(once.runs, 2)
+      assert.deepStrictEqual(ids(once.page), yield* tableSlice())
+      // Every run: after the last asking run, it reads from the nearer end in its own snapshot, which misses only
+      // what was written while that run waited.
+      const always = yield* readAcross(MAX_NEWER_SNAPSHOTS + 1)
+      assert.strictEqual(always.runs, MAX_NEWER_SNAPSHOTS + 1)
+      assert.deepStrictEqual(ids(always.page), yield* tableSlice(always.wrote.slice(-1)))
     }), 120_000)
 
   it.live("the layer prunes list changes older than LIST_CHANGES_KEPT_MILLIS when it starts, and keeps newer ones", () =>

@@ -183,16 +183,25 @@ export const MayAskNewerSnapshot = Context.Reference<boolean>("@custody-relay/st
   defaultValue: () => false
 })
 
-const newerSnapshotsWanted = new WeakSet<Storage.StorageError>()
-
-/** A unit asks to run again on a newer snapshot. A conflict, so that one reaching anything but the storage's loop is re-run as a lost race would be. */
-const newerSnapshotWanted = (): Storage.StorageError => {
-  const wanted = StorageFailure.conflict(new Error("a deep page's unit began on a snapshot older than its client's page boundaries"))
-  newerSnapshotsWanted.add(wanted)
-  return wanted
+/**
+ * A conflict the storage's loop knows by its mark (`marks`) and handles; like a conflict, one reaching anything but
+ * that loop is re-run as a lost race would be.
+ */
+const markedConflict = (marks: WeakSet<Storage.StorageError>, message: string): Storage.StorageError => {
+  const error = StorageFailure.conflict(new Error(message))
+  marks.add(error)
+  return error
 }
 
-export const isNewerSnapshotWanted = (error: unknown): boolean => error instanceof Storage.StorageError && newerSnapshotsWanted.has(error)
+const isMarked = (marks: WeakSet<Storage.StorageError>, error: unknown): boolean => error instanceof Storage.StorageError && marks.has(error)
+
+const newerSnapshotsWanted = new WeakSet<Storage.StorageError>()
+
+/** A unit asks to run again on a newer snapshot. */
+const newerSnapshotWanted = (): Storage.StorageError =>
+  markedConflict(newerSnapshotsWanted, "a deep page's unit began on a snapshot older than its client's page boundaries")
+
+export const isNewerSnapshotWanted = (error: unknown): boolean => isMarked(newerSnapshotsWanted, error)
 
 /** Whether a walk may pause or step off the event loop; the storage turns it off for a request's last run (see SqlStorage). */
 export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayPause", {
@@ -201,17 +210,10 @@ export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-s
 
 const walkPauses = new WeakSet<Storage.StorageError>()
 
-/**
- * A walk paused: run the read unit again after a turn of the event loop. A conflict, so that one reaching anything
- * but the storage's loop is re-run as a lost race would be.
- */
-const walkPause = (): Storage.StorageError => {
-  const pause = StorageFailure.conflict(new Error("a deep page's walk paused to let other work run"))
-  walkPauses.add(pause)
-  return pause
-}
+/** A walk paused: run the read unit again after a turn of the event loop. */
+const walkPause = (): Storage.StorageError => markedConflict(walkPauses, "a deep page's walk paused to let other work run")
 
-export const isWalkPause = (error: unknown): boolean => error instanceof Storage.StorageError && walkPauses.has(error)
+export const isWalkPause = (error: unknown): boolean => isMarked(walkPauses, error)
 
 const farWalks = new WeakMap<Storage.StorageError, Effect.Effect<void, Storage.StorageError>>()
 

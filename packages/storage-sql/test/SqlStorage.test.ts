@@ -697,16 +697,22 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
     }))
 })
 
+/** Two nodes' storages on one temporary, migrated PostgreSQL database, each with its own pool, and an account. */
+const twoPostgresNodes = Effect.gen(function*() {
+  const { url } = yield* temporaryPostgresDatabase
+  const open = Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
+  const dbA = yield* open
+  const dbB = yield* open
+  yield* Effect.promise(() => migrateToLatest(dbA))
+  const nodeA = SqlStorage.make(dbA, PostgresEngine)
+  const nodeB = SqlStorage.make(dbB, PostgresEngine)
+  return { dbA, dbB, nodeA, nodeB, account: yield* storedAccount(nodeA) }
+})
+
 describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL storage: deep pages from page boundaries (PostgreSQL, two nodes, PAGE-4)", () => {
   it.live("deep pages of 100,000 transactions are exact on one node after another node and plain SQL write old transactions and change a status group; without the log they are not", () =>
     Effect.gen(function*() {
-      const { url } = yield* temporaryPostgresDatabase
-      const dbA = yield* Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
-      const dbB = yield* Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
-      yield* Effect.promise(() => migrateToLatest(dbA))
-      const nodeA = SqlStorage.make(dbA, PostgresEngine)
-      const nodeB = SqlStorage.make(dbB, PostgresEngine)
-      const account = yield* storedAccount(nodeA)
+      const { dbB, nodeA, nodeB, account } = yield* twoPostgresNodes
       const rows = 100_000
       // Written by plain SQL, one millisecond apart from 2023-01-01; three in four pending (so that group is long
       // enough to get boundaries). Then their counters.
@@ -787,13 +793,7 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
 
   it.live(`a read unit begun before another took a newer snapshot runs again on a newer one instead of walking to its deep page, at most ${MAX_NEWER_SNAPSHOTS} times; each page is exact (PAGE-4)`, () =>
     Effect.gen(function*() {
-      const { url } = yield* temporaryPostgresDatabase
-      const dbA = yield* Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
-      const dbB = yield* Effect.acquireRelease(Effect.promise(() => openPostgres({ connectionString: url })), (db) => Effect.promise(() => db.destroy()))
-      yield* Effect.promise(() => migrateToLatest(dbA))
-      const nodeA = SqlStorage.make(dbA, PostgresEngine)
-      const nodeB = SqlStorage.make(dbB, PostgresEngine)
-      const account = yield* storedAccount(nodeA)
+      const { dbB, nodeA, nodeB, account } = yield* twoPostgresNodes
       // Four steps of rows, one millisecond apart: the middle page is more than a step from both ends.
       const rows = 4 * STEP_ROWS
       const startMillis = Date.UTC(2023, 0, 1)

@@ -169,21 +169,6 @@ export const WalkMayLeaveLoop = Context.Reference<boolean>("@custody-relay/stora
 })
 
 /**
- * How many times one request's read unit may run again on a newer snapshot (see the module's comment); its last run
- * reads from the nearer end.
- */
-export const MAX_NEWER_SNAPSHOTS = 3
-
-/**
- * Whether a unit that cannot use its client's kept boundaries may ask to run again on a newer snapshot. Off unless
- * the storage will run it again (a read unit; see SqlStorage), so a page read inside any other unit reads from the
- * nearer end.
- */
-export const MayAskNewerSnapshot = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/MayAskNewerSnapshot", {
-  defaultValue: () => false
-})
-
-/**
  * A conflict the storage's loop knows by its mark (`marks`) and handles; like a conflict, one reaching anything but
  * that loop is re-run as a lost race would be.
  */
@@ -194,14 +179,6 @@ const markedConflict = (marks: WeakSet<Storage.StorageError>, message: string): 
 }
 
 const isMarked = (marks: WeakSet<Storage.StorageError>, error: unknown): boolean => error instanceof Storage.StorageError && marks.has(error)
-
-const newerSnapshotsWanted = new WeakSet<Storage.StorageError>()
-
-/** A unit asks to run again on a newer snapshot. */
-const newerSnapshotWanted = (): Storage.StorageError =>
-  markedConflict(newerSnapshotsWanted, "a deep page's unit began on a snapshot older than its client's page boundaries")
-
-export const isNewerSnapshotWanted = (error: unknown): boolean => isMarked(newerSnapshotsWanted, error)
 
 /** Whether a walk may pause or step off the event loop; the storage turns it off for a request's last run (see SqlStorage). */
 export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayPause", {
@@ -223,6 +200,29 @@ const farWalks = new WeakMap<Storage.StorageError, Effect.Effect<void, Storage.S
  */
 export const farWalkOf = (error: unknown): Effect.Effect<void, Storage.StorageError> | undefined =>
   error instanceof Storage.StorageError ? farWalks.get(error) : undefined
+
+/**
+ * How many times one request's read unit may run again on a newer snapshot (see the module's comment); its last run
+ * reads from the nearer end.
+ */
+export const MAX_NEWER_SNAPSHOTS = 3
+
+/**
+ * Whether a unit that cannot use its client's kept boundaries may ask to run again on a newer snapshot. Off unless
+ * the storage will run it again (a read unit; see SqlStorage), so a page read inside any other unit reads from the
+ * nearer end.
+ */
+export const MayAskNewerSnapshot = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/MayAskNewerSnapshot", {
+  defaultValue: () => false
+})
+
+const newerSnapshotsWanted = new WeakSet<Storage.StorageError>()
+
+/** A unit asks to run again on a newer snapshot. */
+const newerSnapshotWanted = (): Storage.StorageError =>
+  markedConflict(newerSnapshotsWanted, "a deep page's unit began on a snapshot older than its client's page boundaries")
+
+export const isNewerSnapshotWanted = (error: unknown): boolean => isMarked(newerSnapshotsWanted, error)
 
 const compareKeys = (a: SortKey, b: SortKey): number =>
   a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0

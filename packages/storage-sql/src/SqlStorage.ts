@@ -228,6 +228,9 @@ export const make = (
     ? undefined
     : <A, E, R>(work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>) =>
       Effect.suspend(() => work(openLookupUnit ??= madeFor(openLookup, "lookup").unit))
+  // How a read unit that stopped for its deep page runs again: on the event loop, after a turn or a far walk; else
+  // on a newer snapshot.
+  const runningReadsAgain = engine.runsOnEventLoop ? resumingWalks : onNewerSnapshots
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
   const transaction = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>, check?: CredentialCheck) => {
     const once = mode === "lookup" && check === undefined && lookupOnOpenSession !== undefined
@@ -235,7 +238,7 @@ export const make = (
       : writeSlots !== undefined && mode === "write"
       ? writeSlots.withPermits(1)(attempt(mode, work, check))
       : mode === "read"
-      ? (engine.runsOnEventLoop ? resumingWalks(attempt(mode, work, check)) : onNewerSnapshots(attempt(mode, work, check)))
+      ? runningReadsAgain(attempt(mode, work, check))
       : attempt(mode, work, check)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
     // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.

@@ -3,15 +3,17 @@
  * lookup by one key), compiled by kysely once per set of column names and then run with each call's values:
  * building and compiling a statement costs more than running it on SQLite.
  *
- * A template is compiled with a marker in place of every value and kept only if its parameters are exactly those
- * markers, each once. Should kysely ever inline a value or repeat one, that statement is compiled per call
- * instead, so a template can never bind a value to the wrong place.
+ * A template is compiled with a marker in place of every value and kept only if its parameters are all markers and
+ * every value's marker is among them: each parameter is then bound to the value whose marker stood there, so a
+ * value a statement names twice (a list's filter, in its page and in its total) is bound at both places. Should
+ * kysely ever inline a value, that statement is compiled per call instead, so a template can never bind a value to
+ * the wrong place.
  */
 import type { Compilable, CompiledQuery } from "kysely"
 
 interface Template<R> {
   readonly compiled: CompiledQuery<R>
-  /** The value names in parameter order. */
+  /** The value names in parameter order; a name is there twice where the statement binds its value twice. */
   readonly order: ReadonlyArray<string>
 }
 
@@ -30,8 +32,7 @@ const compileTemplate = <V extends object, R>(
   const order = compiled.parameters.map((parameter) =>
     typeof parameter === "string" && parameter.startsWith(MARK) ? parameter.slice(MARK.length) : undefined
   )
-  const exact = order.length === names.length && new Set(order).size === names.length &&
-    order.every((name) => name !== undefined && names.includes(name))
+  const exact = new Set(order).size === names.length && order.every((name) => name !== undefined && names.includes(name))
   return exact ? { compiled, order: order as ReadonlyArray<string> } : null
 }
 

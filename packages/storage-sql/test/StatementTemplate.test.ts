@@ -1,11 +1,12 @@
 /**
  * Statements compiled once per column set (StatementTemplate) compile to exactly what kysely compiles per call:
  * the same SQL and the same parameters in the same order, on both engines' compilers, for any set of columns and
- * any values; and a statement whose values kysely would not bind one-for-one is compiled per call.
+ * any values; a value bound at several places is bound at each from one template; and a statement with a value
+ * kysely inlines is compiled per call.
  */
 import { describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
+import { DummyDriver, Kysely, sql, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
 import { assert } from "vitest"
 import type { AccountsTable, Database, TransactionsTable } from "../src/schema/Database.js"
 import { byColumns, byKey } from "../src/StatementTemplate.js"
@@ -83,7 +84,7 @@ describe("StatementTemplate", () => {
       )
     })
 
-    it(`${dialect}: a value bound twice is compiled per call, never from a template`, () => {
+    it(`${dialect}: a value bound twice is bound at both places from one template`, () => {
       let built = 0
       const twice = byColumns((row: { readonly id: string; readonly name: string }) => {
         built++
@@ -93,6 +94,19 @@ describe("StatementTemplate", () => {
       const second = twice({ id: "b", name: "y" }).compile()
       assert.deepStrictEqual(first.parameters, ["x", "x", "a"])
       assert.deepStrictEqual(second.parameters, ["y", "y", "b"])
+      assert.strictEqual(second.sql, db.updateTable("accounts").set({ name: "y", name_folded: "y" }).where("id", "=", "b" as AccountsTable["id"]).compile().sql)
+      // The template, compiled once.
+      assert.strictEqual(built, 1)
+    })
+
+    it(`${dialect}: a value kysely inlines is compiled per call, never from a template`, () => {
+      let built = 0
+      const inlined = byColumns((row: { readonly id: string; readonly name: string }) => {
+        built++
+        return db.updateTable("accounts").set({ name: sql.lit(row.name) }).where("id", "=", row.id as AccountsTable["id"])
+      })
+      assert.deepStrictEqual(inlined({ id: "a", name: "x" }).compile().parameters, ["a"])
+      assert.include(inlined({ id: "b", name: "y" }).compile().sql, "'y'")
       // One template attempt, then one build per call.
       assert.strictEqual(built, 3)
     })

@@ -49,7 +49,7 @@ export const list = operation("Accounts.list")(function*(
   page: Page.PageRequest
 ) {
   const caller = yield* authorize(principal, "accounts.list")
-  const found = yield* Storage.run("read", (unit) => unit.listAccounts(caller.clientId, filter, page))
+  const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.listAccounts(caller.clientId, filter, page))
   const items = yield* Effect.forEach(found.items, toView)
   return Page.envelope({ items, total: found.total }, page)
 })

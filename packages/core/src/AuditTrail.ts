@@ -36,7 +36,7 @@ export const list = operation("AuditTrail.list")(function*(
   page: Page.PageRequest
 ) {
   const caller = yield* authorize(principal, "auditTrail.list")
-  const found = yield* Storage.run("read", (unit) => unit.pageEvents(caller.clientId, filter, page))
+  const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.pageEvents(caller.clientId, filter, page))
   return envelope(found, page)
 })
 
@@ -49,7 +49,7 @@ export const ofRecord = operation("AuditTrail.ofRecord")(function*(
 ) {
   const caller = yield* authorize(principal, "auditTrail.list")
   id = yield* requireUuid("id", id)
-  const found = yield* Storage.run("read", (unit) => pageOfRecord(unit, caller, record, id, page))
+  const found = yield* Storage.run(Storage.unitForPage(page), (unit) => pageOfRecord(unit, caller, record, id, page))
   return envelope(found, page)
 })
 
@@ -70,6 +70,6 @@ export const acrossClients = operation("AuditTrail.acrossClients")(function*(
   filter: DomainEvent.TrailFilter,
   page: Page.PageRequest
 ) {
-  const found = yield* Storage.run("read", (unit) => unit.pageEvents(null, filter, page))
+  const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.pageEvents(null, filter, page))
   return envelope(found, page)
 })

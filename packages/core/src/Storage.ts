@@ -177,10 +177,18 @@ export interface StorageUnit
  * - "read": reads only, all from one snapshot, so a page and its total agree;
  * - "lookup": reads only, each seeing what is committed when it runs, with no snapshot between them. An adapter
  *   opens no transaction for it: one round trip per statement, or one for reads issued together where the adapter
- *   sends them together (PostgreSQL). For reads whose answer stands alone (a record by id, a credential) or is
- *   checked again under a write unit's locks (the validation before a fee quote).
+ *   sends them together (PostgreSQL). For reads whose answer stands alone (a record by id, a credential, a list's
+ *   first page with its total, see `unitForPage`) or is checked again under a write unit's locks (the validation
+ *   before a fee quote).
  */
 export type UnitMode = "lookup" | "read" | "write"
+
+/**
+ * The unit a page of a list needs. A store reads a list's first page and its total together, at one moment (the
+ * SQL stores in one statement), so a lookup is enough, and on SQL engines it opens no transaction. A later page
+ * counts the list and then reads its rows: a read unit's snapshot keeps the two in agreement.
+ */
+export const unitForPage = (request: Page.PageRequest): UnitMode => (Page.offset(request) === 0 ? "lookup" : "read")
 
 export class Storage extends Context.Service<Storage, {
   /**

@@ -233,7 +233,7 @@ export const list = operation("Transactions.list")(function*(
 ) {
   const caller = yield* authorize(principal, "transactions.list")
   if (filter.accountId !== undefined) filter = { ...filter, accountId: yield* requireUuid("accountId", filter.accountId) }
-  const found = yield* Storage.run("read", (unit) => unit.listTransactions(caller.clientId, filter, page))
+  const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.listTransactions(caller.clientId, filter, page))
   return Page.envelope({ items: found.items.map(Transaction.toListItem), total: found.total }, page)
 })
 

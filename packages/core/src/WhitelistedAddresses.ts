@@ -84,7 +84,7 @@ export const list = operation("WhitelistedAddresses.list")(function*(
   page: Page.PageRequest
 ) {
   const caller = yield* authorize(principal, "whitelistedAddresses.list")
-  const found = yield* Storage.run("read", (unit) => unit.listWhitelistedAddresses(caller.clientId, filter, page))
+  const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.listWhitelistedAddresses(caller.clientId, filter, page))
   return Page.envelope({ items: found.items.map(WhitelistedAddress.toView), total: found.total }, page)
 })
 

@@ -450,7 +450,7 @@ describe("units of work per request", () => {
     return { units, reset, fixture: makeFixture({ layer: Relay.layer(Layer.merge(storage, RateLimiter.RateLimiter.layerMemory)) }) }
   }
 
-  it("AUTH-PERM-2: a record by id is two lookups (the credential, the record) and no snapshot; a page is a lookup and a read", async () => {
+  it("AUTH-PERM-2: a record by id and a first page are two lookups (the credential, then the record or the page with its total) and no snapshot; a later page is a lookup and a read", async () => {
     const { fixture: relay, units, reset } = counted()
     try {
       const ours = await makeTenant(relay)
@@ -461,6 +461,10 @@ describe("units of work per request", () => {
       reset()
       const page = await relay.as(ours.admin).get("/relay/v1/accounts")
       expect(page.status).toBe(200)
+      expect(units).toEqual({ lookup: 2, read: 0, write: 0 })
+      reset()
+      const later = await relay.as(ours.admin).get("/relay/v1/accounts?page=2")
+      expect(later.status).toBe(200)
       expect(units).toEqual({ lookup: 1, read: 1, write: 0 })
       reset()
       const refused = await relay.send("GET", `/relay/v1/accounts/${ours.source}`, { headers: { "x-api-key": ours.admin.keyId, "x-api-secret": `crs_${"A".repeat(43)}` } })

@@ -63,22 +63,26 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     expect(trips).toBe(2)
   })
 
-  it("GET a page: the page and its total on one snapshot, the credential's re-read with them", async () => {
-    let status = 0
-    const trips = await proxy.count(async () => {
-      status = await call("GET", "/relay/v1/accounts", "viewer")
-    })
-    expect(status).toBe(200)
-    // Three accounts fit on one page, so no total is counted: BEGIN, the re-read and the rows (one pipeline), then
-    // COMMIT.
-    expect(trips).toBe(2)
+  it("PAGE-1: GET a first page: the page and its total in one statement, no transaction, the credential's re-read with it", async () => {
+    // The audit trail needs "View audit trail", which only the admin has; its first request keeps its credential.
+    await call("GET", "/relay/v1/accounts", "admin")
+    for (const [path, role] of [["/relay/v1/accounts", "viewer"], ["/relay/v1/transactions", "viewer"], ["/relay/v1/whitelisted-addresses", "viewer"], ["/relay/v1/events", "admin"]] as const) {
+      let status = 0
+      const trips = await proxy.count(async () => {
+        status = await call("GET", path, role)
+      })
+      expect(status, path).toBe(200)
+      // A lookup unit (Storage.unitForPage): the re-read and the page with its total go in one pipeline. A later
+      // page counts first in a read unit's snapshot (BEGIN and COMMIT of their own).
+      expect(trips, path).toBe(1)
+    }
   })
 
   it("TXN-INIT-1: initiate: the validation before the fee quote (the source and the destination read together), then one write unit", async () => {
     const source = demo.accounts.find((a) => a.assetId === "BTC")
     const transfer = { sourceAccountId: source?.id, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
     // The initiator's first request on this node keeps its credential.
-    expect(await proxy.count(async () => expect(await call("GET", "/relay/v1/transactions?limit=1", "initiator")).toBe(200))).toBe(3)
+    expect(await proxy.count(async () => expect(await call("GET", "/relay/v1/transactions?limit=1", "initiator")).toBe(200))).toBe(2)
     let status = 0
     const trips = await proxy.count(async () => {
       status = await call("POST", "/relay/v1/transactions/initiate", "initiator", transfer)

@@ -82,35 +82,51 @@ export const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefin
   row === undefined ? Option.none() : Option.some(decode(row))
 
 /**
- * The page of `request` and the total. The first page reads first: a short first page is the whole list and needs
- * no count. Every later page counts first and then reads from whichever end of the list is nearer, so no page walks
- * past more than half the list: the database steps over every row a page skips (an index walk, about 47 ns a row on
- * SQLite), and the last page of a million rows read newest first skips them all (docs/benchmarks.md, sixth round).
- * `rows(limit, offset, fromOldest)` reads in the list's order, or in the reverse order when `fromOldest`; the total
- * and the rows come from one snapshot (the read unit), so the two ends agree.
+ * A row of a list's first page, with the list's total beside it (StoreStatements' `firstPage`). Kysely types a
+ * scalar subquery as nullable; a count never is.
+ */
+export type WithListTotal<Row> = Row & { readonly list_total: number | string | bigint | null }
+
+/** How a store reads a list, for {@link pageOf}. */
+export interface PageReads<Row> {
+  /** The first `limit` rows in the list's order, each with the list's total: one statement. */
+  readonly first: (limit: number) => Op<ReadonlyArray<WithListTotal<Row>>>
+  /** `limit` rows from `offset`, in the list's order, or in the reverse order when `fromOldest`. */
+  readonly rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>
+  readonly count: () => Op<number>
+  /** Reads a later page of a list of `total` rows another way (see PageBoundaries). */
+  readonly laterPage?: (total: number) => Op<ReadonlyArray<Row>>
+}
+
+const laterPageInLookup = new Error("a lookup unit of work asked for a page after the first: a later page and its total need a read unit's snapshot")
+
+/**
+ * The page of `request` and the total. The first page and the total are one statement, so they agree in any unit
+ * of work, a lookup's too (Storage.unitForPage). Every later page counts first and then reads from whichever end
+ * of the list is nearer, so no page walks past more than half the list: the database steps over every row a page
+ * skips (an index walk, about 47 ns a row on SQLite), and the last page of a million rows read newest first skips
+ * them all (docs/benchmarks.md, sixth round). The total and the rows of a later page come from one snapshot (the
+ * read unit), so the two ends agree; in a lookup unit, which has none, a later page is a defect.
  */
 export const pageOf = <Row, A>(
-  rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>,
-  count: () => Op<number>,
+  reads: PageReads<Row>,
   decode: (row: Row) => A,
   request: Page.PageRequest,
-  /** Reads a later page of a list of `total` rows another way (see PageBoundaries). */
-  laterPage?: (total: number) => Op<ReadonlyArray<Row>>
+  mode: Storage.UnitMode
 ): Op<Page.Page<A>> => {
   const offset = Page.offset(request)
   if (offset === 0) {
-    return Effect.flatMap(rows(request.limit, 0, false), (found) => {
-      const items = found.map(decode)
-      return found.length < request.limit
-        ? Effect.succeed({ items, total: found.length })
-        : Effect.map(count(), (total) => ({ items, total }))
-    })
+    return Effect.map(reads.first(request.limit), (found) => ({
+      items: found.map(decode),
+      total: found.length === 0 ? 0 : Number(found[0]?.list_total)
+    }))
   }
-  return Effect.flatMap(count(), (total) => {
+  if (mode === "lookup") return Effect.die(laterPageInLookup)
+  return Effect.flatMap(reads.count(), (total) => {
     const end = Math.min(offset + request.limit, total)
     if (end <= offset) return Effect.succeed({ items: [], total })
     return Effect.map(
-      laterPage !== undefined ? laterPage(total) : fromNearerEnd(rows, total, offset, end),
+      reads.laterPage !== undefined ? reads.laterPage(total) : fromNearerEnd(reads.rows, total, offset, end),
       (found) => ({ items: found.map(decode), total })
     )
   })
@@ -118,7 +134,7 @@ export const pageOf = <Row, A>(
 
 /**
  * The rows [offset, end) of a list of `total` rows, newest first, read from whichever end of the list is nearer, so
- * the read skips at most half the list. `rows` as for {@link pageOf}. Page boundaries fall back on it too.
+ * the read skips at most half the list. `rows` as in {@link PageReads}. Page boundaries fall back on it too.
  */
 export const fromNearerEnd = <Row>(
   rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>,

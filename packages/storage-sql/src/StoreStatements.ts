@@ -221,8 +221,9 @@ const writesOf = (db: Kysely<Database>) => ({
 
 /**
  * The store's pages and their totals, each compiled once per filter shape (which filters are set, how many values
- * a list filter holds): building and compiling a list query through kysely cost more than SQLite running it. A
- * free-text search binds its needle three times, so it is compiled per call (StatementTemplate's rule).
+ * a list filter holds): building and compiling a list query through kysely cost more than SQLite running it. A value
+ * a statement names more than once (a free-text search's needle, a first page's filter) is bound at each place
+ * (StatementTemplate's rule).
  */
 const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
   const { integer, text } = engine.opaque
@@ -238,6 +239,18 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     const oldest = page("asc")
     return (values: V & PageValues, fromOldest: boolean): Compilable<R> => (fromOldest ? oldest : newest)(values)
   }
+  /**
+   * A list's first page, newest first, with the list's total on every row (`list_total`): one statement, so the page
+   * and its total are read at one moment in any unit of work, a lookup's too (Storage.unitForPage).
+   */
+  const firstPage = <V extends object, T extends "accounts" | "whitelisted_addresses" | "transactions", R>(
+    from: (values: V) => SelectQueryBuilder<Database, T, R>,
+    total: (values: V) => SelectQueryBuilder<Database, keyof Database, { readonly total: number | string }>
+  ) =>
+    byColumns((values: V & { readonly limit: number }) =>
+      from(values).select(total(values).as("list_total")).orderBy(sql.ref("created_at"), "desc").orderBy(sql.ref("id"), "desc")
+        .limit(integer(values.limit))
+    )
   /**
    * A list's rows around a sort key (PageBoundaries.ListReads): oldest first from just after the key, newest first
    * from the key itself; from the list's end when no key is given.
@@ -262,31 +275,40 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
       upTo: (values: V, key: SortKey | undefined, limit: number, offset: number): Compilable<R> => upTo({ ...values, ...keyed(key), limit, offset })
     }
   }
+  const accounts = (values: AccountListValues) => db.selectFrom("accounts").selectAll().where(accountWhere(engine, values))
+  const accountsTotal = (values: AccountListValues) =>
+    db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(accountWhere(engine, values))
+  const whitelist = (values: WhitelistListValues) =>
+    db.selectFrom("whitelisted_addresses").selectAll().where(whitelistWhere(engine, values))
+  const whitelistTotal = (values: WhitelistListValues) =>
+    db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total"))
+      .where(whitelistWhere(engine, values))
+  const transactions = (values: TransactionListValues) =>
+    db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))
+  // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves. Its values
+  // are opaque to SQLite's planner as the page's are: in a first page it runs in the same kept statement.
+  const transactionsTotal = (values: TransactionListValues) =>
+    db.selectFrom("transaction_counts")
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
+      .where("client_id", "=", text(values.client_id))
+      .$if(values.source_account_id !== undefined, (qb) =>
+        qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${text(values.source_account_id ?? "")}`))
+      .$if(values.asset_type !== undefined, (qb) => qb.where("asset_type", "=", text(values.asset_type ?? "")))
+      .$if(values.status_group !== undefined, (qb) => qb.where("status_group", "=", text(values.status_group ?? "pending")))
   return {
-    accountsPage: pages((values: AccountListValues) => db.selectFrom("accounts").selectAll().where(accountWhere(engine, values))),
-    accountsTotal: byColumns((values: AccountListValues) =>
-      db.selectFrom("accounts").select((eb) => eb.fn.countAll<number | string>().as("total")).where(accountWhere(engine, values))
-    ),
-    whitelistPage: pages((values: WhitelistListValues) => db.selectFrom("whitelisted_addresses").selectAll().where(whitelistWhere(engine, values))),
-    whitelistTotal: byColumns((values: WhitelistListValues) =>
-      db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total"))
-        .where(whitelistWhere(engine, values))
-    ),
-    transactionsPage: pages((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
+    accountsFirst: firstPage(accounts, accountsTotal),
+    accountsPage: pages(accounts),
+    accountsTotal: byColumns(accountsTotal),
+    whitelistFirst: firstPage(whitelist, whitelistTotal),
+    whitelistPage: pages(whitelist),
+    whitelistTotal: byColumns(whitelistTotal),
+    transactionsFirst: firstPage(transactions, transactionsTotal),
+    transactionsPage: pages(transactions),
     transactionsAround: around((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
     transactionKeysAround: around((values: TransactionListValues) =>
       db.selectFrom("transactions").select(["created_at", "id"]).where(transactionWhere(engine, values))
     ),
-    // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves.
-    transactionsTotal: byColumns((values: TransactionListValues) =>
-      db.selectFrom("transaction_counts")
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>("count"), sql.lit(0)).as("total"))
-        .where("client_id", "=", values.client_id)
-        .$if(values.source_account_id !== undefined, (qb) =>
-          qb.where(sql<SqlBool>`${sql.ref("source_account_id")} = ${values.source_account_id}`))
-        .$if(values.asset_type !== undefined, (qb) => qb.where("asset_type", "=", values.asset_type ?? ""))
-        .$if(values.status_group !== undefined, (qb) => qb.where("status_group", "=", values.status_group ?? "pending"))
-    )
+    transactionsTotal: byColumns(transactionsTotal)
   }
 }
 

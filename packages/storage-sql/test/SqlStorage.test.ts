@@ -6,8 +6,8 @@
  */
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { type Account, Ids, Money, Storage, Timestamp } from "@custody-relay/core"
-import { Effect, Layer, Option, type Scope } from "effect"
+import { type Account, Ids, Money, type Page, Storage, Timestamp } from "@custody-relay/core"
+import { Effect, Exit, Layer, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
 import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -449,6 +449,10 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
         const details = plan.rows.map((row) => row.detail).join(" | ")
         assert.match(details, /USING INDEX|USING COVERING INDEX/, `${query.sql}: ${details}`)
         assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
+        // Every table it reads, the first page's total among them, through an index.
+        for (const { detail } of plan.rows) {
+          if (/^(SCAN|SEARCH) /.test(detail)) assert.match(detail, /USING (COVERING |PRIMARY KEY |INTEGER PRIMARY KEY )?INDEX|USING INTEGER PRIMARY KEY/, `${query.sql}: ${details}`)
+        }
       }
     }))
 
@@ -461,7 +465,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       const { lists } = yield* issuedListQueries
       for (const query of lists) {
         assert.notMatch(query.sql, /(?:=|<>|limit|offset)\s*\?/i, query.sql)
-        assert.match(query.sql, /limit cast\(\? as integer\) offset cast\(\? as integer\)|order by "created_at", "id"$/, query.sql)
+        // A first page has no offset (StoreStatements' firstPage).
+        assert.match(query.sql, /limit cast\(\? as integer\)( offset cast\(\? as integer\))?$|order by "created_at", "id"$/, query.sql)
       }
     }))
 
@@ -483,6 +488,48 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       assert.strictEqual(ordered.length, 5)
       // A range (`<= ?`) is not read by the planner (measured: the same 2.7 µs either way).
       for (const query of ordered) assert.notMatch(query.sql, /(?:(?<![<>])=|<>|limit|offset)\s*\?/i, query.sql)
+    }))
+})
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a list's first page and its total are one statement (SQLite, PAGE-1)", () => {
+  it.live("a lookup unit reads each list's first page and its total in one statement, with no transaction, full or short; a later page is a defect there", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "first-page.db")
+      const issued: Array<string> = []
+      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+      const db = new Kysely<Database>({
+        dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
+        log: (event) => {
+          if (event.level === "query") issued.push(event.query.sql)
+        }
+      })
+      yield* destroyWithScope(db)
+      yield* Effect.promise(() => migrateToLatest(db))
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const account = yield* storedAccount(storage)
+      yield* storage.transaction("write", (unit) =>
+        Effect.forEach([1, 2], () => unit.insertAccount(Records.account(account.clientId))))
+      const lists: ReadonlyArray<(unit: Storage.StorageUnit, page: Page.PageRequest) => Effect.Effect<Page.Page<unknown>, Storage.StorageError>> = [
+        (unit: Storage.StorageUnit, page: Page.PageRequest) => unit.listAccounts(account.clientId, {}, page),
+        (unit: Storage.StorageUnit, page: Page.PageRequest) => unit.listWhitelistedAddresses(account.clientId, {}, page),
+        (unit: Storage.StorageUnit, page: Page.PageRequest) => unit.listTransactions(account.clientId, {}, page),
+        (unit: Storage.StorageUnit, page: Page.PageRequest) => unit.pageEvents(account.clientId, {}, page)
+      ]
+      for (const list of lists) {
+        for (const limit of [2, 20]) {
+          issued.length = 0
+          const inLookup = yield* storage.transaction("lookup", (unit) => list(unit, { page: 1, limit }))
+          assert.strictEqual(issued.length, 1, issued.join("\n"))
+          assert.match(issued[0] ?? "", /^select \*, \(select /)
+          // The same page and total as a read unit's snapshot gives.
+          assert.deepStrictEqual(inLookup, yield* storage.transaction("read", (unit) => list(unit, { page: 1, limit })))
+        }
+        const later = yield* Effect.exit(storage.transaction("lookup", (unit) => list(unit, { page: 2, limit: 2 })))
+        assert.isTrue(Exit.hasDies(later))
+      }
+      const accounts = yield* storage.transaction("lookup", (unit) => unit.listAccounts(account.clientId, {}, { page: 1, limit: 2 }))
+      assert.strictEqual(accounts.total, 3)
+      assert.strictEqual(accounts.items.length, 2)
     }))
 })
 

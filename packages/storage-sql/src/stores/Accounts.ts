@@ -40,12 +40,11 @@ export const store = (
     listAccounts(clientId, filter, request) {
       const values = accountListValues(clientId, filter)
       if (matchesNothing(values)) return Effect.succeed(emptyPage)
-      return pageOf(
-        (limit, offset, fromOldest) => rows(lists.accountsPage({ ...values, limit, offset }, fromOldest)),
-        () => Effect.map(first(lists.accountsTotal(values)), countOf),
-        AccountRow.decode,
-        request
-      )
+      return pageOf({
+        first: (limit) => rows(lists.accountsFirst({ ...values, limit })),
+        rows: (limit, offset, fromOldest) => rows(lists.accountsPage({ ...values, limit, offset }, fromOldest)),
+        count: () => Effect.map(first(lists.accountsTotal(values)), countOf)
+      }, AccountRow.decode, request, mode)
     }
   }
 }

@@ -78,16 +78,18 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
       if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
       return eb.and(terms)
     }
-    return flushed(pageOf(
-      (limit, offset, fromOldest) =>
+    const total = db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
+    return flushed(pageOf({
+      // The page and its total in one statement (see StoreStatements' firstPage).
+      first: (limit) =>
+        rows(db.selectFrom("domain_events").selectAll().select(total.as("list_total")).where(where).orderBy("position", "desc").limit(integer(limit))),
+      rows: (limit, offset, fromOldest) =>
         rows(
           db.selectFrom("domain_events").selectAll().where(where).orderBy("position", fromOldest ? "asc" : "desc")
             .limit(integer(limit)).offset(integer(offset))
         ),
-      () => Effect.map(first(db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)), countOf),
-      decode,
-      request
-    ))
+      count: () => Effect.map(first(total), countOf)
+    }, decode, request, mode))
   },
   listEvents(filter, afterPosition, limit) {
     const { integer, text } = engine.opaque

@@ -63,13 +63,12 @@ export const store = (
     listTransactions(clientId, filter, request) {
       const values = transactionListValues(clientId, filter)
       if (matchesNothing(values)) return Effect.succeed(emptyPage)
-      return pageOf(
-        (limit, offset, fromOldest) => rows(lists.transactionsPage({ ...values, limit, offset }, fromOldest)),
-        () => Effect.map(first(lists.transactionsTotal(values)), countOf),
-        TransactionRow.decode,
-        request,
+      return pageOf({
+        first: (limit) => rows(lists.transactionsFirst({ ...values, limit })),
+        rows: (limit, offset, fromOldest) => rows(lists.transactionsPage({ ...values, limit, offset }, fromOldest)),
+        count: () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         // Only a read unit holds one snapshot on every engine (a PostgreSQL write unit reads each statement afresh).
-        pageBoundaries === undefined || mode !== "read" ? undefined : (total) => {
+        ...(pageBoundaries === undefined || mode !== "read" ? {} : { laterPage: (total: number) => {
           const since = pageBoundaries.since(clientId)
           const changes = engine.listChanges.query(clientId, since)
           return Effect.flatMap(rows({ compile: () => changes }), (found) =>
@@ -85,8 +84,8 @@ export const store = (
                 }
               })
             }))
-        }
-      )
+        } })
+      }, TransactionRow.decode, request, mode)
     },
     listOpenTransactionsFrom(accountId) {
       return Effect.map(

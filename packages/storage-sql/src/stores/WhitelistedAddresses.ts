@@ -39,12 +39,11 @@ export const store = (
     listWhitelistedAddresses(clientId, filter, request) {
       const values = whitelistListValues(clientId, filter)
       if (matchesNothing(values)) return Effect.succeed(emptyPage)
-      return pageOf(
-        (limit, offset, fromOldest) => rows(lists.whitelistPage({ ...values, limit, offset }, fromOldest)),
-        () => Effect.map(first(lists.whitelistTotal(values)), countOf),
-        WhitelistedAddressRow.decode,
-        request
-      )
+      return pageOf({
+        first: (limit) => rows(lists.whitelistFirst({ ...values, limit })),
+        rows: (limit, offset, fromOldest) => rows(lists.whitelistPage({ ...values, limit, offset }, fromOldest)),
+        count: () => Effect.map(first(lists.whitelistTotal(values)), countOf)
+      }, WhitelistedAddressRow.decode, request, mode)
     }
   }
 }

@@ -396,23 +396,26 @@ for (const { engine, fresh, name } of engines) {
   })
 }
 
-/** A SQLite store on an empty database, through kysely's driver so that every select it issues is recorded. */
-const recordingSelects = Effect.gen(function*() {
-  const filename = join(yield* temporaryDirectory, "plans.db")
-  const issued: Array<CompiledQuery> = []
-  const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
-  const db = new Kysely<Database>({
-    dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
-    log: (event) => {
-      if (event.level === "query" && /^select/i.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
-    }
+/** A SQLite store on an empty database, through kysely's driver so that every statement it issues matching `which` is recorded. */
+const recording = (which: RegExp) =>
+  Effect.gen(function*() {
+    const filename = join(yield* temporaryDirectory, "recorded.db")
+    const issued: Array<CompiledQuery> = []
+    const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+    const db = new Kysely<Database>({
+      dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
+      log: (event) => {
+        if (event.level === "query" && which.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
+      }
+    })
+    yield* destroyWithScope(db)
+    yield* Effect.promise(() => migrateToLatest(db))
+    // Only the store's own statements, not the migrator's.
+    issued.length = 0
+    return { db, issued, storage: SqlStorage.make(db, SqliteEngine) }
   })
-  yield* destroyWithScope(db)
-  yield* Effect.promise(() => migrateToLatest(db))
-  // Only the store's own statements, not the migrator's.
-  issued.length = 0
-  return { db, issued, storage: SqlStorage.make(db, SqliteEngine) }
-})
+
+const recordingSelects = recording(/^select/i)
 
 /** Every list query the SQLite store issues, one per filter kind, with the parameters it bound (on an empty database). */
 const issuedListQueries = Effect.gen(function*() {
@@ -494,18 +497,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
 describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a list's first page and its total are one statement (SQLite, PAGE-1)", () => {
   it.live("a lookup unit reads each list's first page and its total in one statement, with no transaction, full or short; a later page is a defect there", () =>
     Effect.gen(function*() {
-      const filename = join(yield* temporaryDirectory, "first-page.db")
-      const issued: Array<string> = []
-      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
-      const db = new Kysely<Database>({
-        dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
-        log: (event) => {
-          if (event.level === "query") issued.push(event.query.sql)
-        }
-      })
-      yield* destroyWithScope(db)
-      yield* Effect.promise(() => migrateToLatest(db))
-      const storage = SqlStorage.make(db, SqliteEngine)
+      const { issued, storage } = yield* recording(/./)
       const account = yield* storedAccount(storage)
       yield* storage.transaction("write", (unit) =>
         Effect.forEach([1, 2], () => unit.insertAccount(Records.account(account.clientId))))
@@ -519,8 +511,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a list's first page and 
         for (const limit of [2, 20]) {
           issued.length = 0
           const inLookup = yield* storage.transaction("lookup", (unit) => list(unit, { page: 1, limit }))
-          assert.strictEqual(issued.length, 1, issued.join("\n"))
-          assert.match(issued[0] ?? "", /^select \*, \(select /)
+          assert.strictEqual(issued.length, 1, issued.map((query) => query.sql).join("\n"))
+          assert.match(issued[0]?.sql ?? "", /^select \*, \(select /)
           // The same page and total as a read unit's snapshot gives.
           assert.deepStrictEqual(inLookup, yield* storage.transaction("read", (unit) => list(unit, { page: 1, limit })))
         }

@@ -227,13 +227,15 @@ const writesOf = (db: Kysely<Database>) => ({
  */
 const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
   const { integer, text } = engine.opaque
+  /** A list's order: by its sort key, `created_at` then `id`, newest first when "desc". */
+  const inListOrder = <T extends keyof Database, R>(query: SelectQueryBuilder<Database, T, R>, direction: "asc" | "desc") =>
+    query.orderBy(sql.ref("created_at"), direction).orderBy(sql.ref("id"), direction)
   const pages = <V extends object, T extends "accounts" | "whitelisted_addresses" | "transactions", R>(
     from: (values: V) => SelectQueryBuilder<Database, T, R>
   ) => {
     const page = (direction: "asc" | "desc") =>
       byColumns((values: V & PageValues) =>
-        from(values).orderBy(sql.ref("created_at"), direction).orderBy(sql.ref("id"), direction)
-          .limit(integer(values.limit)).offset(integer(values.offset))
+        inListOrder(from(values), direction).limit(integer(values.limit)).offset(integer(values.offset))
       )
     const newest = page("desc")
     const oldest = page("asc")
@@ -248,8 +250,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     total: (values: V) => SelectQueryBuilder<Database, keyof Database, { readonly total: number | string }>
   ) =>
     byColumns((values: V & { readonly limit: number }) =>
-      from(values).select(total(values).as("list_total")).orderBy(sql.ref("created_at"), "desc").orderBy(sql.ref("id"), "desc")
-        .limit(integer(values.limit))
+      inListOrder(from(values).select(total(values).as("list_total")), "desc").limit(integer(values.limit))
     )
   /**
    * A list's rows around a sort key (PageBoundaries.ListReads): oldest first from just after the key, newest first
@@ -264,8 +265,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
           : from(values).where(
             sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${sql.raw(direction === "asc" ? ">" : "<=")} (${text(createdAt)}, ${text(id)})`
           )
-        return bounded.orderBy(sql.ref("created_at"), direction).orderBy(sql.ref("id"), direction)
-          .limit(integer(values.limit)).offset(integer(values.offset))
+        return inListOrder(bounded, direction).limit(integer(values.limit)).offset(integer(values.offset))
       })
     const after = read("asc")
     const upTo = read("desc")
@@ -304,7 +304,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     whitelistTotal: byColumns(whitelistTotal),
     transactionsFirst: firstPage(transactions, transactionsTotal),
     transactionsPage: pages(transactions),
-    transactionsAround: around((values: TransactionListValues) => db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))),
+    transactionsAround: around(transactions),
     transactionKeysAround: around((values: TransactionListValues) =>
       db.selectFrom("transactions").select(["created_at", "id"]).where(transactionWhere(engine, values))
     ),

@@ -137,6 +137,41 @@ export const demoOf = (output: string) => ({
   whitelisted: grab(output, /whitelisted address (\S+)/)
 })
 
+/** A relay server with demo data, as a bench reaches it (see demoOf). */
+export interface DemoServer {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly account: string
+  readonly whitelisted: string
+}
+
+/** What a bench sends a relay server with demo data (see demoOf): GET an account, GET the accounts, or POST initiate. */
+export type DemoScenario = "account" | "list" | "initiate"
+
+export const demoScenarioOf = (name: string | undefined, fallback: DemoScenario): DemoScenario => {
+  const scenario = name ?? fallback
+  if (scenario !== "account" && scenario !== "list" && scenario !== "initiate") throw new Error(`BENCH_SCENARIO must be account, list or initiate, not ${scenario}`)
+  return scenario
+}
+
+/**
+ * `scenario` against a server with demo data for `seconds` at `connections`. An initiation sends 0.00001 BTC from the
+ * Treasury BTC account to the whitelisted address.
+ */
+export const demoLoad = (
+  scenario: DemoScenario,
+  server: DemoServer,
+  settings: { readonly seconds: number; readonly connections: number }
+): Running => {
+  const { seconds: duration, connections } = settings
+  if (scenario === "initiate") {
+    const body = JSON.stringify({ sourceAccountId: server.account, destinationId: server.whitelisted, destinationType: "external", amount: "0.00001", assetType: "BTC" })
+    return autocannon({ url: `${server.url}/relay/v1/transactions/initiate`, connections, duration, method: "POST", headers: { ...server.headers, "content-type": "application/json" }, body })
+  }
+  const path = scenario === "list" ? "/relay/v1/accounts" : `/relay/v1/accounts/${server.account}`
+  return autocannon({ url: server.url + path, connections, duration, headers: server.headers })
+}
+
 export const median = (values: ReadonlyArray<number>): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
 /**

@@ -20,10 +20,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { autocannon, demoOf, grab, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { demoLoad, demoOf, demoScenarioOf, grab, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
-const scenario = process.env["BENCH_SCENARIO"] ?? "account"
+const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
 const pgUrl = process.env["BENCH_PG_URL"]
 const pgDelayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "0")
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
@@ -39,14 +39,7 @@ interface Server {
 
 const children: Array<ChildProcess> = []
 
-const load = (server: Server, seconds: number) => {
-  if (scenario === "initiate") {
-    const body = JSON.stringify({ sourceAccountId: server.account, destinationId: server.whitelisted, destinationType: "external", amount: "0.00001", assetType: "BTC" })
-    return autocannon({ url: `${server.url}/relay/v1/transactions/initiate`, connections, duration: seconds, method: "POST", headers: { ...server.headers, "content-type": "application/json" }, body })
-  }
-  const path = scenario === "list" ? "/relay/v1/accounts" : `/relay/v1/accounts/${server.account}`
-  return autocannon({ url: server.url + path, connections, duration: seconds, headers: server.headers })
-}
+const load = (server: Server, seconds: number) => demoLoad(scenario, server, { seconds, connections })
 
 /** Starts delayProxy.mjs in front of PostgreSQL at `target` (its output to `logFile`); the port it listens on. */
 const delayProxy = async (target: URL, millis: number, logFile: string): Promise<string> => {

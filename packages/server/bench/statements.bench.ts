@@ -6,7 +6,7 @@
  * the server's CPU time a request (its threads, user and system, from /proc) to set it against. Asserts nothing.
  *
  * BENCH_SCENARIO: initiate (default), account (GET an account) or list (GET the accounts). BENCH_WARMUP (seconds,
- * default 8; not counted), BENCH_DURATION (seconds measured, default 10), BENCH_CONNECTIONS (default 10),
+ * default 10; not counted), BENCH_DURATION (seconds measured, default 5), BENCH_CONNECTIONS (default 10),
  * BENCH_LOG_LEVEL (default Info). Each statement carries the timing's own cost (two clock readings and a map update,
  * outside the figures), so the server is a little slower than without it: compare runs of this bench with each
  * other, not with `bench:http`.
@@ -15,12 +15,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { demoLoad, demoOf, demoScenarioOf, READY, startServer } from "./BenchProcess.js"
+import { demoLoad, demoOf, demoScenarioOf, READY, startServer, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "initiate")
-const warmup = Number(process.env["BENCH_WARMUP"] ?? 8)
-const duration = Number(process.env["BENCH_DURATION"] ?? 10)
-const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
+const { duration, warmup, connections } = turnSettingsFromEnv({ rounds: 1 })
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 const main = fileURLToPath(new URL("../dist/main.js", import.meta.url))
 const preload = fileURLToPath(new URL("./statementTimes.mjs", import.meta.url))

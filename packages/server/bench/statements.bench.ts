@@ -4,6 +4,8 @@
  * (bench/statementTimes.mjs), under autocannon for one scenario. Prints, per request: each statement the server ran
  * on its main thread, on which connection, how many times, its microseconds a run and a request; then the total, and
  * the server's CPU time a request (its threads, user and system, from /proc) to set it against. Asserts nothing.
+ * A request's first statement also carries what any first read costs (caches gone cold since the last request, the
+ * read's locks), so a statement's figure is not what leaving it out would save (docs/benchmarks.md).
  *
  * BENCH_SCENARIO: initiate (default), account (GET an account) or list (GET the accounts). BENCH_WARMUP (seconds,
  * default 10; not counted), BENCH_DURATION (seconds measured, default 5), BENCH_CONNECTIONS (default 10),

@@ -118,7 +118,7 @@ export const pageOf = <Row, A>(
   if (offset === 0) {
     return Effect.map(reads.first(request.limit), (found) => ({
       items: found.map(decode),
-      total: found.length === 0 ? 0 : Number(found[0]?.list_total)
+      total: Number(found[0]?.list_total ?? 0)
     }))
   }
   if (mode === "lookup") return Effect.die(laterPageInLookup)

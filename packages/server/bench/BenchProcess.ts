@@ -154,10 +154,11 @@ export const demoScenarioOf = (name: string | undefined, fallback: DemoScenario)
   return scenario
 }
 
-/**
- * `scenario` against a server with demo data for `seconds` at `connections`. An initiation sends 0.00001 BTC from the
- * Treasury BTC account to the whitelisted address.
- */
+/** The body of an initiation on demo data: 0.00001 BTC from the Treasury BTC account to the whitelisted address. */
+export const demoInitiation = (server: Pick<DemoServer, "account" | "whitelisted">): string =>
+  JSON.stringify({ sourceAccountId: server.account, destinationId: server.whitelisted, destinationType: "external", amount: "0.00001", assetType: "BTC" })
+
+/** `scenario` against a server with demo data for `seconds` at `connections`. */
 export const demoLoad = (
   scenario: DemoScenario,
   server: DemoServer,
@@ -165,8 +166,7 @@ export const demoLoad = (
 ): Running => {
   const { seconds: duration, connections } = settings
   if (scenario === "initiate") {
-    const body = JSON.stringify({ sourceAccountId: server.account, destinationId: server.whitelisted, destinationType: "external", amount: "0.00001", assetType: "BTC" })
-    return autocannon({ url: `${server.url}/relay/v1/transactions/initiate`, connections, duration, method: "POST", headers: { ...server.headers, "content-type": "application/json" }, body })
+    return autocannon({ url: `${server.url}/relay/v1/transactions/initiate`, connections, duration, method: "POST", headers: { ...server.headers, "content-type": "application/json" }, body: demoInitiation(server) })
   }
   const path = scenario === "list" ? "/relay/v1/accounts" : `/relay/v1/accounts/${server.account}`
   return autocannon({ url: server.url + path, connections, duration, headers: server.headers })

@@ -32,7 +32,7 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { autocannon, type AutocannonResult, demoOf, grab, READY, startServer, takeTurns } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, demoInitiation, demoOf, grab, READY, startServer, takeTurns } from "./BenchProcess.js"
 
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 // Rounds in which the servers take turns (BenchProcess.takeTurns); each figure is the server's median round.
@@ -122,13 +122,6 @@ const main = async () => {
     const againDemo = relayAgain === undefined ? undefined : demoOf(relayAgain.output)
     const { url: memoryUrl, headers: memoryHeaders, account: memoryAccount } = demoOf(memoryRelay.output)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
-    const initiate = (demo: Demo) => JSON.stringify({
-      sourceAccountId: demo.account,
-      destinationId: demo.whitelisted,
-      destinationType: "external",
-      amount: "0.00001",
-      assetType: "BTC"
-    })
     // `bound`: the same read on the relay with in-memory storage (see memoryRelay.ts); none for the write, whose
     // cost on SQLite is mostly SQLite's own work, shared with the baseline.
     const scenarios = [
@@ -136,7 +129,7 @@ const main = async () => {
       { name: "GET list", relay: () => ({ path: "/relay/v1/accounts" }), method: "GET", bound: "/relay/v1/accounts", peer: () => ({ path: "/relay/v1/accounts" }) },
       {
         name: "POST initiate",
-        relay: (demo: Demo) => ({ path: "/relay/v1/transactions/initiate", body: initiate(demo) }),
+        relay: (demo: Demo) => ({ path: "/relay/v1/transactions/initiate", body: demoInitiation(demo) }),
         method: "POST",
         peer: (peer: Peer) => ({
           path: "/relay/v1/transactions/initiate",

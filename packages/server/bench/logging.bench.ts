@@ -2,9 +2,10 @@
  * `pnpm --filter @custody-relay/server run bench:logging`: what the default log level costs. Two relay servers, each
  * on its own SQLite file with the demo data, one at Info (the default: one JSON line per request) and one at Warn
  * (no line per request), each writing its output to a file as a deployment would (the bench never reads it while
- * it measures). BENCH_LEVELS (default Info,Warn) names the servers' levels, the last one the reference. GET account
- * under autocannon, the two taking turns round by round so the machine's noise falls on both; prints requests per
- * second (median of rounds) and what Info costs against Warn. Asserts nothing.
+ * it measures). BENCH_LEVELS (default Info,Warn) names the servers' levels, the last one the reference.
+ * BENCH_SCENARIO (account, list or initiate; default account) under autocannon, the servers taking turns round by
+ * round so the machine's noise falls on all; prints requests per second (median of rounds), what each level costs
+ * against the last, and the bytes of log the first server wrote per request. Asserts nothing.
  *
  * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
  * BENCH_LOG_SINK=pipe sends each server's output through a pipe to a `cat` that writes the file, as a container
@@ -17,9 +18,10 @@ import { mkdtempSync, rmSync, statSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { autocannon, demoOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { demoLoad, demoOf, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
+const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
 const built = process.env["BENCH_RELAY"] === "built"
 const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
@@ -36,6 +38,7 @@ interface Server {
   readonly url: string
   readonly headers: Record<string, string>
   readonly account: string
+  readonly whitelisted: string
 }
 
 const run = async () => {
@@ -47,12 +50,12 @@ const run = async () => {
       const started = await startServer({ command, logFile: log, ready: READY, through: sink, env: { RELAY_DATABASE: join(directory, `${servers.length}.db`), PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" } })
       servers.push({ level: `${level} (server ${servers.length + 1})`, child: started.child, log, ...demoOf(started.output) })
     }
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; GET account; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; ${scenario}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"}\n\n`)
     const logBefore = statSync(servers[0]?.log ?? "").size
     // Every request of server 1, warm-up included, for the bytes of log each one wrote.
     let requestsAtFirst = 0
     const load = async (server: Server, seconds: number) => {
-      const result = await autocannon({ url: `${server.url}/relay/v1/accounts/${server.account}`, connections, duration: seconds, headers: server.headers })
+      const result = await demoLoad(scenario, server, { seconds, connections })
       if (server === servers[0]) requestsAtFirst += result.requests.total
       return result
     }

@@ -33,6 +33,7 @@ import * as OpenApi from "./OpenApi.js"
 import * as RateLimitPolicies from "./RateLimitPolicies.js"
 import * as Reply from "./Reply.js"
 import { parseJson, readText } from "./RequestBody.js"
+import * as RequestLine from "./RequestLine.js"
 import * as Router from "./Router.js"
 import { type Route, routes } from "./Routes.js"
 
@@ -49,6 +50,7 @@ export interface HandlerOptions<E = never> {
   readonly idempotency?: { readonly ttlSeconds?: number }
   /** Where log lines go; one JSON line per entry on stdout by default (see JsonLogLines). */
   readonly logger?: Logger.Logger<unknown, unknown>
+  /** Info by default: a line per command and per refused or failed request; Debug adds a successful read's (see RequestLine). */
   readonly logLevel?: LogLevel.LogLevel
   /**
    * Register Effect spans (each core operation is a span, see core's Operation.ts). Off by default: without an
@@ -127,19 +129,19 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const jsonLines = options.logger === undefined ? JsonLogLines.make() : undefined
   const outputLogger = options.logger ?? jsonLines?.logger ?? Logger.consoleJson
   const outputLevel = options.logLevel ?? "Info"
-  // With the control protocol mounted, every line at Info and above is also kept for its GET /logs.
+  // With the control protocol mounted, every request's line is also kept for its GET /logs, whatever its level.
   const logs = options.controlToken === undefined ? undefined : LogCapture.make(outputLogger, outputLevel)
-  // The request line is logged at Info: with the output above Info and nothing capturing, it is never built.
-  const logsRequests = logs !== undefined || !LogLevel.isGreaterThan(outputLevel, "Info")
+  // A request's line is built only where it goes somewhere: to the output at its level, or to the capture.
+  const logsRequestAt = (level: LogLevel.LogLevel) => logs !== undefined || LogLevel.isGreaterThanOrEqualTo(level, outputLevel)
   // On the default output with nothing capturing, the request line goes to it directly, without an Effect log
-  // entry: the same line, for a fraction of the cost (JsonLogLines.info; docs/benchmarks.md, sixth round).
-  const requestLines = logsRequests && logs === undefined ? jsonLines : undefined
+  // entry: the same line, for a fraction of the cost (JsonLogLines.plain; docs/benchmarks.md, sixth round).
+  const requestLines = logs === undefined ? jsonLines : undefined
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
     Layer.succeed(Webhooks.WebhookSettings, { ...Webhooks.WebhookSettings.defaultValue(), ...options.webhooks }),
     Logger.layer([logs === undefined ? outputLogger : logs.logger]),
-    Layer.succeed(References.MinimumLogLevel, logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, "Info")),
+    Layer.succeed(References.MinimumLogLevel, logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, RequestLine.MOST_VERBOSE)),
     Layer.succeed(References.TracerEnabled, options.tracing ?? false)
   )
   const runtime = ManagedRuntime.make(layer)
@@ -240,12 +242,15 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
           : Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
       )
     )
-    if (logsRequests) {
-      const status = reply.status
+    const status = reply.status
+    const level = RequestLine.levelOf(request.method, status)
+    if (logsRequestAt(level)) {
       const durationMs = Math.round(performance.now() - startedAt)
       const { keyId } = state
       if (requestLines === undefined) {
-        yield* Effect.logInfo("request").pipe(Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId }))
+        yield* Effect.logWithLevel(level)("request").pipe(
+          Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId })
+        )
       } else {
         // The annotations in the order Effect's entry would hold them; the generator runs on the request's fiber,
         // so the current fiber is the one that entry would name.
@@ -253,7 +258,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
         const annotations = keyId === undefined
           ? { requestId, method, path, status, durationMs }
           : { requestId, method, path, status, durationMs, keyId }
-        requestLines.info("request", annotations, Fiber.getCurrent()?.id ?? 0)
+        requestLines.plain(level, "request", annotations, Fiber.getCurrent()?.id ?? 0)
       }
     }
     return Reply.finish(reply, requestId, state.rateHeaders)

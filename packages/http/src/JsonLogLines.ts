@@ -1,8 +1,8 @@
 /**
  * The handler's default log output: one JSON object per line on stdout, the shape of Effect's
  * `Logger.formatJson` (`{message, level, timestamp, cause, annotations, spans, fiberId}`), at a cost the default
- * level can afford. At Info the relay writes a line for every request, and `Logger.consoleJson` cost a quarter of a
- * GET's throughput with its output going to a file (`pnpm --filter @custody-relay/server run bench:logging`): a
+ * level can afford. The relay writes a line for every request (at Info or Debug, see RequestLine), and
+ * `Logger.consoleJson` cost a quarter of a GET's throughput at a line per request with its output going to a file (`pnpm --filter @custody-relay/server run bench:logging`): a
  * redacting, cycle-safe serialisation and a write system call per line. Here:
  *
  * - An entry whose message and annotations are all plain values (every line the relay writes without a cause) is
@@ -72,11 +72,16 @@ const toStdout = (): ((text: string) => void) => {
 export interface JsonLogLines {
   readonly logger: Logger.Logger<unknown, void>
   /**
-   * Gathers an Info line of plain values without an Effect log entry: the line `Effect.logInfo(message)` would
-   * print under exactly these annotations and no span, from fiber `fiberId`. For the one line every request writes
-   * (see Handler), where Effect's entry was most of what the line cost.
+   * Gathers a line of plain values below Warn without an Effect log entry: the line `Effect.logWithLevel(level)(message)`
+   * would print under exactly these annotations and no span, from fiber `fiberId`. For the one line each request
+   * writes (see Handler and RequestLine), where Effect's entry was most of what the line cost.
    */
-  readonly info: (message: string, annotations: Readonly<Record<string, string | number>>, fiberId: number) => void
+  readonly plain: (
+    level: "Debug" | "Info",
+    message: string,
+    annotations: Readonly<Record<string, string | number>>,
+    fiberId: number
+  ) => void
   /** Writes the lines gathered so far. */
   readonly flush: () => void
 }
@@ -106,7 +111,7 @@ export const make = (write: (text: string) => void = toStdout()): JsonLogLines =
     }
     gather(line)
   })
-  const info = (message: string, annotations: Readonly<Record<string, string | number>>, fiberId: number) =>
-    gather(lineOf(message, "INFO", Date.now(), annotations, {}, fiberId))
-  return { logger, info, flush }
+  const plain = (level: "Debug" | "Info", message: string, annotations: Readonly<Record<string, string | number>>, fiberId: number) =>
+    gather(lineOf(message, level === "Info" ? "INFO" : "DEBUG", Date.now(), annotations, {}, fiberId))
+  return { logger, plain, flush }
 }

@@ -68,7 +68,7 @@ describe("JsonLogLines", () => {
   })
 
   it("the request line the default output writes without an Effect log entry is the line Effect's logger prints", async () => {
-    const requestLines = async (lines: JsonLogLines.JsonLogLines | undefined) => {
+    const requestLines = async (lines: JsonLogLines.JsonLogLines | undefined, request: Request, logLevel: "Info" | "Debug") => {
       const printed: Array<string> = []
       const spy = vi.spyOn(process.stdout, "write").mockImplementation((text: unknown) => {
         printed.push(...String(text).split("\n").filter((line) => line !== ""))
@@ -76,10 +76,9 @@ describe("JsonLogLines", () => {
       })
       try {
         // No control protocol: nothing captures, so on the default output the handler writes the line itself.
-        const handler = makeHandler(lines === undefined ? {} : { logger: lines.logger })
+        const handler = makeHandler(lines === undefined ? { logLevel } : { logger: lines.logger, logLevel })
         await handler.ready
-        const answer = await handler(new Request("http://relay/relay/v1/accounts", { headers: { "x-request-id": "req-same", "x-api-key": "crk_unknown" } }))
-        expect(answer.status).toBe(401)
+        await handler(request.clone())
         await handler.dispose()
         lines?.flush()
         return printed
@@ -95,11 +94,19 @@ describe("JsonLogLines", () => {
         spy.mockRestore()
       }
     }
-    const direct = await requestLines(undefined)
-    const throughEffect = await requestLines(JsonLogLines.make())
+    // A refused read, at Info (the default level).
+    const refused = new Request("http://relay/relay/v1/accounts", { headers: { "x-request-id": "req-same", "x-api-key": "crk_unknown" } })
+    const direct = await requestLines(undefined, refused, "Info")
     expect(direct).toHaveLength(1)
-    expect(direct).toEqual(throughEffect)
+    expect(direct).toEqual(await requestLines(JsonLogLines.make(), refused, "Info"))
     expect(direct[0]).toMatchObject({ message: "request", level: "INFO", spans: {}, annotations: { method: "GET", path: "/relay/v1/accounts", status: 401 } })
+    // A successful read, at Debug (see RequestLine): none at Info.
+    const read = new Request("http://relay/relay/v1/openapi.json", { headers: { "x-request-id": "req-same" } })
+    expect(await requestLines(undefined, read, "Info")).toEqual([])
+    const directRead = await requestLines(undefined, read, "Debug")
+    expect(directRead).toHaveLength(1)
+    expect(directRead).toEqual(await requestLines(JsonLogLines.make(), read, "Debug"))
+    expect(directRead[0]).toMatchObject({ message: "request", level: "DEBUG", spans: {}, annotations: { method: "GET", path: "/relay/v1/openapi.json", status: 200 } })
   })
 
   it("AUTH-SEC-1: the handler's default output (JsonLogLines on stdout) carries each request's id and holds no secret", async () => {
@@ -109,8 +116,9 @@ describe("JsonLogLines", () => {
       return true
     })
     try {
-      // No logger given: the handler's default output (the fixture would give a silent one).
-      const fixture = makeFixture({ logger: undefined as never })
+      // No logger given: the handler's default output (the fixture would give a silent one); at Debug, so that the
+      // successful read has its line too.
+      const fixture = makeFixture({ logger: undefined as never, logLevel: "Debug" })
       const tenant = await makeTenant(fixture)
       await fixture.as(tenant.admin).get("/relay/v1/accounts", { "x-request-id": "req-lines" })
       await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-api-key": tenant.admin.keyId, "x-api-secret": `${tenant.admin.secret}x` } })

@@ -19,7 +19,8 @@ const capture = () => {
 describe("logs", () => {
   it("AUTH-SEC-1: no log line holds a secret or the x-api-secret header; each request's line has its request id", async () => {
     const { lines, logger } = capture()
-    const fixture = makeFixture({ logger })
+    // At Debug every request has its line in the output, a successful read's too (see RequestLine).
+    const fixture = makeFixture({ logger, logLevel: "Debug" })
     try {
       const tenant = await makeTenant(fixture)
       const as = fixture.as(tenant.admin)
@@ -45,7 +46,45 @@ describe("logs", () => {
         status: 200,
         keyId: tenant.admin.keyId
       })
-      expect(field(entry, "level")).toBe("INFO")
+      expect(field(entry, "level")).toBe("DEBUG")
+    } finally {
+      await fixture.dispose()
+    }
+  })
+
+  it("a successful read's line is at Debug, every other request's at Info; the control's logs keep them all", async () => {
+    const { lines, logger } = capture()
+    const fixture = makeFixture({ logger })
+    const levelsById = () => {
+      const levels: Record<string, string> = {}
+      for (const line of lines) {
+        const entry = record(JSON.parse(line))
+        const requestId = record(entry["annotations"])["requestId"]
+        if (entry["message"] === "request" && typeof requestId === "string") levels[requestId] = field(entry, "level")
+      }
+      return levels
+    }
+    try {
+      const tenant = await makeTenant(fixture)
+      const as = fixture.as(tenant.admin)
+      await fixture.control("GET", "/logs")
+      expect((await as.get("/relay/v1/accounts", { "x-request-id": "read-ok" })).status).toBe(200)
+      expect((await fixture.send("HEAD", "/relay/v1/openapi.json", { headers: { "x-request-id": "head-ok" } })).status).toBe(200)
+      expect((await as.get("/relay/v1/accounts/not-an-id", { "x-request-id": "read-400" })).status).toBe(400)
+      expect((await as.get("/relay/v1/accounts/0190b6e4-0000-7000-8000-000000000000", { "x-request-id": "read-404" })).status).toBe(404)
+      expect((await fixture.send("GET", "/relay/v1/accounts", { headers: { "x-request-id": "read-401", "x-api-key": tenant.admin.keyId, "x-api-secret": "wrong" } })).status).toBe(401)
+      expect((await as.post("/relay/v1/accounts", { name: "Ops", workspace: "custody", assetId: "BTC" }, { "x-request-id": "command-ok" })).status).toBe(201)
+      expect((await as.post("/relay/v1/accounts", { name: "" }, { "x-request-id": "command-400" })).status).toBe(400)
+
+      // The output at the default level, Info: every command and every refusal, no successful read.
+      expect(levelsById()).toMatchObject({ "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
+      expect(levelsById()).not.toHaveProperty("read-ok")
+      expect(levelsById()).not.toHaveProperty("head-ok")
+      // AUTH-SEC-1: the kit scans the control's logs, which hold every request's line, the reads' at Debug too.
+      const kept = record((await fixture.control("GET", "/logs")).body)["lines"] as ReadonlyArray<string>
+      const keptLevels = Object.fromEntries(kept.map((line) => record(JSON.parse(line))).filter((entry) => entry["message"] === "request")
+        .map((entry) => [record(entry["annotations"])["requestId"], entry["level"]]))
+      expect(keptLevels).toMatchObject({ "read-ok": "DEBUG", "head-ok": "DEBUG", "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
     } finally {
       await fixture.dispose()
     }

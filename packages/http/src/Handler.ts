@@ -50,7 +50,7 @@ export interface HandlerOptions<E = never> {
   readonly idempotency?: { readonly ttlSeconds?: number }
   /** Where log lines go; one JSON line per entry on stdout by default (see JsonLogLines). */
   readonly logger?: Logger.Logger<unknown, unknown>
-  /** Info by default: a line per command and per refused or failed request; Debug adds a successful read's (see RequestLine). */
+  /** Info by default: a line per command and per refused or failed request; Debug adds each successful read's (RequestLine). */
   readonly logLevel?: LogLevel.LogLevel
   /**
    * Register Effect spans (each core operation is a span, see core's Operation.ts). Off by default: without an
@@ -141,7 +141,10 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     Layer.succeed(RelayConfig.RelayConfig, config),
     Layer.succeed(Webhooks.WebhookSettings, { ...Webhooks.WebhookSettings.defaultValue(), ...options.webhooks }),
     Logger.layer([logs === undefined ? outputLogger : logs.logger]),
-    Layer.succeed(References.MinimumLogLevel, logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, RequestLine.MOST_VERBOSE)),
+    Layer.succeed(
+      References.MinimumLogLevel,
+      logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, RequestLine.MOST_VERBOSE)
+    ),
     Layer.succeed(References.TracerEnabled, options.tracing ?? false)
   )
   const runtime = ManagedRuntime.make(layer)

@@ -1,9 +1,10 @@
 /**
  * The handler's default log output: one JSON object per line on stdout, the shape of Effect's
  * `Logger.formatJson` (`{message, level, timestamp, cause, annotations, spans, fiberId}`), at a cost the default
- * level can afford. The relay writes a line for every request (at Info or Debug, see RequestLine), and
- * `Logger.consoleJson` cost a quarter of a GET's throughput at a line per request with its output going to a file (`pnpm --filter @custody-relay/server run bench:logging`): a
- * redacting, cycle-safe serialisation and a write system call per line. Here:
+ * level can afford. The relay writes a line for every request (at Info or Debug, see RequestLine), and at a line
+ * per request `Logger.consoleJson` cost a quarter of a GET's throughput with its output going to a file
+ * (`pnpm --filter @custody-relay/server run bench:logging`): a redacting, cycle-safe serialisation and a write
+ * system call per line. Here:
  *
  * - An entry whose message and annotations are all plain values (every line the relay writes without a cause) is
  *   serialised with `JSON.stringify` directly: plain values hold nothing to redact and no cycle. Any other entry
@@ -72,9 +73,10 @@ const toStdout = (): ((text: string) => void) => {
 export interface JsonLogLines {
   readonly logger: Logger.Logger<unknown, void>
   /**
-   * Gathers a line of plain values below Warn without an Effect log entry: the line `Effect.logWithLevel(level)(message)`
-   * would print under exactly these annotations and no span, from fiber `fiberId`. For the one line each request
-   * writes (see Handler and RequestLine), where Effect's entry was most of what the line cost.
+   * Gathers a line of plain values below Warn without an Effect log entry: the line
+   * `Effect.logWithLevel(level)(message)` would print under exactly these annotations and no span, from fiber
+   * `fiberId`. For the one line each request writes (see Handler and RequestLine), where Effect's entry was most of
+   * what the line cost.
    */
   readonly plain: (
     level: "Debug" | "Info",

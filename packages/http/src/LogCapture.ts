@@ -13,9 +13,10 @@ export interface LogCapture {
 export const DEFAULT_CAPACITY = 5_000
 
 /**
- * A logger that records every entry at `captureLevel` or above and passes those at `outputLevel` or above on to
- * `output`. Capturing below the output level lets the kit scan each request's line even when the deployment only
- * prints warnings: more lines to scan is a stronger check, never a weaker one.
+ * A logger that records every entry it is given and passes those at `outputLevel` or above on to `output`. The
+ * runtime's minimum level decides what it is given: the handler sets it to the lower of the output level and the
+ * most verbose request line's (RequestLine.MOST_VERBOSE), so the kit scans each request's line even when the
+ * deployment only prints warnings: more lines to scan is a stronger check, never a weaker one.
  */
 export const make = (
   output: Logger.Logger<unknown, unknown>,

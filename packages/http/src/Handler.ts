@@ -50,8 +50,10 @@ export interface HandlerOptions<E = never> {
   readonly idempotency?: { readonly ttlSeconds?: number }
   /** Where log lines go; one JSON line per entry on stdout by default (see JsonLogLines). */
   readonly logger?: Logger.Logger<unknown, unknown>
-  /** Info by default: a line per command and per refused or failed request; Debug adds each successful read's (RequestLine). */
+  /** Info by default: a line per command, per refused or failed request and per slow read; Debug adds every read's (RequestLine). */
   readonly logLevel?: LogLevel.LogLevel
+  /** From how long a successful read's line is logged at Info rather than Debug; 1000 ms by default (RequestLine). */
+  readonly slowReadMillis?: number
   /**
    * Register Effect spans (each core operation is a span, see core's Operation.ts). Off by default: without an
    * exporter installed they cost a stack capture and allocations on every call and tell no one anything. Turn on
@@ -136,6 +138,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   // On the default output with nothing capturing, the request line goes to it directly, without an Effect log
   // entry: the same line, for a fraction of the cost (JsonLogLines.plain; docs/benchmarks.md, sixth round).
   const requestLines = logs === undefined ? jsonLines : undefined
+  const slowReadMillis = options.slowReadMillis ?? RequestLine.DEFAULT_SLOW_READ_MILLIS
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
@@ -246,9 +249,9 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       )
     )
     const status = reply.status
-    const level = RequestLine.levelOf(request.method, status)
+    const durationMs = Math.round(performance.now() - startedAt)
+    const level = RequestLine.levelOf(request.method, status, durationMs, slowReadMillis)
     if (logsRequestAt(level)) {
-      const durationMs = Math.round(performance.now() - startedAt)
       const { keyId } = state
       if (requestLines === undefined) {
         yield* Effect.logWithLevel(level)("request").pipe(

@@ -52,6 +52,20 @@ describe("logs", () => {
     }
   })
 
+  it("a read at or past slowReadMillis is logged at Info all the same", async () => {
+    const { lines, logger } = capture()
+    // 0 ms: every read is slow enough, so the successful one is at Info too.
+    const fixture = makeFixture({ logger, slowReadMillis: 0 })
+    try {
+      const tenant = await makeTenant(fixture)
+      expect((await fixture.as(tenant.admin).get("/relay/v1/accounts", { "x-request-id": "read-slow" })).status).toBe(200)
+      const entry = lines.map((line) => record(JSON.parse(line))).find((l) => record(l["annotations"])["requestId"] === "read-slow")
+      expect(field(entry, "level")).toBe("INFO")
+    } finally {
+      await fixture.dispose()
+    }
+  })
+
   it("a successful read's line is at Debug, every other request's at Info; the control's logs keep them all", async () => {
     const { lines, logger } = capture()
     const fixture = makeFixture({ logger })

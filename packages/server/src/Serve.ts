@@ -34,6 +34,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     ...(config.rateLimitStore === undefined ? {} : { rateLimitStore: config.rateLimitStore }),
     defaultRequiredApprovals: config.defaultRequiredApprovals,
     logLevel: config.logLevel,
+    slowReadMillis: config.logSlowReadMillis,
     provider: config.simulatedProvider === "manual" ? "manual" : {
       policyMillis: config.simulatedStepMillis,
       broadcastMillis: config.simulatedStepMillis,

@@ -18,6 +18,8 @@ export interface ServerConfig {
   /** Seed the demo client: "auto" seeds a SQLite file that did not exist yet, or ":memory:". */
   readonly demo: "auto" | "always" | "never"
   readonly logLevel: "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
+  /** From how long a successful read's line is logged at Info rather than Debug. */
+  readonly logSlowReadMillis: number
   /** The simulated provider: "live" moves records itself, "manual" leaves that to the control protocol. */
   readonly simulatedProvider: "live" | "manual"
   /** How long each stage of the simulated provider takes (policy, broadcast, confirmations, address review). */
@@ -102,6 +104,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),
     logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info"),
+    logSlowReadMillis: integer(env, "RELAY_LOG_SLOW_READ_MILLIS", 1000, 0, 3_600_000),
     // With the test control protocol, the kit moves records itself: a provider that also moved them would race it.
     simulatedProvider: oneOf(env, "RELAY_SIMULATED_PROVIDER", ["live", "manual"], token === undefined || token === "" ? "live" : "manual"),
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),

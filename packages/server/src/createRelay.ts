@@ -66,8 +66,13 @@ export interface RelayOptions {
   readonly apiReference?: boolean
   /** Where log lines go; JSON lines on stdout by default. */
   readonly logger?: Logger.Logger<unknown, unknown>
-  /** "Warn" by default: an embedded relay stays quiet; the server's entry point logs every request at "Info". */
+  /**
+   * "Warn" by default: an embedded relay stays quiet. The server's entry point runs at "Info": a line per command,
+   * per refused or failed request and per slow read; "Debug" adds every read's.
+   */
   readonly logLevel?: LogLevel.LogLevel
+  /** From how long a successful read's line is logged at Info rather than Debug; 1000 ms by default. */
+  readonly slowReadMillis?: number
 }
 
 export interface RunningRelay {
@@ -93,6 +98,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
     config,
     logLevel: options.logLevel ?? "Warn",
+    ...(options.slowReadMillis === undefined ? {} : { slowReadMillis: options.slowReadMillis }),
     ...(options.controlToken === undefined ? {} : { controlToken: options.controlToken }),
     ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),

@@ -18,6 +18,7 @@ describe("configFromEnv", () => {
       controlToken: undefined,
       demo: "auto",
       logLevel: "Info",
+      logSlowReadMillis: 1000,
       simulatedProvider: "live",
       simulatedStepMillis: 1000,
       simulatedFailurePercent: 0,
@@ -56,6 +57,7 @@ describe("configFromEnv", () => {
       RELAY_TEST_CONTROL_TOKEN: "secret-token",
       RELAY_DEMO: "never",
       RELAY_LOG_LEVEL: "warn",
+      RELAY_LOG_SLOW_READ_MILLIS: "250",
       RELAY_SIMULATED_PROVIDER: "live",
       RELAY_SIMULATED_STEP_MILLIS: "250",
       RELAY_SIMULATED_FAILURE_PERCENT: "10",
@@ -81,6 +83,7 @@ describe("configFromEnv", () => {
       controlToken: "secret-token",
       demo: "never",
       logLevel: "Warn",
+      logSlowReadMillis: 250,
       simulatedProvider: "live",
       simulatedStepMillis: 250,
       simulatedFailurePercent: 10,
@@ -93,7 +96,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

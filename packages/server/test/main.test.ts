@@ -82,6 +82,38 @@ describe("pnpm start", () => {
     }
   })
 
+  it("at Info the log has a command's line and not a successful read's; RELAY_LOG_SLOW_READ_MILLIS=0 counts every read slow", async () => {
+    const requestLines = async (env: Record<string, string>) => {
+      const server = await startServer({ RELAY_DATABASE: ":memory:", RELAY_LOG_LEVEL: "Info", ...env })
+      try {
+        const output = server.output()
+        const headers = {
+          "x-api-key": /admin\s+x-api-key: (\S+)/.exec(output)?.[1] ?? "",
+          "x-api-secret": /admin\s+x-api-key: \S+\s+x-api-secret: (\S+)/.exec(output)?.[1] ?? ""
+        }
+        const read = await fetch(`${server.url}/relay/v1/accounts`, { headers: { ...headers, "x-request-id": "main-read" } })
+        const command = await fetch(`${server.url}/relay/v1/accounts`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json", "x-request-id": "main-command" },
+          body: JSON.stringify({ name: "Operations", workspace: "custody", assetId: "BTC" })
+        })
+        expect([read.status, command.status]).toEqual([200, 201])
+        // Lines below Warn are written together every few milliseconds.
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        const levels: Record<string, unknown> = {}
+        for (const line of server.output().split("\n").filter((line) => line.startsWith("{"))) {
+          const entry = JSON.parse(line) as { message?: unknown; level?: unknown; annotations?: { requestId?: string } }
+          if (entry.message === "request" && entry.annotations?.requestId !== undefined) levels[entry.annotations.requestId] = entry.level
+        }
+        return levels
+      } finally {
+        await server.stop()
+      }
+    }
+    expect(await requestLines({})).toEqual({ "main-command": "INFO" })
+    expect(await requestLines({ RELAY_LOG_SLOW_READ_MILLIS: "0" })).toEqual({ "main-read": "INFO", "main-command": "INFO" })
+  })
+
   it("a bad setting stops the start with a clear message", async () => {
     await expect(startServer({ RELAY_DATABASE: join(directory, "bad.db"), RELAY_RATE_LIMIT: "lots" })).rejects.toThrow(/RELAY_RATE_LIMIT must be an integer/)
   })

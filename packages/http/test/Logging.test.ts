@@ -8,6 +8,17 @@ import { Effect, Layer, Logger } from "effect"
 import { describe, expect, it } from "vitest"
 import { field, makeFixture, makeTenant, record } from "./RelayFixture.js"
 
+/** Each request line's level by its request id, from lines as the JSON logger prints them. */
+const requestLevels = (lines: ReadonlyArray<string>): Record<string, string> => {
+  const levels: Record<string, string> = {}
+  for (const line of lines) {
+    const entry = record(JSON.parse(line))
+    const requestId = record(entry["annotations"])["requestId"]
+    if (entry["message"] === "request" && typeof requestId === "string") levels[requestId] = field(entry, "level")
+  }
+  return levels
+}
+
 const capture = () => {
   const lines: Array<string> = []
   const logger = Logger.make((options) => {
@@ -59,8 +70,7 @@ describe("logs", () => {
     try {
       const tenant = await makeTenant(fixture)
       expect((await fixture.as(tenant.admin).get("/relay/v1/accounts", { "x-request-id": "read-slow" })).status).toBe(200)
-      const entry = lines.map((line) => record(JSON.parse(line))).find((l) => record(l["annotations"])["requestId"] === "read-slow")
-      expect(field(entry, "level")).toBe("INFO")
+      expect(requestLevels(lines)["read-slow"]).toBe("INFO")
     } finally {
       await fixture.dispose()
     }
@@ -69,15 +79,6 @@ describe("logs", () => {
   it("a successful read's line is at Debug, every other request's at Info; the control's logs keep them all", async () => {
     const { lines, logger } = capture()
     const fixture = makeFixture({ logger })
-    const levelsById = () => {
-      const levels: Record<string, string> = {}
-      for (const line of lines) {
-        const entry = record(JSON.parse(line))
-        const requestId = record(entry["annotations"])["requestId"]
-        if (entry["message"] === "request" && typeof requestId === "string") levels[requestId] = field(entry, "level")
-      }
-      return levels
-    }
     try {
       const tenant = await makeTenant(fixture)
       const as = fixture.as(tenant.admin)
@@ -91,14 +92,12 @@ describe("logs", () => {
       expect((await as.post("/relay/v1/accounts", { name: "" }, { "x-request-id": "command-400" })).status).toBe(400)
 
       // The output at the default level, Info: every command and every refusal, no successful read.
-      expect(levelsById()).toMatchObject({ "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
-      expect(levelsById()).not.toHaveProperty("read-ok")
-      expect(levelsById()).not.toHaveProperty("head-ok")
+      expect(requestLevels(lines)).toMatchObject({ "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
+      expect(requestLevels(lines)).not.toHaveProperty("read-ok")
+      expect(requestLevels(lines)).not.toHaveProperty("head-ok")
       // AUTH-SEC-1: the kit scans the control's logs, which hold every request's line, the reads' at Debug too.
       const kept = record((await fixture.control("GET", "/logs")).body)["lines"] as ReadonlyArray<string>
-      const keptLevels = Object.fromEntries(kept.map((line) => record(JSON.parse(line))).filter((entry) => entry["message"] === "request")
-        .map((entry) => [record(entry["annotations"])["requestId"], entry["level"]]))
-      expect(keptLevels).toMatchObject({ "read-ok": "DEBUG", "head-ok": "DEBUG", "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
+      expect(requestLevels(kept)).toMatchObject({ "read-ok": "DEBUG", "head-ok": "DEBUG", "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
     } finally {
       await fixture.dispose()
     }

@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { demoLoad, demoOf, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { type DemoServer, demoLoad, demoOf, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
@@ -31,14 +31,10 @@ const sink = process.env["BENCH_LOG_SINK"] ?? "file"
 if (sink !== "file" && sink !== "pipe") throw new Error(`BENCH_LOG_SINK must be file or pipe, not ${sink}`)
 const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
 
-interface Server {
+interface Server extends DemoServer {
   readonly level: string
   readonly child: ChildProcess
   readonly log: string
-  readonly url: string
-  readonly headers: Record<string, string>
-  readonly account: string
-  readonly whitelisted: string
 }
 
 const run = async () => {

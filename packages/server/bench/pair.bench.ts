@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { demoLoad, demoOf, demoScenarioOf, grab, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { type DemoServer, demoLoad, demoOf, demoScenarioOf, grab, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
@@ -29,12 +29,8 @@ const pgDelayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "0")
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 
-interface Server {
+interface Server extends DemoServer {
   readonly tree: string
-  readonly url: string
-  readonly headers: Record<string, string>
-  readonly account: string
-  readonly whitelisted: string
 }
 
 const children: Array<ChildProcess> = []

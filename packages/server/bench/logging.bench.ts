@@ -1,8 +1,9 @@
 /**
  * `pnpm --filter @custody-relay/server run bench:logging`: what the default log level costs. Two relay servers, each
- * on its own SQLite file with the demo data, one at Info (the default: one JSON line per request) and one at Warn
- * (no line per request), each writing its output to a file as a deployment would (the bench never reads it while
- * it measures). BENCH_LEVELS (default Info,Warn) names the servers' levels, the last one the reference.
+ * on its own SQLite file with the demo data, one at Info (the default: a line per command, per refusal and per slow
+ * read, none for a successful read; see http's RequestLine) and one at Warn (no line per request), each writing
+ * its output to a file as a deployment would (the bench never reads it while it measures). BENCH_LEVELS (default
+ * Info,Warn) names the servers' levels, the last one the reference.
  * BENCH_SCENARIO (account, list or initiate; default account) under autocannon, the servers taking turns round by
  * round so the machine's noise falls on all; prints requests per second (median of rounds), what each level costs
  * against the last, and the bytes of log the first server wrote per request. Asserts nothing.

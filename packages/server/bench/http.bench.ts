@@ -19,8 +19,9 @@
  * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Info, the server's own default: one log line per request; each
  * server's output goes to a file in the temporary directory, never read by the bench while it measures).
  *
- * For the reads it also runs a bound (server/bench/memoryRelay.ts): the same server on the in-memory storage, no
- * SQL at all. Its ratio to the baseline is the most the relay could reach on that read if storage cost nothing.
+ * It also runs a bound (server/bench/memoryRelay.ts): the same server on the in-memory storage, no SQL at all, sent
+ * the same request on its own demo data. Its ratio to the baseline is the most the relay could reach on that
+ * request if storage cost nothing.
  *
  * And the peers (../shared/bench-peer, when it is there, or BENCH_PEER=<dir>): the conventional Fastify + Kysely +
  * zod service a team would write instead, and the same with its prepared-statement cache, each on its own seeded
@@ -115,18 +116,16 @@ const main = async () => {
   const baseline = await start(join(directory, "baseline.log"), [baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
-  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0" }, READY, builtRelay ? [tsx] : undefined)
+  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0", RELAY_LOG_LEVEL: logLevel }, READY, builtRelay ? [tsx] : undefined)
   const peers = await startPeers(directory)
   try {
     const relayDemo = demoOf(relay.output)
     const againDemo = relayAgain === undefined ? undefined : demoOf(relayAgain.output)
-    const { url: memoryUrl, headers: memoryHeaders, account: memoryAccount } = demoOf(memoryRelay.output)
+    const memoryDemo = demoOf(memoryRelay.output)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
-    // `bound`: the same read on the relay with in-memory storage (see memoryRelay.ts); none for the write, whose
-    // cost on SQLite is mostly SQLite's own work, shared with the baseline.
     const scenarios = [
-      { name: "GET account", relay: (demo: Demo) => ({ path: `/relay/v1/accounts/${demo.account}` }), method: "GET", bound: `/relay/v1/accounts/${memoryAccount}`, peer: (peer: Peer) => ({ path: `/relay/v1/accounts/${peer.account}` }) },
-      { name: "GET list", relay: () => ({ path: "/relay/v1/accounts" }), method: "GET", bound: "/relay/v1/accounts", peer: () => ({ path: "/relay/v1/accounts" }) },
+      { name: "GET account", relay: (demo: Demo) => ({ path: `/relay/v1/accounts/${demo.account}` }), method: "GET", peer: (peer: Peer) => ({ path: `/relay/v1/accounts/${peer.account}` }) },
+      { name: "GET list", relay: () => ({ path: "/relay/v1/accounts" }), method: "GET", peer: () => ({ path: "/relay/v1/accounts" }) },
       {
         name: "POST initiate",
         relay: (demo: Demo) => ({ path: "/relay/v1/transactions/initiate", body: demoInitiation(demo) }),
@@ -141,7 +140,6 @@ const main = async () => {
     const rows: Array<string> = []
     const peerRows: Array<string> = []
     for (const scenario of scenarios) {
-      const bound = scenario.bound
       // The baseline serves the relay's own file, so it answers the relay's request as it is.
       const ofRelay = (name: string, url: string, demo: Demo): Target => {
         const target: { readonly path: string; readonly body?: string } = scenario.relay(demo)
@@ -151,7 +149,8 @@ const main = async () => {
         ofRelay("relay", relayDemo.url, relayDemo),
         ofRelay("baseline", baselineUrl, relayDemo),
         ...(againDemo === undefined ? [] : [ofRelay("relay again", againDemo.url, againDemo)]),
-        ...(bound === undefined ? [] : [{ name: "bound", url: memoryUrl + bound, headers: memoryHeaders, body: undefined }]),
+        // `bound`: the same request on the relay with in-memory storage (see memoryRelay.ts).
+        ofRelay("bound", memoryDemo.url, memoryDemo),
         ...peers.map((peer) => {
           const target: { readonly path: string; readonly body?: string } = scenario.peer(peer)
           return { name: peer.name, url: peer.url + target.path, headers: peer.headers, body: target.body }

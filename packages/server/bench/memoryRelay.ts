@@ -9,11 +9,13 @@ import { Relay } from "@custody-relay/core"
 import { makeHandler } from "@custody-relay/http"
 import { serve } from "@custody-relay/http/node"
 import { nodeSecretDigest } from "../src/NodeSecretDigest.js"
+import { configFromEnv } from "../src/ServerConfig.js"
 import { demoText, seedDemo } from "../src/seedDemo.js"
 
 const handler = makeHandler({
   layer: Relay.layerMemory({ secretDigest: nodeSecretDigest }),
-  logLevel: "Warn",
+  // The relay's level, from the same RELAY_LOG_LEVEL (http.bench.ts passes the relay's), so the two differ in storage only.
+  logLevel: configFromEnv().logLevel,
   rateLimit: { limit: Number(process.env["RELAY_RATE_LIMIT"] ?? 1_000_000_000), windowSeconds: 60 }
 })
 await handler.ready

@@ -8,6 +8,9 @@
  *   git worktree add ../before HEAD~1 && (cd ../before && pnpm install && pnpm build)
  *   BENCH_PAIR=$PWD/../before,$PWD BENCH_SCENARIO=initiate pnpm --filter @custody-relay/server run bench:pair
  *
+ * A tree named twice (BENCH_PAIR=$PWD/../before,$PWD,$PWD/../before) runs two identical servers: what they differ by
+ * is the run's own noise, against which the other ratios are read.
+ *
  * BENCH_SCENARIO: account (GET an account, default), list (GET the accounts), initiate (POST, to the whitelisted
  * address). BENCH_PG_URL: each server on a PostgreSQL database of its own (created and dropped here; rate limits in
  * memory) instead of a SQLite file. BENCH_PG_DELAY_MS (with BENCH_PG_URL): each server reaches PostgreSQL through a

@@ -2,6 +2,8 @@
  * The server's configuration from the environment, checked at start-up so a typo stops the process with a clear
  * message instead of running with a default nobody chose.
  */
+import { DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
+
 export interface ServerConfig {
   readonly port: number
   readonly host: string
@@ -104,7 +106,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),
     logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info"),
-    logSlowReadMillis: integer(env, "RELAY_LOG_SLOW_READ_MILLIS", 1000, 0, 3_600_000),
+    logSlowReadMillis: integer(env, "RELAY_LOG_SLOW_READ_MILLIS", DEFAULT_SLOW_READ_MILLIS, 0, 3_600_000),
     // With the test control protocol, the kit moves records itself: a provider that also moved them would race it.
     simulatedProvider: oneOf(env, "RELAY_SIMULATED_PROVIDER", ["live", "manual"], token === undefined || token === "" ? "live" : "manual"),
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),

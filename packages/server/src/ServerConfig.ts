@@ -3,6 +3,7 @@
  * message instead of running with a default nobody chose.
  */
 import { DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
+import { DEFAULT_RATE_LIMIT_SYNC_MILLIS } from "@custody-relay/storage-sql"
 
 export interface ServerConfig {
   readonly port: number
@@ -100,7 +101,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", 60, 1, 86_400)
     },
     rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis", "synced"], "memory") : undefined,
-    rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", 1000, 10, 3_600_000),
+    rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", DEFAULT_RATE_LIMIT_SYNC_MILLIS, 10, 3_600_000),
     redisUrl: redisUrl(env),
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,

@@ -2,8 +2,9 @@
  * The server's configuration from the environment, checked at start-up so a typo stops the process with a clear
  * message instead of running with a default nobody chose.
  */
+import { RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
-import { DEFAULT_RATE_LIMIT_SYNC_MILLIS } from "@custody-relay/storage-sql"
+import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
 
 export interface ServerConfig {
   readonly port: number
@@ -92,6 +93,8 @@ const corsOrigins = (raw: string | undefined): ReadonlyArray<string> | "*" | und
 
 export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
   const token = env["RELAY_TEST_CONTROL_TOKEN"]
+  const relayDefaults = RelayConfig.RelayConfig.defaultValue()
+  const pool = POSTGRES_POOL_DEFAULTS
   return {
     port: integer(env, "PORT", 8080, 0, 65535),
     host: env["HOST"] || "127.0.0.1",
@@ -103,7 +106,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis", "synced"], "memory") : undefined,
     rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", DEFAULT_RATE_LIMIT_SYNC_MILLIS, 10, 3_600_000),
     redisUrl: redisUrl(env),
-    defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", 1, 0, 10),
+    defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", relayDefaults.defaultRequiredApprovals, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),
     logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info"),
@@ -112,17 +115,17 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     simulatedProvider: oneOf(env, "RELAY_SIMULATED_PROVIDER", ["live", "manual"], token === undefined || token === "" ? "live" : "manual"),
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
     simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
-    providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", 1000, 10, 3_600_000),
+    providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", relayDefaults.providerPollMillis, 10, 3_600_000),
     webhooksAllowPrivateTargets: oneOf(env, "RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS", ["true", "false"], "false") === "true",
     databaseStartupTimeoutSeconds: integer(env, "RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS", 60, 0, 86_400),
     basePath: env["RELAY_BASE_PATH"] ?? "",
     corsOrigins: corsOrigins(env["RELAY_CORS_ORIGINS"]),
     postgres: {
-      poolMax: integer(env, "RELAY_PG_POOL_MAX", 10, 2, 1000),
-      readReserve: integer(env, "RELAY_PG_READ_RESERVE", 2, 0, 999),
-      connectionTimeoutMillis: integer(env, "RELAY_PG_CONNECTION_TIMEOUT_MILLIS", 10_000, 0, 600_000),
-      lockTimeoutMillis: integer(env, "RELAY_PG_LOCK_TIMEOUT_MILLIS", 5000, 0, 600_000),
-      statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", 30_000, 0, 3_600_000)
+      poolMax: integer(env, "RELAY_PG_POOL_MAX", pool.max, 2, 1000),
+      readReserve: integer(env, "RELAY_PG_READ_RESERVE", pool.readReserve, 0, 999),
+      connectionTimeoutMillis: integer(env, "RELAY_PG_CONNECTION_TIMEOUT_MILLIS", pool.connectionTimeoutMillis, 0, 600_000),
+      lockTimeoutMillis: integer(env, "RELAY_PG_LOCK_TIMEOUT_MILLIS", pool.lockTimeoutMillis, 0, 600_000),
+      statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", pool.statementTimeoutMillis, 0, 3_600_000)
     }
   }
 }

@@ -11,7 +11,12 @@
  * ```
  */
 export { layerSqlite, type SqliteOptions } from "./sqlite/layerSqlite.js"
-export { layerPostgres, type PostgresOptions, type PostgresPoolOptions } from "./postgres/layerPostgres.js"
+export {
+  layerPostgres,
+  poolDefaults as POSTGRES_POOL_DEFAULTS,
+  type PostgresOptions,
+  type PostgresPoolOptions
+} from "./postgres/layerPostgres.js"
 export { migrateToLatest } from "./migrations/migrateToLatest.js"
 export { DEFAULT_SYNC_MILLIS as DEFAULT_RATE_LIMIT_SYNC_MILLIS } from "./SqlRateLimiter.js"
 export type { SqlStorageOptions } from "./SqlStorage.js"

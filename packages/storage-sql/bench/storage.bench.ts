@@ -15,7 +15,7 @@
  * RELAY_TEST_PG_URL), skipped when neither is set. RELAY_BENCH_ROWS=10000,100000 narrows step 3;
  * RELAY_BENCH_STORES=postgres (or sqlite) runs one engine.
  * 4. Deep pages at random, alone and during writes of the same client, at the largest size (RELAY_BENCH_DEEP_SECONDS
- *    each, default 10).
+ *    each, default 10); then the first page the same way, the floor any read gets on this machine under that load.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -384,7 +384,9 @@ const DEEP_SECONDS = Number(process.env["RELAY_BENCH_DEEP_SECONDS"] ?? 10)
  * Step 4: deep pages at random (2 readers, pages 2 to the last) for DEEP_SECONDS, alone and then while 2 writers
  * initiate transfers of the same client through the core as fast as they can. On PostgreSQL a deep page whose
  * snapshot misses a commit the kept one saw reads from the nearer end instead of from the boundaries (see
- * PageBoundaries): the share of pages over 10 ms says how often.
+ * PageBoundaries): the share of pages over 10 ms says how often. Then the same with the readers on page 1 (the
+ * newest rows and the counters' total, no boundaries): its tail under the writers is what the machine gives any
+ * read under that load (the readers, the writers and the database on the same cores), the floor for the deep pages'.
  */
 const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
   const runtime = relayOn(store)
@@ -400,36 +402,43 @@ const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
   for (let page = 2; page <= lastPage; page += Math.ceil(lastPage / 8)) {
     await Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, {}, { page, limit: 20 })))
   }
-  for (const writers of [0, 2]) {
-    const samples: Array<number> = []
-    let writes = 0
-    const until = performance.now() + DEEP_SECONDS * 1000
-    const reader = async () => {
-      while (performance.now() < until) {
-        const page = 2 + Math.floor(Math.random() * (lastPage - 1))
-        const start = performance.now()
-        await Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, {}, { page, limit: 20 })))
-        samples.push(performance.now() - start)
+  const series = [
+    ["deep, at random", () => 2 + Math.floor(Math.random() * (lastPage - 1))],
+    ["page 1", () => 1]
+  ] as const
+  for (const [pages, pageOf] of series) {
+    for (const writers of [0, 2]) {
+      const samples: Array<number> = []
+      let writes = 0
+      const until = performance.now() + DEEP_SECONDS * 1000
+      const reader = async () => {
+        while (performance.now() < until) {
+          const page = pageOf()
+          const start = performance.now()
+          await Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, {}, { page, limit: 20 })))
+          samples.push(performance.now() - start)
+        }
       }
-    }
-    const writer = async () => {
-      while (performance.now() < until) {
-        await runtime.runPromise(Transactions.initiate(principal, input))
-        writes++
+      const writer = async () => {
+        while (performance.now() < until) {
+          await runtime.runPromise(Transactions.initiate(principal, input))
+          writes++
+        }
       }
+      await Promise.all([reader(), reader(), ...Array.from({ length: writers }, writer)])
+      const over = samples.filter((ms) => ms > 10).length
+      row([
+        store.name,
+        size.toLocaleString("en"),
+        pages,
+        writers,
+        samples.length,
+        [50, 95, 99, 99.9].map((p) => percentile(samples, p).toFixed(2)).join(" / "),
+        Math.max(...samples).toFixed(2),
+        `${((100 * over) / samples.length).toFixed(1)}%`,
+        (writes / DEEP_SECONDS).toFixed(0)
+      ])
     }
-    await Promise.all([reader(), reader(), ...Array.from({ length: writers }, writer)])
-    const over = samples.filter((ms) => ms > 10).length
-    row([
-      store.name,
-      size.toLocaleString("en"),
-      writers,
-      samples.length,
-      [50, 95, 99, 99.9].map((p) => percentile(samples, p).toFixed(2)).join(" / "),
-      Math.max(...samples).toFixed(2),
-      `${((100 * over) / samples.length).toFixed(1)}%`,
-      (writes / DEEP_SECONDS).toFixed(0)
-    ])
   }
   await runtime.dispose()
 }
@@ -466,9 +475,9 @@ const main = async () => {
   row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
   await onEachStore((store) => benchLatency(store))
   const deepRows = sizes.at(-1) ?? 0
-  console.log(`\nDeep pages at random (2 readers, ${DEEP_SECONDS} s), alone and during writes of the same client (initiations through the core), ${deepRows.toLocaleString("en")} rows, ms\n`)
-  row(["store", "rows", "writers", "pages", "p50 / p95 / p99 / p99.9", "longest", "pages over 10 ms", "writes/s"])
-  row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+  console.log(`\nDeep pages at random, then page 1 (2 readers, ${DEEP_SECONDS} s), alone and during writes of the same client (initiations through the core), ${deepRows.toLocaleString("en")} rows, ms\n`)
+  row(["store", "rows", "pages read", "writers", "pages", "p50 / p95 / p99 / p99.9", "longest", "pages over 10 ms", "writes/s"])
+  row(["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
   await onEachStore((store) => benchDeepPagesUnderWrites(store, deepRows))
   console.log(`\nnode ${process.version}, ${new Date().toISOString()}; ${Money.canonical("1")} ETH per initiation`)
 }

@@ -93,4 +93,19 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     // the one look at the client's webhook subscriptions; the transaction, its counter and its two events with COMMIT.
     expect(trips).toBe(1 + 3)
   })
+
+  it("PAGE-1: GET a later page of transactions: the count and what other nodes changed in one round trip with BEGIN, then the page, then COMMIT", async () => {
+    const source = demo.accounts.find((a) => a.assetId === "BTC")
+    const transfer = { sourceAccountId: source?.id, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
+    for (let i = 0; i < 3; i++) expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", transfer)).toBe(201)
+    let status = 0
+    const trips = await proxy.count(async () => {
+      status = await call("GET", "/relay/v1/transactions?page=2&limit=1", "viewer")
+    })
+    expect(status).toBe(200)
+    // A read unit (one snapshot for the total and the page): BEGIN with the credential's re-read, the total and the
+    // client's list changes since the node's kept snapshot (PageBoundaries), issued together; the page, read from
+    // the nearest kept boundary; COMMIT.
+    expect(trips).toBe(3)
+  })
 })

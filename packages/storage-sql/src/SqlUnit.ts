@@ -94,8 +94,12 @@ export interface PageReads<Row> {
   /** `limit` rows from `offset`, in the list's order, or in the reverse order when `fromOldest`. */
   readonly rows: (limit: number, offset: number, fromOldest: boolean) => Op<ReadonlyArray<Row>>
   readonly count: () => Op<number>
-  /** Reads a later page of a list of `total` rows another way (see PageBoundaries). */
-  readonly laterPage?: (total: number) => Op<ReadonlyArray<Row>>
+  /**
+   * Reads a later page another way (see PageBoundaries): the effect reads what the page needs before the total is
+   * known, issued together with the count (one round trip on PostgreSQL), and gives the read of the page of a list
+   * of `total` rows.
+   */
+  readonly laterPage?: () => Op<(total: number) => Op<ReadonlyArray<Row>>>
 }
 
 const laterPageInLookup = new Error("a lookup unit of work asked for a page after the first: a later page and its total need a read unit's snapshot")
@@ -122,11 +126,17 @@ export const pageOf = <Row, A>(
     }))
   }
   if (mode === "lookup") return Effect.die(laterPageInLookup)
-  return Effect.flatMap(reads.count(), (total) => {
+  const { laterPage } = reads
+  // Issued in the same tick, the count first: its statement takes the read unit's snapshot, which the later page's
+  // first read must be inside (SQLite's data version is the connection's, not the snapshot's).
+  const counted: Op<readonly [number, ((total: number) => Op<ReadonlyArray<Row>>) | undefined]> = laterPage === undefined
+    ? Effect.map(reads.count(), (total) => [total, undefined] as const)
+    : Effect.all([reads.count(), laterPage()], { concurrency: 2 })
+  return Effect.flatMap(counted, ([total, later]) => {
     const end = Math.min(offset + request.limit, total)
     if (end <= offset) return Effect.succeed({ items: [], total })
     return Effect.map(
-      reads.laterPage !== undefined ? reads.laterPage(total) : fromNearerEnd(reads.rows, total, offset, end),
+      later !== undefined ? later(total) : fromNearerEnd(reads.rows, total, offset, end),
       (found) => ({ items: found.map(decode), total })
     )
   })

@@ -68,10 +68,10 @@ export const store = (
         rows: (limit, offset, fromOldest) => rows(lists.transactionsPage({ ...values, limit, offset }, fromOldest)),
         count: () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         // Only a read unit holds one snapshot on every engine (a PostgreSQL write unit reads each statement afresh).
-        ...(pageBoundaries === undefined || mode !== "read" ? {} : { laterPage: (total: number) => {
+        ...(pageBoundaries === undefined || mode !== "read" ? {} : { laterPage: () => Effect.suspend(() => {
           const since = pageBoundaries.since(clientId)
           const changes = engine.listChanges.query(clientId, since)
-          return Effect.flatMap(rows({ compile: () => changes }), (found) =>
+          return Effect.map(rows({ compile: () => changes }), (found) => (total: number) =>
             pageBoundaries.page(JSON.stringify(values), clientId, engine.listChanges.sighting(found, since), total, request, {
               after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
               upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
@@ -84,7 +84,7 @@ export const store = (
                 }
               })
             }))
-        } })
+        }) })
       }, TransactionRow.decode, request, mode)
     },
     listOpenTransactionsFrom(accountId) {

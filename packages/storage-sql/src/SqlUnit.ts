@@ -127,8 +127,9 @@ export const pageOf = <Row, A>(
   }
   if (mode === "lookup") return Effect.die(laterPageInLookup)
   const { laterPage } = reads
-  // Issued in the same tick, the count first: its statement takes the read unit's snapshot, which the later page's
-  // first read must be inside (SQLite's data version is the connection's, not the snapshot's).
+  // Issued in the same tick, in this order (one pipeline on PostgreSQL). Both read inside the read unit's one
+  // snapshot, whichever takes it: PostgreSQL's REPEATABLE READ snapshot, or SQLite's read transaction, which
+  // `PRAGMA data_version` begins as a SELECT does.
   const counted: Op<readonly [number, ((total: number) => Op<ReadonlyArray<Row>>) | undefined]> = laterPage === undefined
     ? Effect.map(reads.count(), (total) => [total, undefined] as const)
     : Effect.all([reads.count(), laterPage()], { concurrency: 2 })

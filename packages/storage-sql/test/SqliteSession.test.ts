@@ -78,6 +78,31 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite units of work run on the conne
     }))
 })
 
+describe.skipIf(!isWanted("sqlite-file"))("SQLite's data version in a read unit", () => {
+  it.live("PAGE-4: `PRAGMA data_version` after BEGIN begins the read transaction, as a SELECT does: a commit after it is seen by neither (a later page reads it with the total, in either order)", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* migratedSqliteFile("version.db")
+      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+      const reader = new BetterSqlite3(filename)
+      const writer = new BetterSqlite3(filename)
+      try {
+        const count = () => (reader.prepare("select count(*) as n from clients").get() as { readonly n: number }).n
+        reader.exec("begin")
+        const version = reader.pragma("data_version", { simple: true })
+        writer.prepare("insert into clients (id, name, created_at) values (?, ?, ?)")
+          .run("00000000-0000-7000-8000-00000000c1e1", "Other process", "2026-01-01T00:00:00.000Z")
+        assert.strictEqual(reader.pragma("data_version", { simple: true }), version)
+        assert.strictEqual(count(), 0)
+        reader.exec("commit")
+        assert.notStrictEqual(reader.pragma("data_version", { simple: true }), version)
+        assert.strictEqual(count(), 1)
+      } finally {
+        reader.close()
+        writer.close()
+      }
+    }))
+})
+
 describe("ConnectionGate", () => {
   it.live("is taken synchronously when free, then handed over in order, skipping a waiter that was interrupted", () =>
     Effect.gen(function*() {

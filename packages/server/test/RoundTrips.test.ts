@@ -22,6 +22,14 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
   let call: (method: string, path: string, role: string, body?: unknown, headers?: Record<string, string>) => Promise<number>
   let demo: Awaited<ReturnType<typeof seed>>
   const seed = (handler: RelayHandler<unknown>) => handler.runtime.runPromise(seedDemo)
+  /** A small transfer from the demo's BTC account to its whitelisted address. */
+  const btcTransfer = () => ({
+    sourceAccountId: demo.accounts.find((a) => a.assetId === "BTC")?.id,
+    destinationId: demo.whitelistedAddressId,
+    destinationType: "external",
+    amount: "0.00001",
+    assetType: "BTC"
+  })
 
   beforeAll(async () => {
     proxy = await countingProxy(new URL(await newPostgresDatabase()))
@@ -79,13 +87,11 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
   })
 
   it("TXN-INIT-1: initiate: the validation before the fee quote (the source and the destination read together), then one write unit", async () => {
-    const source = demo.accounts.find((a) => a.assetId === "BTC")
-    const transfer = { sourceAccountId: source?.id, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
     // The initiator's first request on this node keeps its credential.
     expect(await proxy.count(async () => expect(await call("GET", "/relay/v1/transactions?limit=1", "initiator")).toBe(200))).toBe(2)
     let status = 0
     const trips = await proxy.count(async () => {
-      status = await call("POST", "/relay/v1/transactions/initiate", "initiator", transfer)
+      status = await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())
     })
     expect(status).toBe(201)
     // The validation, 1: the credential's re-read, the source and the destination. The unit, whose writes go with its
@@ -95,9 +101,7 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
   })
 
   it("PAGE-1: GET a later page of transactions: the count and what other nodes changed in one round trip with BEGIN, then the page, then COMMIT", async () => {
-    const source = demo.accounts.find((a) => a.assetId === "BTC")
-    const transfer = { sourceAccountId: source?.id, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
-    for (let i = 0; i < 3; i++) expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", transfer)).toBe(201)
+    for (let i = 0; i < 3; i++) expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
     let status = 0
     const trips = await proxy.count(async () => {
       status = await call("GET", "/relay/v1/transactions?page=2&limit=1", "viewer")

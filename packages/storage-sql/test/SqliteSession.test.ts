@@ -3,6 +3,7 @@
  * free, and never interleaved with kysely's own use of the same connection (ConnectionGate).
  */
 import { assert, describe, it } from "@effect/vitest"
+import BetterSqlite3 from "better-sqlite3"
 import { Effect, Exit, Fiber, Option } from "effect"
 import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
@@ -82,7 +83,6 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite's data version in a read unit"
   it.live("PAGE-4: `PRAGMA data_version` after BEGIN begins the read transaction, as a SELECT does: a commit after it is seen by neither (a later page reads it with the total, in either order)", () =>
     Effect.gen(function*() {
       const { filename } = yield* migratedSqliteFile("version.db")
-      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
       const reader = new BetterSqlite3(filename)
       const writer = new BetterSqlite3(filename)
       try {

@@ -406,14 +406,14 @@ const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
     ["deep, at random", () => 2 + Math.floor(Math.random() * (lastPage - 1))],
     ["page 1", () => 1]
   ] as const
-  for (const [pages, pageOf] of series) {
+  for (const [pages, nextPage] of series) {
     for (const writers of [0, 2]) {
       const samples: Array<number> = []
       let writes = 0
       const until = performance.now() + DEEP_SECONDS * 1000
       const reader = async () => {
         while (performance.now() < until) {
-          const page = pageOf()
+          const page = nextPage()
           const start = performance.now()
           await Effect.runPromise(storage.transaction("read", (unit) => unit.listTransactions(clientId, {}, { page, limit: 20 })))
           samples.push(performance.now() - start)

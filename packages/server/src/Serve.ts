@@ -50,7 +50,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
       rateLimitSyncMillis: config.rateLimitSyncMillis,
       pool: {
         max: config.postgres.poolMax,
-        readReserve: Math.min(config.postgres.readReserve, config.postgres.poolMax - 1),
+        readReserve: config.postgres.readReserve,
         connectionTimeoutMillis: config.postgres.connectionTimeoutMillis,
         lockTimeoutMillis: config.postgres.lockTimeoutMillis,
         statementTimeoutMillis: config.postgres.statementTimeoutMillis

@@ -11,12 +11,8 @@
  * ```
  */
 export { layerSqlite, type SqliteOptions } from "./sqlite/layerSqlite.js"
-export {
-  layerPostgres,
-  poolDefaults as POSTGRES_POOL_DEFAULTS,
-  type PostgresOptions,
-  type PostgresPoolOptions
-} from "./postgres/layerPostgres.js"
+export { layerPostgres, type PostgresOptions } from "./postgres/layerPostgres.js"
+export { poolDefaults as POSTGRES_POOL_DEFAULTS, type PostgresPoolOptions } from "./postgres/PoolSettings.js"
 export { migrateToLatest } from "./migrations/migrateToLatest.js"
 export { DEFAULT_SYNC_MILLIS as DEFAULT_RATE_LIMIT_SYNC_MILLIS } from "./SqlRateLimiter.js"
 export type { SqlStorageOptions } from "./SqlStorage.js"

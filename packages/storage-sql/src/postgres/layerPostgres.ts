@@ -12,44 +12,11 @@ import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
 import { PostgresEngine } from "./PostgresEngine.js"
 import type { PgParts } from "./Pipeline.js"
+import { type PostgresPoolOptions, poolSettings } from "./PoolSettings.js"
 import { pipelineOn } from "./PostgresSession.js"
 
 /** pg's own mapping of parameter values (what its `query` binds with), for pipelines; pg publishes lib/ but no types for it. */
 const PG_UTILS = "pg/lib/utils.js"
-
-export interface PostgresPoolOptions {
-  /** Connections per node; default 10. Each open unit of work holds one. */
-  readonly max?: number
-  /**
-   * Connections write units may never take, kept for reads; default 2. A write unit can wait on a row lock, and
-   * waiting units hold their connections: without a reserve, a burst of writes queued on one account's lock
-   * would hold every connection and starve every other client's reads.
-   */
-  readonly readReserve?: number
-  /** How long an idle connection stays open, in milliseconds; default 10000. */
-  readonly idleTimeoutMillis?: number
-  /** How long a unit waits for a free connection before it fails as StorageUnavailable (503); default 10000. */
-  readonly connectionTimeoutMillis?: number
-  /**
-   * How long a statement waits for a row lock before it fails (55P03, and the unit is re-run); default 5000. It
-   * bounds how long a waiter holds its connection while another unit (or a stuck session) holds the lock.
-   */
-  readonly lockTimeoutMillis?: number
-  /** How long one statement may run before the server cancels it; default 30000. */
-  readonly statementTimeoutMillis?: number
-  /** How long a session may sit idle inside a transaction before the server ends it; default 60000. */
-  readonly idleInTransactionTimeoutMillis?: number
-}
-
-export const poolDefaults = {
-  max: 10,
-  readReserve: 2,
-  idleTimeoutMillis: 10_000,
-  connectionTimeoutMillis: 10_000,
-  lockTimeoutMillis: 5_000,
-  statementTimeoutMillis: 30_000,
-  idleInTransactionTimeoutMillis: 60_000
-} as const satisfies Required<PostgresPoolOptions>
 
 export interface PostgresOptions extends SqlStorageOptions {
   /** e.g. postgres://user:password@host:5432/database?sslmode=require */
@@ -59,11 +26,11 @@ export interface PostgresOptions extends SqlStorageOptions {
 
 /** Opens the pool; exported for tools and tests that need the kysely instance itself. */
 export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
+  const settings = poolSettings(options.pool)
   const [{ default: pg }, { default: utils }] = await Promise.all([
     import("pg"),
     import(PG_UTILS) as Promise<{ readonly default: { readonly prepareValue: PgParts["prepareValue"] } }>
   ])
-  const settings = { ...poolDefaults, ...options.pool }
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: settings.max,
@@ -88,11 +55,13 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   return db
 }
 
+/** Throws a RangeError at once for a `pool` setting out of range (see PoolSettings). */
 export const layerPostgres = (
   options: PostgresOptions
-): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
-  SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, {
+): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
+  const { writeUnits } = poolSettings(options.pool)
+  return SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, {
     ...options,
-    maxConcurrentWriteUnits: options.maxConcurrentWriteUnits ??
-      Math.max(1, (options.pool?.max ?? poolDefaults.max) - (options.pool?.readReserve ?? poolDefaults.readReserve))
+    maxConcurrentWriteUnits: options.maxConcurrentWriteUnits ?? writeUnits
   })
+}

@@ -1,0 +1,80 @@
+/**
+ * The PostgreSQL pool's settings (PoolSettings): one merge of the caller's `pool` over the defaults, read by the pool
+ * and by the bound on write units alike, and a setting out of range refused before anything opens. On a real
+ * database: a setting given as `undefined` reaches the server as the default, not as pg's "no limit".
+ */
+import { describe, it } from "@effect/vitest"
+import { sql } from "kysely"
+import { assert } from "vitest"
+import { layerPostgres, POSTGRES_POOL_DEFAULTS, type PostgresPoolOptions } from "../src/index.js"
+import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { poolSettings } from "../src/postgres/PoolSettings.js"
+import { postgresSkipReason, postgresUrl } from "./Dialects.js"
+
+if (postgresSkipReason !== undefined) console.log(`PoolSettings.test.ts: the test on a real database is skipped: ${postgresSkipReason}`)
+
+/** What a caller writes who builds options from its own config, where an unset value is `undefined`. */
+const loose = (pool: Record<string, number | undefined>): PostgresPoolOptions => pool as PostgresPoolOptions
+
+describe("PostgreSQL pool settings", () => {
+  it("the defaults, with write units kept off the read reserve", () => {
+    assert.deepStrictEqual(poolSettings(undefined), { ...POSTGRES_POOL_DEFAULTS, writeUnits: 8 })
+    assert.deepStrictEqual(poolSettings({}), poolSettings(undefined))
+  })
+
+  it("a setting given as undefined takes the default, as one left out does", () => {
+    assert.deepStrictEqual(
+      poolSettings(loose({ max: undefined, readReserve: undefined, lockTimeoutMillis: undefined, statementTimeoutMillis: undefined })),
+      poolSettings(undefined)
+    )
+  })
+
+  it("the caller's settings over the defaults; a reserve of max or more leaves write units one connection", () => {
+    const settings = poolSettings({ max: 4, lockTimeoutMillis: 250 })
+    assert.strictEqual(settings.max, 4)
+    assert.strictEqual(settings.readReserve, 2)
+    assert.strictEqual(settings.writeUnits, 2)
+    assert.strictEqual(settings.lockTimeoutMillis, 250)
+    assert.strictEqual(settings.statementTimeoutMillis, POSTGRES_POOL_DEFAULTS.statementTimeoutMillis)
+    assert.deepStrictEqual([poolSettings({ max: 3, readReserve: 5 }).readReserve, poolSettings({ max: 3, readReserve: 5 }).writeUnits], [2, 1])
+    assert.deepStrictEqual([poolSettings({ max: 1 }).readReserve, poolSettings({ max: 1 }).writeUnits], [0, 1])
+    assert.strictEqual(poolSettings({ readReserve: 0 }).writeUnits, 10)
+  })
+
+  it("a setting that is not a whole number in range is refused, naming it", () => {
+    const refused: ReadonlyArray<[PostgresPoolOptions, RegExp]> = [
+      [{ max: 0 }, /pool\.max must be a whole number of at least 1, got 0/],
+      [{ max: Number.NaN }, /pool\.max .* got NaN/],
+      [{ max: 2.5 }, /pool\.max .* got 2\.5/],
+      [{ readReserve: -1 }, /pool\.readReserve must be a whole number of at least 0, got -1/],
+      [{ lockTimeoutMillis: Number.POSITIVE_INFINITY }, /pool\.lockTimeoutMillis .* got Infinity/],
+      [{ statementTimeoutMillis: -5 }, /pool\.statementTimeoutMillis/],
+      [{ connectionTimeoutMillis: 0.5 }, /pool\.connectionTimeoutMillis/],
+      [{ idleTimeoutMillis: -1 }, /pool\.idleTimeoutMillis/],
+      [{ idleInTransactionTimeoutMillis: Number.NaN }, /pool\.idleInTransactionTimeoutMillis/],
+      [loose({ max: "8" as unknown as number }), /pool\.max .* got 8/]
+    ]
+    for (const [pool, message] of refused) {
+      assert.throws(() => poolSettings(pool), RangeError, message)
+      // The layer refuses it when it is made, before it opens anything.
+      assert.throws(() => layerPostgres({ connectionString: "postgres://127.0.0.1:1/none", pool }), RangeError, message)
+    }
+  })
+})
+
+describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL pool settings on a real database", () => {
+  it("a lock or statement timeout given as undefined reaches the server as the default", async () => {
+    const db = await openPostgres({
+      connectionString: postgresUrl ?? "",
+      pool: loose({ max: 1, lockTimeoutMillis: undefined, statementTimeoutMillis: undefined })
+    })
+    try {
+      const lock = await sql<{ lock_timeout: string }>`show lock_timeout`.execute(db)
+      const statement = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(db)
+      assert.strictEqual(lock.rows[0]?.lock_timeout, "5s")
+      assert.strictEqual(statement.rows[0]?.statement_timeout, "30s")
+    } finally {
+      await db.destroy()
+    }
+  })
+})

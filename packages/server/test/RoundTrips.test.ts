@@ -112,4 +112,25 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     // the nearest kept boundary; COMMIT.
     expect(trips).toBe(3)
   })
+
+  it("PAGE-1: GET a later page of a list read before: the page guessed at in the round trip with BEGIN, the total and the changes, then COMMIT; the same items as the list's slice", async () => {
+    const items = async (path: string) => {
+      const response = await asDemoUser(relay, demo, "viewer", "GET", path)
+      expect(response.status, path).toBe(200)
+      return ((await response.json()) as { items: Array<{ id: string }> }).items.map((item) => item.id)
+    }
+    expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
+    const read = await items("/relay/v1/transactions?page=2&limit=2")
+    // A transaction more since: the list's total moved by one, within what a guess reads around its page.
+    expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
+    const all = await items("/relay/v1/transactions?limit=100")
+    let found: Array<string> = []
+    const trips = await proxy.count(async () => {
+      found = await items("/relay/v1/transactions?page=2&limit=2")
+    })
+    expect(found).toEqual(all.slice(2, 4))
+    expect(found).not.toEqual(read)
+    // The guess goes with BEGIN, the re-read, the total and the changes; COMMIT is not waited for.
+    expect(trips).toBe(2)
+  })
 })

@@ -114,7 +114,7 @@ export interface SortKey {
 }
 
 /** `count` rows of the list sort at or before `key`. */
-interface Boundary {
+export interface Boundary {
   readonly count: number
   readonly key: SortKey
 }
@@ -248,6 +248,46 @@ interface List {
   readonly clientId: string
   /** Sorted by count (and so by key). */
   boundaries: Array<Boundary>
+  /** The total the list's last page was read with: what a guess at the next page assumes (see `guess`). */
+  lastTotal: number | undefined
+}
+
+/**
+ * How many rows more than the page a guess reads on either side (see `guess`), so that it still holds the page when
+ * the list grew or shrank by up to this many rows since its last page was read.
+ */
+export const GUESS_MARGIN_ROWS = 8
+
+/**
+ * Rows read in a guess at a page (see `guess`), and where they sit in the list. `FromNewest`: newest first from the
+ * newest row, skipping `skip` rows (where they are does not depend on the snapshot). `Anchored`: around `anchor`, a
+ * boundary (undefined: the oldest end, count 0); `first` is the list position (counted from the oldest, from 0) of
+ * the first row read when `oldestFirst`, else one past it, the rows going down from there.
+ */
+export type GuessedRows<Row> =
+  | { readonly _tag: "FromNewest"; readonly skip: number; readonly rows: ReadonlyArray<Row> }
+  | {
+    readonly _tag: "Anchored"
+    readonly anchor: Boundary | undefined
+    readonly oldestFirst: boolean
+    readonly first: number
+    readonly rows: ReadonlyArray<Row>
+  }
+
+/**
+ * The page [offset, end) (newest first) of a list of `total` rows out of a guess's rows, or undefined when they do not
+ * hold all of it. The caller has checked that the guess's anchor is exact in the unit's snapshot.
+ */
+export const pageFromGuess = <Row>(guessed: GuessedRows<Row>, total: number, offset: number, end: number): ReadonlyArray<Row> | undefined => {
+  if (guessed._tag === "FromNewest") {
+    const { rows, skip } = guessed
+    return skip <= offset && end - skip <= rows.length ? rows.slice(offset - skip, end - skip) : undefined
+  }
+  const { first, oldestFirst, rows } = guessed
+  const low = total - end
+  const high = total - offset
+  if (oldestFirst) return first <= low && high - first <= rows.length ? rows.slice(low - first, high - first).reverse() : undefined
+  return high <= first && first - low <= rows.length ? rows.slice(first - high, first - low) : undefined
 }
 
 /** A walk whose steps run off the event loop, from `from` toward a page (see above). */
@@ -319,17 +359,67 @@ export class PageBoundaries {
     total: number,
     request: Page.PageRequest,
     reads: ListReads<Row>,
-    now: number = Date.now()
+    now: number = Date.now(),
+    guessed?: GuessedRows<Row>
   ): Op<ReadonlyArray<Row>> {
     const current = this.#bringUpToDate(clientId, sighting, now)
     const offset = Page.offset(request)
     const end = Math.min(offset + request.limit, total)
+    const list = this.#listOf(listKey, clientId)
+    list.lastTotal = total
+    if (guessed !== undefined) {
+      // A boundary the guess read from holds if it is still kept and the unit may use the kept ones (its snapshot
+      // just became the kept one); the ends of the list hold in any snapshot.
+      const exact = guessed._tag === "FromNewest" || guessed.anchor === undefined ||
+        (current !== undefined && list.boundaries.includes(guessed.anchor))
+      const found = exact ? pageFromGuess(guessed, total, offset, end) : undefined
+      if (found !== undefined) return Effect.succeed(found)
+    }
     // The page's rows, counted from the oldest: [low, high).
     const low = total - end
     const high = total - offset
     if (current === undefined) return this.#withoutBoundaries(total, low, high, reads)
     if (sighting._tag === "DataVersion") this.#takeFarWalks()
-    return PageBoundaries.#walk(this, this.#listOf(listKey, clientId), current, listKey, total, low, high, reads)
+    return PageBoundaries.#walk(this, list, current, listKey, total, low, high, reads)
+  }
+
+  /**
+   * A read of the page of `request` issued before the unit knows the list's total or what other writers changed, so
+   * that it goes in the same round trip as those reads (where each statement is a round trip, PostgreSQL): from the
+   * anchor nearest the page as it was when the list's last page was read (`lastTotal`), with `GUESS_MARGIN_ROWS` more
+   * on either side. `page` answers from it when its anchor is still exact in the unit's snapshot and its rows hold
+   * the page at the total read, and reads the page as it would have otherwise. Undefined where no page of the list
+   * was read yet, or the page is a step or more from every anchor (a walk, which needs the total and the snapshot).
+   */
+  guess<Row extends SortKey>(listKey: string, request: Page.PageRequest, reads: ListReads<Row>): Op<GuessedRows<Row>> | undefined {
+    const list = this.#lists.get(listKey)
+    const total = list?.lastTotal
+    if (list === undefined || total === undefined) return undefined
+    const offset = Page.offset(request)
+    const end = Math.min(offset + request.limit, total)
+    if (end <= offset) return undefined
+    const low = total - end
+    const high = total - offset
+    const { from, walk, oldestFirst } = this.#nearest(list, total, low, high)
+    if (walk >= this.stepRows) return undefined
+    const margin = GUESS_MARGIN_ROWS
+    if (from === undefined && !oldestFirst) {
+      // From the newest end the page is where the request says, whatever the total.
+      return Effect.map(reads.upTo(undefined, request.limit, offset), (rows) => ({ _tag: "FromNewest", skip: offset, rows }))
+    }
+    const count = from?.count ?? 0
+    if (oldestFirst) {
+      const first = Math.max(count, low - margin)
+      return Effect.map(
+        reads.after(from?.key, high + margin - first, first - count),
+        (rows) => ({ _tag: "Anchored", anchor: from, oldestFirst, first, rows })
+      )
+    }
+    const first = Math.min(count, high + margin)
+    return Effect.map(
+      reads.upTo(from?.key, first - Math.max(0, low - margin), count - first),
+      (rows) => ({ _tag: "Anchored", anchor: from, oldestFirst, first, rows })
+    )
   }
 
   /** The page [low, high) of a list read from its nearest kept boundary, adding boundaries a step at a time. */
@@ -511,7 +601,7 @@ export class PageBoundaries {
       // Most recently used last, so the first is the one to forget.
       this.#lists.delete(listKey)
     } else {
-      list = { clientId, boundaries: [] }
+      list = { clientId, boundaries: [], lastTotal: undefined }
       if (this.#lists.size >= MAX_LISTS) this.#lists.delete(this.#lists.keys().next().value as string)
     }
     this.#lists.set(listKey, list)

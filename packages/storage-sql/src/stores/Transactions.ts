@@ -5,6 +5,7 @@
 import type { Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { sql } from "kysely"
+import type { ListReads } from "../PageBoundaries.js"
 import * as TransactionRow from "../rows/TransactionRow.js"
 import type { TransactionsTable } from "../schema/Database.js"
 import { countOf, emptyPage, keepingRead, matchesNothing, pageOf, type StoreArguments, updating } from "../SqlUnit.js"
@@ -69,21 +70,29 @@ export const store = (
         count: () => Effect.map(first(lists.transactionsTotal(values)), countOf),
         // Only a read unit holds one snapshot on every engine (a PostgreSQL write unit reads each statement afresh).
         ...(pageBoundaries === undefined || mode !== "read" ? {} : { laterPage: () => Effect.suspend(() => {
+          const listKey = JSON.stringify(values)
           const since = pageBoundaries.since(clientId)
           const changes = engine.listChanges.query(clientId, since)
-          return Effect.map(rows({ compile: () => changes }), (found) => (total: number) =>
-            pageBoundaries.page(JSON.stringify(values), clientId, engine.listChanges.sighting(found, since), total, request, {
-              after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
-              upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
-              keysAfter: (key, limit, offset) => rows(lists.transactionKeysAround.after(values, key, limit, offset)),
-              keysUpTo: (key, limit, offset) => rows(lists.transactionKeysAround.upTo(values, key, limit, offset)),
-              ...(readOffLoop === undefined ? {} : {
-                keysOffLoop: {
-                  keysAfter: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.after(values, key, limit, offset).compile()),
-                  keysUpTo: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.upTo(values, key, limit, offset).compile())
-                }
-              })
-            }))
+          const around: ListReads<TransactionsTable> = {
+            after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
+            upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
+            keysAfter: (key, limit, offset) => rows(lists.transactionKeysAround.after(values, key, limit, offset)),
+            keysUpTo: (key, limit, offset) => rows(lists.transactionKeysAround.upTo(values, key, limit, offset)),
+            ...(readOffLoop === undefined ? {} : {
+              keysOffLoop: {
+                keysAfter: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.after(values, key, limit, offset).compile()),
+                keysUpTo: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.upTo(values, key, limit, offset).compile())
+              }
+            })
+          }
+          // Where each statement is a round trip, the page is guessed at in the same one as the total and the
+          // changes; where statements run on the event loop a guess would only read twice.
+          const guess = engine.runsOnEventLoop ? undefined : pageBoundaries.guess(listKey, request, around)
+          return Effect.map(
+            Effect.all([rows({ compile: () => changes }), guess ?? Effect.succeed(undefined)], { concurrency: 2 }),
+            ([found, guessed]) => (total: number) =>
+              pageBoundaries.page(listKey, clientId, engine.listChanges.sighting(found, since), total, request, around, Date.now(), guessed)
+          )
         }) })
       }, TransactionRow.decode, request, mode)
     },

@@ -278,7 +278,7 @@ export type GuessedRows<Row> =
  * The page [offset, end) (newest first) of a list of `total` rows out of a guess's rows, or undefined when they do not
  * hold all of it. The caller has checked that the guess's anchor is exact in the unit's snapshot.
  */
-export const pageFromGuess = <Row>(guessed: GuessedRows<Row>, total: number, offset: number, end: number): ReadonlyArray<Row> | undefined => {
+const pageFromGuess = <Row>(guessed: GuessedRows<Row>, total: number, offset: number, end: number): ReadonlyArray<Row> | undefined => {
   if (guessed._tag === "FromNewest") {
     const { rows, skip } = guessed
     return skip <= offset && end - skip <= rows.length ? rows.slice(offset - skip, end - skip) : undefined

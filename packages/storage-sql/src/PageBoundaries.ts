@@ -275,17 +275,22 @@ export type GuessedRows<Row> =
   }
 
 /**
- * The page [offset, end) (newest first) of a list of `total` rows out of a guess's rows, or undefined when they do not
- * hold all of it. The caller has checked that the guess's anchor is exact in the unit's snapshot.
+ * The page out of a guess's rows, or undefined when they do not hold all of it: rows [offset, end) counted from the
+ * newest, which are [low, high) counted from the oldest. The caller has checked that the guess's anchor is exact in
+ * the unit's snapshot.
  */
-const pageFromGuess = <Row>(guessed: GuessedRows<Row>, total: number, offset: number, end: number): ReadonlyArray<Row> | undefined => {
+const pageFromGuess = <Row>(
+  guessed: GuessedRows<Row>,
+  offset: number,
+  end: number,
+  low: number,
+  high: number
+): ReadonlyArray<Row> | undefined => {
   if (guessed._tag === "FromNewest") {
     const { rows, skip } = guessed
     return skip <= offset && end - skip <= rows.length ? rows.slice(offset - skip, end - skip) : undefined
   }
   const { first, oldestFirst, rows } = guessed
-  const low = total - end
-  const high = total - offset
   if (oldestFirst) return first <= low && high - first <= rows.length ? rows.slice(low - first, high - first).reverse() : undefined
   return high <= first && first - low <= rows.length ? rows.slice(first - high, first - low) : undefined
 }
@@ -365,6 +370,9 @@ export class PageBoundaries {
     const current = this.#bringUpToDate(clientId, sighting, now)
     const offset = Page.offset(request)
     const end = Math.min(offset + request.limit, total)
+    // The page's rows, counted from the oldest: [low, high).
+    const low = total - end
+    const high = total - offset
     const list = this.#listOf(listKey, clientId)
     list.lastTotal = total
     if (guessed !== undefined) {
@@ -372,12 +380,9 @@ export class PageBoundaries {
       // just became the kept one); the ends of the list hold in any snapshot.
       const exact = guessed._tag === "FromNewest" || guessed.anchor === undefined ||
         (current !== undefined && list.boundaries.includes(guessed.anchor))
-      const found = exact ? pageFromGuess(guessed, total, offset, end) : undefined
+      const found = exact ? pageFromGuess(guessed, offset, end, low, high) : undefined
       if (found !== undefined) return Effect.succeed(found)
     }
-    // The page's rows, counted from the oldest: [low, high).
-    const low = total - end
-    const high = total - offset
     if (current === undefined) return this.#withoutBoundaries(total, low, high, reads)
     if (sighting._tag === "DataVersion") this.#takeFarWalks()
     return PageBoundaries.#walk(this, list, current, listKey, total, low, high, reads)

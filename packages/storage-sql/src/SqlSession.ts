@@ -61,9 +61,11 @@ export interface SessionOpener {
    */
   readonly openLookup?: SqlSession
   /**
-   * A statement on `openLookup` that reads no row and whose answer moves whenever anything commits to the database:
-   * SQLite's `PRAGMA data_version` on the file's read-only connection, to which every commit is another connection's.
-   * Where there is one, the storage keeps API users while it stands (see ApiUsersAtVersion).
+   * The database's commit version, read now, which moves whenever anything commits to it: SQLite's `PRAGMA
+   * data_version` on a read-only connection of its own, to which every commit is another connection's. Reading it
+   * also ends `openLookup`'s shared read transaction when something committed since it began (see
+   * sqlite/LookupSnapshot). Where there is one, the credential's lookup reads it first, and the storage keeps API
+   * users while it stands (see ApiUsersAtVersion).
    */
   readonly commitVersion?: Effect.Effect<number, Storage.StorageError>
   /**

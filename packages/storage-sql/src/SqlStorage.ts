@@ -29,7 +29,7 @@ import {
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
-import { KeptApiUsers } from "./KeptApiUsers.js"
+import { DEFAULT_KEPT_API_USERS, KeptApiUsers } from "./KeptApiUsers.js"
 import type { CredentialCheck, SessionOpener, SqlSession } from "./SqlSession.js"
 import { RowsRead, statementsOf, type StoreArguments } from "./SqlUnit.js"
 import { type StoreStatements, storeStatementsOf } from "./StoreStatements.js"
@@ -179,7 +179,11 @@ export const make = (
   const keptApiUsers = open.confirmsCredentials === true && keepsCredentials
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())
     : undefined
-  const apiUsersAtVersion = open.commitVersion !== undefined && keepsCredentials ? new ApiUsersAtVersion(open.commitVersion) : undefined
+  // Where lookups share read transactions (SQLite's LookupSnapshot), the credential's read must check the commit
+  // version first even when nothing is kept: that check is what ends a transaction that is out of date.
+  const apiUsersAtVersion = open.commitVersion === undefined
+    ? undefined
+    : new ApiUsersAtVersion(open.commitVersion, keepsCredentials ? DEFAULT_KEPT_API_USERS : 0)
   const shared: UnitParts = { db, engine, compiled: statements, pageBoundaries, keptApiUsers, apiUsersAtVersion, readOffLoop: open.readOffLoop }
   // A SQLite handle reuses one session object (a grouped write unit's own session runs as it, `runsAs`), so its
   // three units (lookup, read, write) are made once, not per unit of work; what a unit read is forgotten when the

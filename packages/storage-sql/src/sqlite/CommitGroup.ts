@@ -56,6 +56,8 @@ export class CommitGroup {
   readonly #begin: () => void
   readonly #commit: () => void
   readonly #rollback: () => void
+  /** Told after each group's end, committed or rolled back (see LookupSnapshot). */
+  readonly #ended: () => void
   /** Whether a group's transaction is open on the connection. */
   #open = false
   /** Whether the running unit changed rows (see `wrote`). */
@@ -68,8 +70,9 @@ export class CommitGroup {
     else void this.#gate.take().then(() => this.#flushAndGive())
   }
 
-  constructor(database: SqliteDatabase, inTransaction: () => boolean, gate: ConnectionGate) {
+  constructor(database: SqliteDatabase, inTransaction: () => boolean, gate: ConnectionGate, ended: () => void = () => {}) {
     this.#gate = gate
+    this.#ended = ended
     this.#inTransaction = inTransaction
     this.#begin = statement(database, "begin immediate")
     this.#commit = statement(database, "commit")
@@ -142,6 +145,7 @@ export class CommitGroup {
         // A rollback that fails leaves nothing open: SQLite has ended the transaction.
       }
     }
+    this.#ended()
     return this.#takeMembers(failure)
   }
 

@@ -15,6 +15,7 @@ import { classifySqliteError } from "./classifySqliteError.js"
 import type { Checkpointer } from "./Checkpointer.js"
 import type { CommitGroup, Part } from "./CommitGroup.js"
 import type { ConnectionGate } from "./ConnectionGate.js"
+import type { LookupSnapshot } from "./LookupSnapshot.js"
 import type { ReadWorker } from "./ReadWorker.js"
 
 /** What a direct session needs of an open file: its (statement-caching) handle and its gate. */
@@ -28,10 +29,10 @@ export interface SqliteHandle {
   /** The worker that reads off the event loop (see ReadWorker); a file database only, unless turned off. */
   readonly readWorker?: ReadWorker
   /**
-   * Write units sharing commits (see CommitGroup), with the read-only connection to the same file that lookups use
-   * meanwhile; a file database only, unless turned off.
+   * Write units sharing commits (see CommitGroup), with the lookups that read meanwhile through a read-only
+   * connection to the same file (see LookupSnapshot); a file database only, unless turned off.
    */
-  readonly grouped?: { readonly commits: CommitGroup; readonly reader: SqliteDatabase }
+  readonly grouped?: { readonly commits: CommitGroup; readonly lookups: LookupSnapshot }
 }
 
 // Which kysely instances have a handle; filled by openSqlite. A kysely made any other way uses kysely's sessions.
@@ -60,8 +61,9 @@ const run = <R>(database: SqliteDatabase, query: CompiledQuery<R>, wrote?: () =>
 }
 
 /**
- * Moves whenever another connection commits to the file: on the read-only connection, every commit (this process's
- * writer, another process: the operator CLI, a second server).
+ * Moves whenever another connection commits to the file: on a read-only connection, every commit (this process's
+ * writer, another process: the operator CLI, a second server). Inside a read transaction it stays at the
+ * transaction's snapshot.
  */
 export const DATA_VERSION = CompiledQuery.raw("pragma data_version") as CompiledQuery<Readonly<Record<string, unknown>>>
 
@@ -73,7 +75,6 @@ export const dataVersionOf = (rows: ReadonlyArray<unknown>): number =>
 const BEGIN_READ = CompiledQuery.raw("begin deferred")
 const BEGIN_WRITE = CompiledQuery.raw("begin immediate")
 const COMMIT = CompiledQuery.raw("commit")
-const NO_PARAMETERS: ReadonlyArray<unknown> = []
 const ROLLBACK = CompiledQuery.raw("rollback")
 
 export const sessions = ({ database, inTransaction, gate, grouped, readWorker }: SqliteHandle): SessionOpener => {
@@ -130,15 +131,24 @@ export const sessions = ({ database, inTransaction, gate, grouped, readWorker }:
       offLoop
     )
   }
-  // Lookups read what is committed through the read-only connection, with no gate: each statement is its own, and
-  // none waits for a write unit or sees a group's writes before they are committed.
-  const openLookup: SqlSession = { execute: execute(grouped.reader), commit: Effect.void, release: Effect.void }
+  // Lookups read what is committed through the read-only connection, with no gate, in the turn's read transaction
+  // (see LookupSnapshot): none waits for a write unit or sees a group's writes before they are committed.
+  const { lookups } = grouped
+  const { reader } = lookups
+  const openLookup: SqlSession = {
+    execute: <R>(query: CompiledQuery<R>) =>
+      Effect.try({
+        try() {
+          lookups.enter()
+          return run(reader, query)
+        },
+        catch: classifySqliteError
+      }),
+    commit: Effect.void,
+    release: Effect.void
+  }
   const lookup = Effect.succeed(openLookup)
-  const dataVersion = grouped.reader.prepare(DATA_VERSION.sql)
-  const commitVersion = Effect.try({
-    try: () => dataVersionOf(dataVersion.all(NO_PARAMETERS)),
-    catch: classifySqliteError
-  })
+  const commitVersion = Effect.try({ try: () => lookups.currentVersion(), catch: classifySqliteError })
   const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({
     try: () => groupedWriteSession(session, grouped.commits, grouped.commits.enter(), gate),
     catch(cause) {

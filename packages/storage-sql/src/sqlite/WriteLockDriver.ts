@@ -7,7 +7,8 @@
  *
  * It also takes the connection's {@link ConnectionGate} for as long as kysely holds the connection, so kysely's
  * work and the storage's direct sessions (SqliteSession) never interleave on the one connection, and commits the
- * open group of write units first (see CommitGroup), so kysely's statements are never part of it.
+ * open group of write units first (see CommitGroup), so kysely's statements are never part of it. `released` is
+ * told each time kysely gives the connection back, after whatever it committed (see LookupSnapshot).
  */
 import {
   CompiledQuery,
@@ -28,11 +29,19 @@ export class WriteLockDriver implements Driver {
   readonly #gate: ConnectionGate
   readonly #beforeDestroy: () => Promise<void>
   readonly #commits: CommitGroup | undefined
-  constructor(inner: Driver, gate: ConnectionGate, beforeDestroy: () => Promise<void> = () => Promise.resolve(), commits?: CommitGroup) {
+  readonly #released: () => void
+  constructor(
+    inner: Driver,
+    gate: ConnectionGate,
+    beforeDestroy: () => Promise<void> = () => Promise.resolve(),
+    commits?: CommitGroup,
+    released: () => void = () => {}
+  ) {
     this.#inner = inner
     this.#gate = gate
     this.#beforeDestroy = beforeDestroy
     this.#commits = commits
+    this.#released = released
   }
   init(options?: AbortableOptions): Promise<void> {
     return this.#inner.init(options)
@@ -69,6 +78,7 @@ export class WriteLockDriver implements Driver {
     try {
       await this.#inner.releaseConnection(connection, options)
     } finally {
+      this.#released()
       this.#gate.give()
     }
   }
@@ -86,13 +96,21 @@ export class WriteLockSqliteDialect extends SqliteDialect {
   readonly #gate: ConnectionGate
   readonly #beforeDestroy: (() => Promise<void>) | undefined
   readonly #commits: CommitGroup | undefined
-  constructor(config: SqliteDialectConfig, gate: ConnectionGate, beforeDestroy?: () => Promise<void>, commits?: CommitGroup) {
+  readonly #released: (() => void) | undefined
+  constructor(
+    config: SqliteDialectConfig,
+    gate: ConnectionGate,
+    beforeDestroy?: () => Promise<void>,
+    commits?: CommitGroup,
+    released?: () => void
+  ) {
     super(config)
     this.#gate = gate
     this.#beforeDestroy = beforeDestroy
     this.#commits = commits
+    this.#released = released
   }
   override createDriver(): Driver {
-    return new WriteLockDriver(super.createDriver(), this.#gate, this.#beforeDestroy, this.#commits)
+    return new WriteLockDriver(super.createDriver(), this.#gate, this.#beforeDestroy, this.#commits, this.#released)
   }
 }

@@ -15,6 +15,7 @@
  * better-sqlite3 is loaded when the layer is built, so a PostgreSQL-only application need not install it.
  */
 import type { RateLimiter, Storage } from "@custody-relay/core"
+import type { Database as BetterSqliteDatabase } from "better-sqlite3"
 import { Kysely } from "kysely"
 import type { Layer } from "effect"
 import type { Database } from "../schema/Database.js"
@@ -23,6 +24,7 @@ import type { SqlStorageOptions } from "../SqlStorage.js"
 import * as Checkpointer from "./Checkpointer.js"
 import { CommitGroup } from "./CommitGroup.js"
 import { ConnectionGate } from "./ConnectionGate.js"
+import { LookupSnapshot } from "./LookupSnapshot.js"
 import { readWorker } from "./ReadWorker.js"
 import { SqliteEngine } from "./SqliteEngine.js"
 import * as SqliteSession from "./SqliteSession.js"
@@ -72,12 +74,15 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     throw error
   }
   let reader: InstanceType<typeof BetterSqlite3> | undefined
+  let versions: InstanceType<typeof BetterSqlite3> | undefined
   try {
     // Opened after the file is in WAL mode, which a read-only connection cannot set.
     if (inFile && options.groupCommits !== false) {
       reader = new BetterSqlite3(options.filename, { readonly: true, fileMustExist: true, timeout: busyTimeoutMillis })
+      versions = new BetterSqlite3(options.filename, { readonly: true, fileMustExist: true, timeout: busyTimeoutMillis })
     }
   } catch (error) {
+    reader?.close()
     database.close()
     throw error
   }
@@ -86,7 +91,10 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
   const gate = new ConnectionGate()
   const inTransaction = () => database.inTransaction
   const cached = withStatementCache(database)
-  const grouped = reader === undefined ? undefined : { commits: new CommitGroup(cached, inTransaction, gate), reader: withStatementCache(reader) }
+  const lookups = reader === undefined || versions === undefined ? undefined : lookupSnapshot(reader, versions)
+  const grouped = lookups === undefined
+    ? undefined
+    : { commits: new CommitGroup(cached, inTransaction, gate, () => lookups.end()), lookups }
   const handle: SqliteSession.SqliteHandle = {
     database: cached,
     inTransaction,
@@ -103,15 +111,23 @@ export const openSqlite = async (options: SqliteOptions): Promise<Kysely<Databas
     } finally {
       gate.give()
     }
+    lookups?.end()
     reader?.close()
+    versions?.close()
     await reads?.stop()
     await checkpointer?.stop()
   }
   const db = new Kysely<Database>({
-    dialect: new WriteLockSqliteDialect({ database: handle.database }, gate, beforeDestroy, grouped?.commits)
+    dialect: new WriteLockSqliteDialect({ database: handle.database }, gate, beforeDestroy, grouped?.commits, lookups === undefined ? undefined : () => lookups.end())
   })
   SqliteSession.register(db, handle)
   return db
+}
+
+/** Lookups through `reader`, sharing read transactions while `versions` (see LookupSnapshot) says nothing committed. */
+const lookupSnapshot = (reader: BetterSqliteDatabase, versions: BetterSqliteDatabase): LookupSnapshot => {
+  const dataVersion = versions.prepare<[], number>(SqliteSession.DATA_VERSION.sql).pluck()
+  return new LookupSnapshot(withStatementCache(reader), () => reader.inTransaction, () => Number(dataVersion.get()))
 }
 
 export const layerSqlite = (

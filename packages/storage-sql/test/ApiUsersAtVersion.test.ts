@@ -17,25 +17,12 @@ import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import type { ApiUsersTable } from "../src/schema/Database.js"
+import { countedStatements } from "./CountedStatements.js"
 import { isWanted, temporaryDirectory } from "./Dialects.js"
 import * as Records from "./Records.js"
 
 /** How many times a statement reading an API user by key id ran, on any connection of this process. */
-const keyIdReads = Effect.acquireRelease(
-  Effect.sync(() => {
-    const probe = new BetterSqlite3(":memory:")
-    const prototype = Object.getPrototypeOf(probe.prepare("select 1")) as { all: (...parameters: Array<unknown>) => unknown }
-    probe.close()
-    const all = prototype.all
-    const counter = { reads: 0, restore: () => void (prototype.all = all) }
-    prototype.all = function(this: { readonly source: string }, ...parameters) {
-      if (this.source.includes(`from "api_users" where "key_id"`)) counter.reads++
-      return all.apply(this, parameters)
-    }
-    return counter
-  }),
-  (counter) => Effect.sync(counter.restore)
-)
+const keyIdReads = countedStatements("all", (statement) => statement.source.includes(`from "api_users" where "key_id"`))
 
 /** A migrated file, its storage, and a plain connection to it (another process, as far as SQLite can tell). */
 const openStore = (options: SqlStorage.SqlStorageOptions = {}, groupCommits = true) =>
@@ -79,9 +66,9 @@ describe.skipIf(!isWanted("sqlite-file"))("API users kept on a SQLite file while
       const { users, other, lookup, ownChange, storage } = yield* openStore()
       const user = users[0]!
       assert.deepStrictEqual(yield* lookup(user.keyId), Option.some(user))
-      const before = counter.reads
+      const before = counter.calls
       for (let i = 0; i < 5; i++) assert.deepStrictEqual(yield* lookup(user.keyId), Option.some(user))
-      assert.strictEqual(counter.reads, before, "an unchanged file reads no API user")
+      assert.strictEqual(counter.calls, before, "an unchanged file reads no API user")
 
       // Another connection (the operator CLI, another server) takes a permission away, then revokes the key.
       other.prepare("update api_users set permissions = ? where key_id = ?").run(JSON.stringify(["Approve transaction"]), user.keyId)
@@ -97,10 +84,10 @@ describe.skipIf(!isWanted("sqlite-file"))("API users kept on a SQLite file while
       assert.deepStrictEqual(permissionsOf(yield* lookup(second.keyId)), ["View custody account"])
 
       // Any commit moves the version, so the next lookup reads the row again (and finds it unchanged).
-      const reads = counter.reads
+      const reads = counter.calls
       yield* storage.transaction("write", (unit) => unit.insertClient(Records.client()))
       assert.deepStrictEqual(permissionsOf(yield* lookup(second.keyId)), ["View custody account"])
-      assert.strictEqual(counter.reads, reads + 1)
+      assert.strictEqual(counter.calls, reads + 1)
     }))
 
   it.live("an unknown key id is read on every lookup and never kept; keepCredentials: false, and a file without a read-only connection, read every time", () =>
@@ -108,16 +95,16 @@ describe.skipIf(!isWanted("sqlite-file"))("API users kept on a SQLite file while
       const counter = yield* keyIdReads
       const { lookup } = yield* openStore()
       const unknown = Records.apiUser(null).keyId
-      const start = counter.reads
+      const start = counter.calls
       for (let i = 0; i < 3; i++) assert.isTrue(Option.isNone(yield* lookup(unknown)))
-      assert.strictEqual(counter.reads, start + 3)
+      assert.strictEqual(counter.calls, start + 3)
 
       // Without grouped commits the one connection's data version never moves with its own commits.
       for (const reading of [yield* openStore({ keepCredentials: false }), yield* openStore({}, false)]) {
         const user = reading.users[0]!
-        const from = counter.reads
+        const from = counter.calls
         for (let i = 0; i < 3; i++) assert.deepStrictEqual(yield* reading.lookup(user.keyId), Option.some(user))
-        assert.strictEqual(counter.reads, from + 3)
+        assert.strictEqual(counter.calls, from + 3)
       }
     }))
 

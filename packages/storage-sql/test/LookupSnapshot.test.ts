@@ -18,25 +18,12 @@ import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import * as SqlStorage from "../src/SqlStorage.js"
+import { countedStatements } from "./CountedStatements.js"
 import { isWanted, temporaryDirectory } from "./Dialects.js"
 import * as Records from "./Records.js"
 
 /** How many read transactions were begun on a read-only connection of this process. */
-const readOnlyBegins = Effect.acquireRelease(
-  Effect.sync(() => {
-    const probe = new BetterSqlite3(":memory:")
-    const prototype = Object.getPrototypeOf(probe.prepare("select 1")) as { run: (...parameters: Array<unknown>) => unknown }
-    probe.close()
-    const run = prototype.run
-    const counter = { begins: 0, restore: () => void (prototype.run = run) }
-    prototype.run = function(this: { readonly source: string; readonly database: { readonly readonly: boolean } }, ...parameters) {
-      if (this.database.readonly && this.source === "begin deferred") counter.begins++
-      return run.apply(this, parameters)
-    }
-    return counter
-  }),
-  (counter) => Effect.sync(counter.restore)
-)
+const readOnlyBegins = countedStatements("run", (statement) => statement.database.readonly && statement.source === "begin deferred")
 
 const openStore = Effect.gen(function*() {
   const filename = join(yield* temporaryDirectory, "lookups.db")
@@ -80,10 +67,10 @@ describe.skipIf(!isWanted("sqlite-file"))("lookups share a read transaction on a
       yield* Effect.promise(() => nextTurn())
       const counter = yield* readOnlyBegins
       for (let i = 0; i < 5; i++) assert.strictEqual(yield* request, "10")
-      assert.strictEqual(counter.begins, 1, "five requests in one turn, one read transaction")
+      assert.strictEqual(counter.calls, 1, "five requests in one turn, one read transaction")
       yield* Effect.promise(() => nextTurn())
       assert.strictEqual(yield* request, "10")
-      assert.strictEqual(counter.begins, 2, "a new turn, a new read transaction")
+      assert.strictEqual(counter.calls, 2, "a new turn, a new read transaction")
     }))
 
   it.live("AUTH-PERM-2: another connection's commit is seen by the next request, even in the same turn; a lookup alone sees it from the next turn", () =>

@@ -78,9 +78,10 @@ const COMMIT = CompiledQuery.raw("commit")
 const ROLLBACK = CompiledQuery.raw("rollback")
 
 export const sessions = ({ database, inTransaction, gate, grouped, readWorker }: SqliteHandle): SessionOpener => {
-  const execute = (on: SqliteDatabase, wrote?: () => void) => <R>(query: CompiledQuery<R>) =>
+  const execute = (on: SqliteDatabase, wrote?: () => void, before?: () => void) => <R>(query: CompiledQuery<R>) =>
     Effect.try({
       try() {
+        before?.()
         return run(on, query, wrote)
       },
       catch: classifySqliteError
@@ -135,18 +136,7 @@ export const sessions = ({ database, inTransaction, gate, grouped, readWorker }:
   // (see LookupSnapshot): none waits for a write unit or sees a group's writes before they are committed.
   const { lookups } = grouped
   const { reader } = lookups
-  const openLookup: SqlSession = {
-    execute: <R>(query: CompiledQuery<R>) =>
-      Effect.try({
-        try() {
-          lookups.enter()
-          return run(reader, query)
-        },
-        catch: classifySqliteError
-      }),
-    commit: Effect.void,
-    release: Effect.void
-  }
+  const openLookup: SqlSession = { execute: execute(reader, undefined, () => lookups.enter()), commit: Effect.void, release: Effect.void }
   const lookup = Effect.succeed(openLookup)
   const commitVersion = Effect.try({ try: () => lookups.currentVersion(), catch: classifySqliteError })
   const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({

@@ -175,36 +175,88 @@ export const demoLoad = (
 export const median = (values: ReadonlyArray<number>): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
 /**
+ * A process's CPU time so far, user and system, all its threads, in microseconds: fields 14 and 15 of Linux's
+ * `/proc/<pid>/stat` (proc(5)), in clock ticks of 10 ms. Undefined where there is no such file (not Linux, or the
+ * process is gone).
+ */
+export const cpuMicros = (pid: number | undefined): number | undefined => {
+  if (pid === undefined) return undefined
+  let stat: string
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  } catch {
+    return undefined
+  }
+  // The command's name (field 2) may hold spaces; the fields after it are counted from its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+/**
+ * One server's round: autocannon's result, and the server's CPU time a request in it when the bench can read the
+ * server's process (see `takeTurns`' `pidOf`).
+ */
+export interface Round extends AutocannonResult {
+  readonly cpuMicrosPerRequest: number | undefined
+}
+
+/**
  * Compares servers in one run: each under `load` for `warmup` seconds (unmeasured: JIT compilation is not what is
  * measured), then `rounds` rounds of `duration` seconds in which they take turns, so the machine's noise falls on
  * all of them. A round with an answer other than 2xx stops the bench. Returns each server's rounds.
+ *
+ * `pidOf` names the process that serves (node itself, not a wrapper such as tsx's, which runs the server in a
+ * child): each round then also holds the server's CPU time a request. Requests a second mix what a request costs the
+ * server with how much of the machine it got (the load generator and any neighbour share the cores); the CPU time
+ * is the first alone, so a change that makes requests cheaper shows there even in a round the machine was busy.
  */
 export const takeTurns = async <S>(
   servers: ReadonlyArray<S>,
   load: (server: S, seconds: number) => PromiseLike<AutocannonResult>,
-  settings: { readonly warmup: number; readonly rounds: number; readonly duration: number }
-): Promise<Map<S, Array<AutocannonResult>>> => {
+  settings: { readonly warmup: number; readonly rounds: number; readonly duration: number; readonly pidOf?: (server: S) => number | undefined }
+): Promise<Map<S, Array<Round>>> => {
   for (const server of servers) await load(server, settings.warmup)
-  const results = new Map<S, Array<AutocannonResult>>(servers.map((server) => [server, []]))
+  const results = new Map<S, Array<Round>>(servers.map((server) => [server, []]))
   for (let round = 0; round < settings.rounds; round += 1) {
     for (const server of servers) {
+      const pid = settings.pidOf?.(server)
+      const before = cpuMicros(pid)
       const result = await load(server, settings.duration)
+      const after = cpuMicros(pid)
       if (result.non2xx + result.errors > 0) throw new Error(`${result.non2xx} answers were not 2xx, ${result.errors} errors`)
-      results.get(server)?.push(result)
+      const cpuMicrosPerRequest = before === undefined || after === undefined || result.requests.total === 0
+        ? undefined
+        : (after - before) / result.requests.total
+      results.get(server)?.push({ ...result, cpuMicrosPerRequest })
     }
   }
   return results
 }
 
-/** A markdown table of `takeTurns`' results: req/s median, min, max, and the ratio to the `reference` server's median. */
-export const turnsTable = <S>(results: Map<S, Array<AutocannonResult>>, nameOf: (server: S) => string, reference: S, heading: string): string => {
-  const rates = (server: S) => (results.get(server) ?? []).map((result) => result.requests.average)
+/**
+ * A markdown table of `takeTurns`' results: req/s median, min, max, and the ratio to the `reference` server's median;
+ * then, when every round has it, the server's CPU time a request (median, min, max) and the reference's median over
+ * the server's (above 1: the server spends less a request).
+ */
+export const turnsTable = <S>(results: Map<S, Array<Round>>, nameOf: (server: S) => string, reference: S, heading: string): string => {
+  const rates = (server: S) => (results.get(server) ?? []).map((round) => round.requests.average)
+  const costs = (server: S) => (results.get(server) ?? []).flatMap((round) => round.cpuMicrosPerRequest ?? [])
+  const withCosts = [...results.values()].every((rounds) => rounds.every((round) => round.cpuMicrosPerRequest !== undefined))
+  const spread = (values: ReadonlyArray<number>, digits: number) => `${median(values).toFixed(digits)} | ${Math.min(...values).toFixed(digits)} | ${Math.max(...values).toFixed(digits)}`
   const base = median(rates(reference))
+  const baseCost = median(costs(reference))
   const rows = [...results.keys()].map((server) => {
     const values = rates(server)
-    return `| ${nameOf(server)} | ${median(values).toFixed(0)} | ${Math.min(...values).toFixed(0)} | ${Math.max(...values).toFixed(0)} | ${(median(values) / base).toFixed(3)} |`
+    const cells = `| ${nameOf(server)} | ${spread(values, 0)} | ${(median(values) / base).toFixed(3)} |`
+    return withCosts ? `${cells} ${spread(costs(server), 1)} | ${(baseCost / median(costs(server))).toFixed(3)} |` : cells
   })
-  return [`| ${heading} | req/s (median) | min | max | vs ${nameOf(reference)} |`, "|---|---|---|---|---|", ...rows, ""].join("\n")
+  const head = `| ${heading} | req/s (median) | min | max | vs ${nameOf(reference)} |`
+  return [
+    withCosts ? `${head} CPU µs a request (median) | min | max | ${nameOf(reference)}'s / this |` : head,
+    withCosts ? "|---|---|---|---|---|---|---|---|---|" : "|---|---|---|---|---|",
+    ...rows,
+    ""
+  ].join("\n")
 }
 
 /** `takeTurns`' settings and the connections, from BENCH_DURATION, BENCH_ROUNDS, BENCH_WARMUP and BENCH_CONNECTIONS. */

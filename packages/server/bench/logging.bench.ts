@@ -56,7 +56,8 @@ const run = async () => {
       if (server === servers[0]) requestsAtFirst += result.requests.total
       return result
     }
-    const results = await takeTurns(servers, load, { warmup, rounds, duration })
+    // Built, the server is the process started; from source it runs in a child of tsx's, out of the bench's sight.
+    const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => built ? server.child.pid : undefined })
     const bytesPerRequest = (statSync(servers[0]?.log ?? "").size - logBefore) / requestsAtFirst
     process.stdout.write(turnsTable(results, (server) => server.level, servers.at(-1) as Server, "log level"))
     process.stdout.write(`\nserver 1 wrote ${bytesPerRequest.toFixed(0)} bytes of log per request\n`)

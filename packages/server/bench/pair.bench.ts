@@ -3,7 +3,9 @@
  * against its parent in one run. Each checkout named in BENCH_PAIR (comma-separated paths to work trees, built
  * with `pnpm build`) serves its own database with the demo data (`node packages/server/dist/main.js`, output to a
  * file); the servers take turns, round by round, under autocannon, so the machine's noise falls on all of them.
- * Prints requests per second (median of rounds, min, max) and each one's ratio to the first. Asserts nothing.
+ * Prints requests per second (median of rounds, min, max) and each one's ratio to the first; on Linux also each
+ * server's CPU time a request (all its threads, from /proc), steadier than throughput on a shared machine, and the
+ * first's over each one's. Asserts nothing.
  *
  *   git worktree add ../before HEAD~1 && (cd ../before && pnpm install && pnpm build)
  *   BENCH_PAIR=$PWD/../before,$PWD BENCH_SCENARIO=initiate pnpm --filter @custody-relay/server run bench:pair
@@ -34,6 +36,7 @@ const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 
 
 interface Server extends DemoServer {
   readonly tree: string
+  readonly pid: number | undefined
 }
 
 const children: Array<ChildProcess> = []
@@ -87,10 +90,10 @@ const run = async () => {
         }
       })
       children.push(started.child)
-      servers.push({ tree, ...demoOf(started.output) })
+      servers.push({ tree, pid: started.child.pid, ...demoOf(started.output) })
     }
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : pgDelayMillis > 0 ? `PostgreSQL ${pgDelayMillis} ms away each way` : "PostgreSQL"}; ${scenario}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
-    const results = await takeTurns(servers, load, { warmup, rounds, duration })
+    const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => server.pid })
     process.stdout.write(turnsTable(results, (server) => server.tree, servers[0] as Server, "tree"))
   } finally {
     for (const child of children) child.kill("SIGTERM")

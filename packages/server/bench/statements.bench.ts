@@ -17,20 +17,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { demoLoad, demoOf, demoScenarioOf, READY, startServer, turnSettingsFromEnv } from "./BenchProcess.js"
+import { cpuMicros, demoLoad, demoOf, demoScenarioOf, READY, startServer, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "initiate")
 const { duration, warmup, connections } = turnSettingsFromEnv({ rounds: 1 })
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 const main = fileURLToPath(new URL("../dist/main.js", import.meta.url))
 const preload = fileURLToPath(new URL("./statementTimes.mjs", import.meta.url))
-
-/** The server's CPU time so far, user and system, of all its threads, in microseconds. */
-const cpuMicros = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
-  // utime and stime, fields 14 and 15 of stat(5), in clock ticks of 10 ms on Linux.
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 /** Asks the preload for what it timed since the last ask, and waits until it has written it. */
 const takeTimes = async (pid: number, file: string): Promise<Array<[string, string, number, number]>> => {
@@ -68,9 +61,9 @@ const run = async () => {
     const server = demoOf(started.output)
     await demoLoad(scenario, server, { seconds: warmup, connections })
     await takeTimes(pid, timesFile)
-    const cpuBefore = cpuMicros(pid)
+    const cpuBefore = cpuMicros(pid) ?? Number.NaN
     const result = await demoLoad(scenario, server, { seconds: duration, connections })
-    const cpu = cpuMicros(pid) - cpuBefore
+    const cpu = (cpuMicros(pid) ?? Number.NaN) - cpuBefore
     const times = await takeTimes(pid, timesFile)
     if (result.non2xx + result.errors > 0) throw new Error(`${result.non2xx} answers were not 2xx, ${result.errors} errors`)
     const requests = result.requests.total

@@ -20,7 +20,7 @@ import type {
 import type { SortKey } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { Changes } from "./SqlUnit.js"
-import { byColumns, byKey } from "./StatementTemplate.js"
+import { byColumns, byKey, byRows } from "./StatementTemplate.js"
 
 /** `needle` occurs in `column`: the folded search, as `String.includes` on the folded texts. */
 const contains = (
@@ -184,16 +184,8 @@ interface CountStep extends Pick<TransactionsTable, "client_id" | "source_accoun
 const writesOf = (db: Kysely<Database>) => ({
   insertTransaction: byColumns((row: TransactionsTable) => db.insertInto("transactions").values(row)),
   insertLedgerEntry: byColumns((row: LedgerEntriesTable) => db.insertInto("ledger_entries").values(row)),
-  /** Several events in one insert, each row's columns named `<row>#<column>` (see EventLog.flushEvents). */
-  insertEvents: byColumns((values: Readonly<Record<string, unknown>>) => {
-    const rows: Array<Record<string, unknown>> = []
-    for (const [name, value] of Object.entries(values)) {
-      const mark = name.indexOf("#")
-      const index = Number(name.slice(0, mark))
-      ;(rows[index] ??= {})[name.slice(mark + 1)] = value
-    }
-    return db.insertInto("domain_events").values(rows as unknown as ReadonlyArray<Omit<DomainEventsTable, "position">>)
-  }),
+  /** Several events in one insert (see EventLog.flushEvents). */
+  insertEvents: byRows((rows: ReadonlyArray<Omit<DomainEventsTable, "position">>) => db.insertInto("domain_events").values(rows)),
   insertOutboxEntry: byColumns((row: OutboxEntriesTable) => db.insertInto("outbox_entries").values(row)),
   countTransactions: byColumns((step: CountStep) =>
     db.insertInto("transaction_counts")

@@ -1,15 +1,16 @@
 /**
  * Statements compiled once per column set (StatementTemplate) compile to exactly what kysely compiles per call:
  * the same SQL and the same parameters in the same order, on both engines' compilers, for any set of columns and
- * any values; a value bound at several places is bound at each from one template; and a statement with a value
- * kysely inlines is compiled per call.
+ * any values; a value bound at several places is bound at each from one template; an insert of several rows is
+ * compiled once per number of rows and binds each row's values; and a statement with a value kysely inlines, or
+ * rows that name different columns, is compiled per call.
  */
 import { describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { DummyDriver, Kysely, sql, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
 import { assert } from "vitest"
-import type { AccountsTable, Database, TransactionsTable } from "../src/schema/Database.js"
-import { byColumns, byKey } from "../src/StatementTemplate.js"
+import type { AccountsTable, Database, DomainEventsTable, TransactionsTable } from "../src/schema/Database.js"
+import { byColumns, byKey, byRows } from "../src/StatementTemplate.js"
 
 const compilersOnly = (dialect: "sqlite" | "postgres") =>
   new Kysely<Database>({
@@ -109,6 +110,47 @@ describe("StatementTemplate", () => {
       assert.include(inlined({ id: "b", name: "y" }).compile().sql, "'y'")
       // One template attempt, then one build per call.
       assert.strictEqual(built, 3)
+    })
+
+    it(`${dialect}: an insert of several rows is what kysely compiles per call, one template per number of rows`, () => {
+      type EventRow = Omit<DomainEventsTable, "position">
+      let built = 0
+      const insertRows = (rows: ReadonlyArray<EventRow>) => db.insertInto("domain_events").values(rows)
+      const insert = byRows((rows: ReadonlyArray<EventRow>) => {
+        built++
+        return insertRows(rows)
+      })
+      const text = fc.oneof(fc.string(), fc.constant("\u00000#id"), fc.constant("\u0000key"))
+      const event = fc.record({
+        id: text, type: text, client_id: fc.option(text), entity_type: text, entity_id: text,
+        status_before: fc.option(text), status_after: fc.option(text), actor: text, at: text, data: text
+      }) as fc.Arbitrary<EventRow>
+      fc.assert(
+        fc.property(fc.array(event, { minLength: 1, maxLength: 4 }), (rows) => {
+          const once = insert(rows).compile()
+          const each = insertRows(rows).compile()
+          assert.strictEqual(once.sql, each.sql)
+          assert.deepStrictEqual(once.parameters, each.parameters)
+        }),
+        { numRuns: 300 }
+      )
+      // One template for each number of rows (1 to 4), each built once.
+      assert.strictEqual(built, 4)
+    })
+
+    it(`${dialect}: rows that name different columns are compiled per call, as kysely fills them in`, () => {
+      type LooseRow = Readonly<Record<string, unknown>>
+      const insertRows = (rows: ReadonlyArray<LooseRow>) => db.insertInto("domain_events").values(rows as unknown as ReadonlyArray<Omit<DomainEventsTable, "position">>)
+      const insert = byRows(insertRows)
+      const full = { id: "a", type: "t", client_id: null, entity_type: "e", entity_id: "x", status_before: null, status_after: null, actor: "{}", at: "now", data: "{}" }
+      const { status_before: _, ...short } = { ...full, id: "b" }
+      const rowSets: ReadonlyArray<ReadonlyArray<LooseRow>> = [[full, short], [short, full], [full, { ...short, status_before: undefined }]]
+      for (const rows of rowSets) {
+        const once = insert(rows).compile()
+        const each = insertRows(rows).compile()
+        assert.strictEqual(once.sql, each.sql)
+        assert.deepStrictEqual(once.parameters, each.parameters)
+      }
     })
 
     it(`${dialect}: a lookup by key is compiled once and run with each key`, () => {

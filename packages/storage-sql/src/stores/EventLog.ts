@@ -35,13 +35,8 @@ export const flushEvents = (writeLater: Statements["writeLater"], writes: StoreS
   Effect.suspend(() => {
     const pending = read.pending_events
     if (pending.length === 0) return Effect.void
-    const values: Record<string, unknown> = {}
-    pending.forEach((row, index) => {
-      for (const [column, value] of Object.entries(row)) values[`${index}#${column}`] = value
-    })
-    const count = pending.length
-    pending.length = 0
-    return writeLater(writes.insertEvents(values), count, "domain_events", true)
+    const rows = pending.splice(0)
+    return writeLater(writes.insertEvents(rows), rows.length, "domain_events", true)
   })
 
 export const store = ({ db, engine, mode, read, statements, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => {

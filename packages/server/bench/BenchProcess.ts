@@ -208,7 +208,8 @@ export interface Round extends AutocannonResult {
  * `pidOf` names the process that serves (node itself, not a wrapper such as tsx's, which runs the server in a
  * child): each round then also holds the server's CPU time a request. Requests a second mix what a request costs the
  * server with how much of the machine it got (the load generator and any neighbour share the cores); the CPU time
- * is the first alone, so a change that makes requests cheaper shows there even in a round the machine was busy.
+ * leaves out the second, though not a neighbour's effect on the caches, so on a noisy VM it can spread as widely
+ * (docs/benchmarks.md measures both on servers of the same code).
  */
 export const takeTurns = async <S>(
   servers: ReadonlyArray<S>,

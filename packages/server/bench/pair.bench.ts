@@ -4,8 +4,7 @@
  * with `pnpm build`) serves its own database with the demo data (`node packages/server/dist/main.js`, output to a
  * file); the servers take turns, round by round, under autocannon, so the machine's noise falls on all of them.
  * Prints requests per second (median of rounds, min, max) and each one's ratio to the first; on Linux also each
- * server's CPU time a request (all its threads, from /proc), steadier than throughput on a shared machine, and the
- * first's over each one's. Asserts nothing.
+ * server's CPU time a request (all its threads, from /proc) and the first's over each one's. Asserts nothing.
  *
  *   git worktree add ../before HEAD~1 && (cd ../before && pnpm install && pnpm build)
  *   BENCH_PAIR=$PWD/../before,$PWD BENCH_SCENARIO=initiate pnpm --filter @custody-relay/server run bench:pair

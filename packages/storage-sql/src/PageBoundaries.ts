@@ -127,10 +127,19 @@ interface Anchor {
 
 /**
  * The longest walk a page makes from a boundary where statements run off the event loop (PostgreSQL); longer walks
- * leave boundaries this far apart, 244 for a million rows. Measured against 2,048, 8,192 and 32,768
- * (docs/benchmarks.md).
+ * leave boundaries this far apart, 1,953 for a million rows. A deep page's own read is the walk from its nearest
+ * boundary, which PostgreSQL makes through the rows themselves: at 512 its p99 at a million rows was a quarter to a
+ * third lower than at 4,096, alone and under writers (docs/benchmarks.md).
  */
-export const STEP_ROWS = 4_096
+export const STEP_ROWS = 512
+
+/**
+ * How many boundaries one read of a walk leaves where statements run off the event loop (PostgreSQL): a read is a
+ * round trip, so a first walk makes as many as it did with boundaries 4,096 rows apart, each walking the index
+ * alone through as many rows. Where statements run on the event loop one read leaves one (a reader waits behind
+ * each read, see STEP_ROWS_ON_EVENT_LOOP).
+ */
+export const BOUNDARIES_PER_READ = 8
 
 /**
  * The same where statements run on the event loop (SQLite): 0.15 to 0.8 ms a step through the list's index, up to
@@ -235,11 +244,13 @@ export interface ListReads<Row extends SortKey> {
   readonly after: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<Row>>
   readonly upTo: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<Row>>
   /**
-   * The same, reading the sort key alone: what a step to a new boundary reads. The list's index holds it, so
-   * PostgreSQL walks the index alone (an index-only scan) rather than fetching every row it skips.
+   * What a step to new boundaries reads: up to `count` sort keys, `every` rows apart. Oldest first the `every`th row
+   * after the key, and each `every`th after it; newest first the `every`th row before the key (its own row is the
+   * 0th), and each `every`th before that. From the list's end when no key is given. The list's index holds the sort
+   * key, so PostgreSQL walks the index alone (an index-only scan) rather than fetching every row it skips.
    */
-  readonly keysAfter: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<SortKey>>
-  readonly keysUpTo: (key: SortKey | undefined, limit: number, offset: number) => Op<ReadonlyArray<SortKey>>
+  readonly keysAfter: (key: SortKey | undefined, every: number, count: number) => Op<ReadonlyArray<SortKey>>
+  readonly keysUpTo: (key: SortKey | undefined, every: number, count: number) => Op<ReadonlyArray<SortKey>>
   /** The key reads again, run off the event loop outside the unit, each in a snapshot of its own (see above). */
   readonly keysOffLoop?: Pick<ListReads<Row>, "keysAfter" | "keysUpTo">
 }
@@ -318,13 +329,15 @@ export class PageBoundaries {
   readonly #farWalks = new Set<FarWalk>()
 
   /**
-   * `stepRows`: the longest walk from a boundary (tests use short steps on short lists). `unitMillis`: how long a
-   * unit walks before it pauses (never where statements run off the event loop), on `clock`.
+   * `stepRows`: the longest walk from a boundary, and how far apart a walk leaves them (tests use short steps on
+   * short lists). `unitMillis`: how long a unit walks before it pauses (never where statements run off the event
+   * loop), on `clock`. `boundariesPerRead`: how many boundaries, a step apart, one read of a walk may leave.
    */
   constructor(
     readonly stepRows: number = STEP_ROWS,
     readonly unitMillis: number = Number.POSITIVE_INFINITY,
-    readonly clock: () => number = () => performance.now()
+    readonly clock: () => number = () => performance.now(),
+    readonly boundariesPerRead: number = 1
   ) {}
 
   /** Rows of `clientId` entered, left or moved within a list at `key`: every boundary at or after it may be off. */
@@ -459,26 +472,25 @@ export class PageBoundaries {
       }
       if (walked && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) return yield* Effect.fail(walkPause())
       walked = true
-      // A new boundary a step toward the page, then look again.
-      const next = yield* self.#stepFrom(anchor, oldestFirst, reads)
-      if (next === undefined) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
+      // New boundaries toward the page, a step apart, none beyond the last step before it; then look again.
+      const next = yield* self.#stepsFrom(anchor, oldestFirst, Math.min(self.boundariesPerRead, Math.floor(walk / self.stepRows)), reads)
+      if (next.length === 0) return yield* Effect.die(new Error(`list ${listKey} is shorter than its total ${total}`))
       if (!current()) return yield* self.#withoutBoundaries(total, low, high, reads)
-      self.#insert(list, next)
+      for (const boundary of next) self.#insert(list, boundary)
     }
   })
 
   /**
-   * The boundary one row a step away from `anchor`, toward the oldest or the newest end, or undefined where the
-   * list ends before it. Oldest first the read starts just after the anchor's key, newest first at the key itself.
+   * Up to `steps` boundaries a step apart from `anchor`, toward the oldest or the newest end, in one read: fewer
+   * where the list ends before them. Oldest first the read starts just after the anchor's key, newest first at the
+   * key itself.
    */
-  #stepFrom(anchor: Anchor, oldestFirst: boolean, reads: Pick<ListReads<SortKey>, "keysAfter" | "keysUpTo">): Op<Boundary | undefined> {
+  #stepsFrom(anchor: Anchor, oldestFirst: boolean, steps: number, reads: Pick<ListReads<SortKey>, "keysAfter" | "keysUpTo">): Op<Array<Boundary>> {
     const stepRows = this.stepRows
+    const sign = oldestFirst ? 1 : -1
     return Effect.map(
-      oldestFirst ? reads.keysAfter(anchor.key, 1, stepRows - 1) : reads.keysUpTo(anchor.key, 1, stepRows),
-      ([row]) =>
-        row === undefined
-          ? undefined
-          : { count: oldestFirst ? anchor.count + stepRows : anchor.count - stepRows, key: { created_at: row.created_at, id: row.id } }
+      oldestFirst ? reads.keysAfter(anchor.key, stepRows, steps) : reads.keysUpTo(anchor.key, stepRows, steps),
+      (rows) => rows.map((row, at) => ({ count: anchor.count + sign * stepRows * (at + 1), key: { created_at: row.created_at, id: row.id } }))
     )
   }
 
@@ -502,10 +514,12 @@ export class PageBoundaries {
     const steps$ = Effect.gen(function*() {
       const reached: Array<Boundary> = []
       let anchor = from
-      for (let step = 1; step <= steps; step++) {
-        const next = yield* self.#stepFrom(anchor, oldestFirst, reads)
-        if (next === undefined) break
-        reached.push(anchor = next)
+      while (reached.length < steps) {
+        const wanted = Math.min(self.boundariesPerRead, steps - reached.length)
+        const next = yield* self.#stepsFrom(anchor, oldestFirst, wanted, reads)
+        reached.push(...next)
+        anchor = next.at(-1) ?? anchor
+        if (next.length < wanted) break
       }
       walk.reached = reached
     })

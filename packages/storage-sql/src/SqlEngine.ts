@@ -34,6 +34,12 @@ export interface SqlEngine {
    */
   readonly runsOnEventLoop: boolean
   /**
+   * Whether a subquery in FROM may read the columns of the tables before it (`CROSS JOIN LATERAL`): PostgreSQL does,
+   * SQLite does not. A walk's keys a step apart are read step by step from each other where it does, and numbered
+   * along the list where it does not (StoreStatements).
+   */
+  readonly joinsLaterally: boolean
+  /**
    * How a list query binds its filter values and LIMIT/OFFSET: as parameters the planner does not read while it
    * plans, on SQLite (see {@link castParameters}); as plain parameters on PostgreSQL.
    */

@@ -18,9 +18,11 @@ import {
   isWalkPause,
   MAX_FAR_WALKS,
   MAX_NEWER_SNAPSHOTS,
+  BOUNDARIES_PER_READ,
   MAX_WALK_PAUSES,
   MayAskNewerSnapshot,
   PageBoundaries,
+  STEP_ROWS,
   STEP_ROWS_ON_EVENT_LOOP,
   UNIT_MILLIS,
   WalkMayLeaveLoop,
@@ -174,7 +176,9 @@ export const make = (
   const times = options.maxRetries ?? DEFAULT_MAX_RETRIES
   const open = engine.sessions(db)
   const statements = storeStatementsOf(db, engine)
-  const pageBoundaries = engine.runsOnEventLoop ? new PageBoundaries(STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS) : new PageBoundaries()
+  const pageBoundaries = engine.runsOnEventLoop
+    ? new PageBoundaries(STEP_ROWS_ON_EVENT_LOOP, UNIT_MILLIS)
+    : new PageBoundaries(STEP_ROWS, Number.POSITIVE_INFINITY, undefined, BOUNDARIES_PER_READ)
   const keepsCredentials = options.keepCredentials !== false
   const keptApiUsers = open.confirmsCredentials === true && keepsCredentials
     ? new KeptApiUsers((keyId) => statements.lookups.apiUserByKeyId(keyId).compile())

@@ -66,6 +66,18 @@ interface PageValues {
   readonly offset: number
 }
 
+/** Several keys read step by step (see `everyKey`): `count` of them, each `skip` rows on from the one before. */
+interface StepValues {
+  readonly skip: number
+  readonly count: number
+}
+
+/** Several keys read numbered (see `everyKey`): every `every`th of the first `rows` rows. */
+interface NumberedValues {
+  readonly every: number
+  readonly rows: number
+}
+
 /** `values` named `prefix0`, `prefix1`, ... in order: a list the template binds one value at a time. */
 const numbered = <A>(prefix: string, values: ReadonlyArray<A> | undefined): Record<string, A> =>
   Object.fromEntries((values ?? []).map((value, index) => [`${prefix}${index}`, value]))
@@ -261,10 +273,79 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
       })
     const after = read("asc")
     const upTo = read("desc")
-    const keyed = (key: SortKey | undefined) => key === undefined ? {} : { key_created_at: key.created_at, key_id: key.id }
     return {
       after: (values: V, key: SortKey | undefined, limit: number, offset: number): Compilable<R> => after({ ...values, ...keyed(key), limit, offset }),
       upTo: (values: V, key: SortKey | undefined, limit: number, offset: number): Compilable<R> => upTo({ ...values, ...keyed(key), limit, offset })
+    }
+  }
+  const keyed = (key: SortKey | undefined) => key === undefined ? {} : { key_created_at: key.created_at, key_id: key.id }
+  /**
+   * A list's sort keys a step apart from a key (PageBoundaries.ListReads' key reads): up to `count` keys, every
+   * `every`th row oldest first from just after the key, or newest first from the key itself (its own row is the
+   * 0th); from the list's end when no key is given. One key is the row at its offset. Several are read in one
+   * statement, so that a walk leaves several boundaries a round trip, each walking the list's index as far as one
+   * key would. Where the engine joins laterally (PostgreSQL) each key is read from the one before it, a step on;
+   * elsewhere (SQLite) the rows up to the last key are numbered along the index and every `every`th kept, which
+   * costs about three times as much a row (docs/benchmarks.md).
+   */
+  const everyKey = (from: (values: TransactionListValues) => SelectQueryBuilder<Database, "transactions", SortKey>) => {
+    const one = around(from)
+    const beyond = (direction: "asc" | "desc") => sql.raw(direction === "asc" ? ">" : "<=")
+    const fromKey = (values: TransactionListValues & Partial<KeyValues>, direction: "asc" | "desc") => {
+      const { key_created_at: createdAt, key_id: id } = values
+      return createdAt === undefined || id === undefined
+        ? from(values)
+        : from(values).where(sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${beyond(direction)} (${text(createdAt)}, ${text(id)})`)
+    }
+    const stepByStep = (direction: "asc" | "desc") =>
+      byColumns((values: TransactionListValues & Partial<KeyValues> & StepValues) => {
+        const step = <R>(query: SelectQueryBuilder<Database, "transactions", R>) =>
+          inListOrder(query, direction).limit(sql.lit(1)).offset(integer(values.skip))
+        const next = from(values).where(
+          sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${beyond(direction)} (${sql.ref("walk.created_at")}, ${sql.ref("walk.id")})`
+        )
+        return db.withRecursive("walk(n, created_at, id)", (start) =>
+          start.selectFrom(step(fromKey(values, direction)).as("first")).select([sql<number>`1`.as("n"), "first.created_at", "first.id"])
+            .unionAll((more) =>
+              more.selectFrom("walk").innerJoinLateral(step(next).as("next"), (join) => join.onTrue())
+                .select([sql<number>`${sql.ref("walk.n")} + 1`.as("n"), "next.created_at", "next.id"])
+                .where(sql.ref("walk.n"), "<", integer(values.count))
+            )
+        ).selectFrom("walk").select(["walk.created_at", "walk.id"]).orderBy("walk.n")
+      })
+    const numbered = (direction: "asc" | "desc") =>
+      byColumns((values: TransactionListValues & Partial<KeyValues> & NumberedValues) => {
+        const order = sql.raw(direction)
+        const walked = inListOrder(
+          fromKey(values, direction).select(sql<number>`row_number() over (order by ${sql.ref("created_at")} ${order}, ${sql.ref("id")} ${order})`.as("n")),
+          direction
+        ).limit(integer(values.rows))
+        // Oldest first the rows numbered every, 2 every, ...; newest first the key's own row is number 1, so the rows
+        // numbered 1 + every, 1 + 2 every, ...
+        const kept = direction === "asc"
+          ? sql<SqlBool>`${sql.ref("n")} % ${integer(values.every)} = 0`
+          : sql<SqlBool>`${sql.ref("n")} > 1 and (${sql.ref("n")} - 1) % ${integer(values.every)} = 0`
+        return db.selectFrom(walked.as("walked")).select(["created_at", "id"]).where(kept).orderBy(sql.ref("n"))
+      })
+    // Oldest first the first key is every - 1 rows after the read's key; newest first the key's own row is the 0th.
+    const several = (direction: "asc" | "desc") => {
+      const shift = direction === "asc" ? 1 : 0
+      if (engine.joinsLaterally) {
+        const read = stepByStep(direction)
+        return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number) =>
+          read({ ...values, ...keyed(key), skip: every - shift, count })
+      }
+      const read = numbered(direction)
+      return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number) =>
+        read({ ...values, ...keyed(key), every, rows: every * count + 1 - shift })
+    }
+    const after = several("asc")
+    const upTo = several("desc")
+    return {
+      after: (values: TransactionListValues, key: SortKey | undefined, every: number, count: number): Compilable<SortKey> =>
+        count === 1 ? one.after(values, key, 1, every - 1) : after(values, key, every, count),
+      upTo: (values: TransactionListValues, key: SortKey | undefined, every: number, count: number): Compilable<SortKey> =>
+        count === 1 ? one.upTo(values, key, 1, every) : upTo(values, key, every, count)
     }
   }
   const accounts = (values: AccountListValues) => db.selectFrom("accounts").selectAll().where(accountWhere(engine, values))
@@ -297,9 +378,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     transactionsFirst: firstPage(transactions, transactionsTotal),
     transactionsPage: pages(transactions),
     transactionsAround: around(transactions),
-    transactionKeysAround: around((values: TransactionListValues) =>
-      db.selectFrom("transactions").select(["created_at", "id"]).where(transactionWhere(engine, values))
-    ),
+    transactionKeysEvery: everyKey((values) => db.selectFrom("transactions").select(["created_at", "id"]).where(transactionWhere(engine, values))),
     transactionsTotal: byColumns(transactionsTotal)
   }
 }

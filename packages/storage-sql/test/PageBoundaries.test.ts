@@ -50,12 +50,23 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 
 type Engine = "sqlite" | "postgres"
 
-/** A list's reads with the key-only reads made from them (the rows here are their own keys and a group). */
-const withKeys = <Row extends SortKey>(reads: Pick<ListReads<Row>, "after" | "upTo">): ListReads<Row> => ({
-  ...reads,
-  keysAfter: reads.after,
-  keysUpTo: reads.upTo
-})
+/** How many boundaries one read of a walk may leave (PageBoundaries' `boundariesPerRead`): one, as on SQLite, or several. */
+const perRead = fc.integer({ min: 1, max: 4 })
+
+/**
+ * A list's reads with the key-only reads made from them (the rows here are their own keys and a group): every
+ * `every`th row oldest first from just after the key, newest first from the key's own row (the 0th).
+ */
+const withKeys = <Row extends SortKey>(reads: Pick<ListReads<Row>, "after" | "upTo">): ListReads<Row> => {
+  // Read from the first key's offset on, so that a read's offset is the walk to its first key.
+  const everyOf = (rows: ReadonlyArray<Row>, every: number) => rows.filter((_, at) => at % every === 0)
+  const spanOf = (every: number, count: number) => every * (count - 1) + 1
+  return {
+    ...reads,
+    keysAfter: (key, every, count) => Effect.map(reads.after(key, spanOf(every, count), every - 1), (rows) => everyOf(rows, every)),
+    keysUpTo: (key, every, count) => Effect.map(reads.upTo(key, spanOf(every, count), every), (rows) => everyOf(rows, every))
+  }
+}
 
 /** Rows with keys from their place `at` and ids in the order made. */
 const rowMaker = () => {
@@ -157,11 +168,12 @@ const run = (
   engine: Engine = "sqlite",
   unitMillis?: number,
   far = false,
-  guess = false
+  guess = false,
+  perRead = 1
 ): string | undefined => {
   const made = rowMaker()
   const rows: Array<Row> = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
-  const boundaries = new PageBoundaries(stepRows, unitMillis, tickingClock())
+  const boundaries = new PageBoundaries(stepRows, unitMillis, tickingClock(), perRead)
   let version = 0
   // PostgreSQL: transaction ids, and the log of other nodes' list changes.
   let nextXid = 3n
@@ -270,8 +282,8 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
   for (const engine of ["sqlite", "postgres"] as const) {
     it(`every page is the port's slice, whatever was written between pages (${engine})`, () => {
       fc.assert(
-        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), steps, (initial, stepRows, list) => {
-          assert.strictEqual(run(initial, stepRows, list, true, engine), undefined)
+        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), perRead, steps, (initial, stepRows, boundariesPerRead, list) => {
+          assert.strictEqual(run(initial, stepRows, list, true, engine, undefined, false, false, boundariesPerRead), undefined)
         }),
         { numRuns: 500 }
       )
@@ -281,8 +293,8 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
   for (const engine of ["sqlite", "postgres"] as const) {
     it(`a walk that pauses every few steps, written to between its units, still answers the port's slice (${engine})`, () => {
       fc.assert(
-        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 0, max: 3 }), steps, (initial, stepRows, unitMillis, list) => {
-          assert.strictEqual(run(initial, stepRows, list, true, engine, unitMillis), undefined)
+        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 0, max: 3 }), perRead, steps, (initial, stepRows, unitMillis, boundariesPerRead, list) => {
+          assert.strictEqual(run(initial, stepRows, list, true, engine, unitMillis, false, false, boundariesPerRead), undefined)
         }),
         { numRuns: 500 }
       )
@@ -292,8 +304,8 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
   for (const engine of ["sqlite", "postgres"] as const) {
     it(`a page guessed at before the unit's total and sighting, from the anchor nearest it at the list's last total, is the port's slice, whatever was written between pages (${engine})`, () => {
       fc.assert(
-        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), steps, (initial, stepRows, list) => {
-          assert.strictEqual(run(initial, stepRows, list, true, engine, undefined, false, true), undefined)
+        fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), perRead, steps, (initial, stepRows, boundariesPerRead, list) => {
+          assert.strictEqual(run(initial, stepRows, list, true, engine, undefined, false, true, boundariesPerRead), undefined)
         }),
         { numRuns: 1_000 }
       )
@@ -302,11 +314,28 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
 
   it("a walk whose steps run off the event loop, each in a snapshot of its own, written to here and by other writers between them, still answers the port's slice (sqlite)", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), steps, (initial, stepRows, list) => {
-        assert.strictEqual(run(initial, stepRows, list, true, "sqlite", undefined, true), undefined)
+      fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 12 }), perRead, steps, (initial, stepRows, boundariesPerRead, list) => {
+        assert.strictEqual(run(initial, stepRows, list, true, "sqlite", undefined, true, false, boundariesPerRead), undefined)
       }),
       { numRuns: 1_000 }
     )
+  })
+
+  it("a walk leaves several boundaries a step apart in one read where it may, and none past the last step before its page", () => {
+    // The middle of 1,000 rows is 48 steps of 10 from the nearer (newest) end: reads of 5 boundaries, the last of 3.
+    const boundaries = new PageBoundaries(10, undefined, undefined, 5)
+    const { skipped, reads } = counting()
+    const sighting: Sighting = { _tag: "DataVersion", version: 0 }
+    const found = Effect.runSync(boundaries.page("l", "client", sighting, 1_000, { page: 25, limit: 20 }, reads))
+    assert.deepStrictEqual(found.map((row) => row.created_at), numberedList.slice(500, 520).reverse().map((row) => row.created_at))
+    // Ten reads of keys (each first walks a step) and the page's own read, at the boundary 480 rows from the newest.
+    assert.deepStrictEqual(skipped, [...Array.from({ length: 10 }, () => 10), 0])
+    assert.strictEqual(boundaries.size(), 48)
+    // A page on the way reads from a boundary just left, walking nothing.
+    skipped.length = 0
+    const next = Effect.runSync(boundaries.page("l", "client", sighting, 1_000, { page: 24, limit: 20 }, reads))
+    assert.deepStrictEqual(next.map((row) => row.created_at), numberedList.slice(520, 540).reverse().map((row) => row.created_at))
+    assert.deepStrictEqual(skipped, [0])
   })
 
   it("a unit that has walked for unitMillis pauses; the next unit starts from the boundaries it left; none pauses where the storage says it may not", () => {
@@ -429,7 +458,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       { weight: 3, arbitrary: fc.record({ kind: fc.constant("release" as const), count: fc.integer({ min: 1, max: 4 }) }) }
     )
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 40, max: 200 }), fc.integer({ min: 1, max: 6 }), fc.array(event, { minLength: 10, maxLength: 60, size: "max" }), fc.nat(), async (initial, stepRows, events, seed) => {
+      fc.asyncProperty(fc.integer({ min: 40, max: 200 }), fc.integer({ min: 1, max: 6 }), perRead, fc.array(event, { minLength: 10, maxLength: 60, size: "max" }), fc.nat(), async (initial, stepRows, boundariesPerRead, events, seed) => {
         const made = rowMaker()
         const initialRows = Array.from({ length: initial }, (_, i) => made(i, i % 3 === 0 ? "pending" : "completed"))
         type Writer = { readonly xid: bigint; readonly change: Change; readonly row: Row }
@@ -445,7 +474,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
           }
           return [...rows.values()]
         }
-        const boundaries = new PageBoundaries(stepRows)
+        const boundaries = new PageBoundaries(stepRows, undefined, undefined, boundariesPerRead)
         let random = seed
         const pick = (n: number) => (random = (random * 1103515245 + 12345) % 2147483648) % n
         const gates: Array<() => void> = []

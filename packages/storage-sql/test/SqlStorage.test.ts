@@ -717,12 +717,11 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       const key = { created_at: "2026-01-01T00:00:00.000Z", id: crypto.randomUUID() }
       for (const filter of [{}, { accountId: crypto.randomUUID() }, { group: "pending" }, { assetType: "ETH" }] as const) {
         const values = transactionListValues(clientId, filter)
-        const reads = [lists.transactionsAround, lists.transactionKeysAround].flatMap((around) => [
-          around.after(values, key, 20, 5),
-          around.upTo(values, key, 20, 5),
-          around.after(values, undefined, 20, 5),
-          around.upTo(values, undefined, 20, 5)
-        ])
+        // A walk on SQLite reads one key a read (PageBoundaries' boundariesPerRead).
+        const reads = [
+          ...[key, undefined].flatMap((from) => [lists.transactionsAround.after(values, from, 20, 5), lists.transactionsAround.upTo(values, from, 20, 5)]),
+          ...[key, undefined].flatMap((from) => [lists.transactionKeysEvery.after(values, from, 5, 1), lists.transactionKeysEvery.upTo(values, from, 5, 1)])
+        ]
         for (const query of reads) {
           const compiled = query.compile()
           const plan = yield* Effect.promise(() =>
@@ -735,6 +734,47 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       }
     }))
 })
+
+for (const { engine, fresh, name } of engines) {
+  describe.skipIf(!isWanted(name) || (name === "postgres" && postgresSkipReason !== undefined))(`SQL storage: a walk's keys a step apart (${name}, PAGE-4)`, () => {
+    it.live("each key read answers the sort keys at every step's offset from its key, several in one statement, whatever the filter", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const storage = SqlStorage.make(db, engine)
+        const account = yield* storedAccount(storage)
+        // Three transactions a millisecond, so keys tie on created_at and their ids order them; one in three completed.
+        const base = Date.UTC(2024, 0, 1)
+        const written = Array.from({ length: 60 }, (_, i) =>
+          Records.transaction(account, { createdAt: Timestamp.fromMillis(base + Math.floor(i / 3)), status: i % 3 === 0 ? "COMPLETED" : "AWAITING_SIGNATURE" }))
+        yield* storage.transaction("write", (unit) => Effect.forEach(written, (tx) => unit.insertTransaction(tx), { discard: true }))
+        const { lists } = storeStatementsOf(db, engine)
+        const keyOf = (tx: { readonly createdAt: string; readonly id: string }) => ({ created_at: tx.createdAt, id: tx.id })
+        const byKey = (a: { readonly created_at: string; readonly id: string }, b: { readonly created_at: string; readonly id: string }) =>
+          a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+        for (const filter of [{}, { group: "pending" as const }]) {
+          const values = transactionListValues(account.clientId, filter)
+          const oldestFirst = written.filter((tx) => filter.group === undefined || tx.status === "AWAITING_SIGNATURE").map(keyOf).sort(byKey)
+          for (const key of [undefined, oldestFirst[10], oldestFirst[31]]) {
+            const after = key === undefined ? oldestFirst : oldestFirst.filter((row) => byKey(row, key) > 0)
+            const upTo = (key === undefined ? oldestFirst : oldestFirst.filter((row) => byKey(row, key) <= 0)).toReversed()
+            for (const every of [1, 3, 7]) {
+              for (const count of [1, 2, 5, 20]) {
+                const read = (query: { readonly compile: () => CompiledQuery<{ readonly created_at: string; readonly id: string }> }) =>
+                  Effect.promise(async () => (await db.executeQuery(query.compile())).rows.map((row) => ({ created_at: row.created_at, id: row.id })))
+                const steps = Array.from({ length: count }, (_, at) => every * (at + 1))
+                const expectedAfter = steps.map((step) => after[step - 1]).filter((row) => row !== undefined)
+                const expectedUpTo = steps.map((step) => upTo[step]).filter((row) => row !== undefined)
+                const label = `${JSON.stringify(filter)} key ${key === undefined ? "none" : oldestFirst.indexOf(key)} every ${every} count ${count}`
+                assert.deepStrictEqual(yield* read(lists.transactionKeysEvery.after(values, key, every, count)), expectedAfter, `after, ${label}`)
+                assert.deepStrictEqual(yield* read(lists.transactionKeysEvery.upTo(values, key, every, count)), expectedUpTo, `up to, ${label}`)
+              }
+            }
+          }
+        }
+      }), 60_000)
+  })
+}
 
 /** Two nodes' storages on one temporary, migrated PostgreSQL database, each with its own pool, and an account. */
 const twoPostgresNodes = Effect.gen(function*() {

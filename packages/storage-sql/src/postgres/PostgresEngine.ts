@@ -24,6 +24,7 @@ export const PostgresEngine: SqlEngine = {
   substringPosition: "strpos",
   locksRowsForWrite: true,
   runsOnEventLoop: false,
+  joinsLaterally: true,
   classify: classifyPostgresError,
   listChanges: {
     // The read unit's snapshot (REPEATABLE READ: the unit's one snapshot), and migration 8's log of the client's

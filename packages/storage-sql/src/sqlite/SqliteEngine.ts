@@ -19,6 +19,7 @@ export const SqliteEngine: SqlEngine = {
   substringPosition: "instr",
   locksRowsForWrite: false,
   runsOnEventLoop: true,
+  joinsLaterally: false,
   classify: classifySqliteError,
   listChanges: {
     query: () => SqliteSession.DATA_VERSION,

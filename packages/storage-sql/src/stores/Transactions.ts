@@ -76,12 +76,12 @@ export const store = (
           const around: ListReads<TransactionsTable> = {
             after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
             upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
-            keysAfter: (key, limit, offset) => rows(lists.transactionKeysAround.after(values, key, limit, offset)),
-            keysUpTo: (key, limit, offset) => rows(lists.transactionKeysAround.upTo(values, key, limit, offset)),
+            keysAfter: (key, every, count) => rows(lists.transactionKeysEvery.after(values, key, every, count)),
+            keysUpTo: (key, every, count) => rows(lists.transactionKeysEvery.upTo(values, key, every, count)),
             ...(readOffLoop === undefined ? {} : {
               keysOffLoop: {
-                keysAfter: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.after(values, key, limit, offset).compile()),
-                keysUpTo: (key, limit, offset) => readOffLoop(lists.transactionKeysAround.upTo(values, key, limit, offset).compile())
+                keysAfter: (key, every, count) => readOffLoop(lists.transactionKeysEvery.after(values, key, every, count).compile()),
+                keysUpTo: (key, every, count) => readOffLoop(lists.transactionKeysEvery.upTo(values, key, every, count).compile())
               }
             })
           }

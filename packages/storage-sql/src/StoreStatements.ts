@@ -292,8 +292,8 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
    * 0th); from the list's end when no key is given. One key is the row at its offset. Several are read in one
    * statement, so that a walk leaves several boundaries a round trip, each walking the list's index as far as one
    * key would. Where the engine joins laterally (PostgreSQL) each key is read from the one before it, a step on;
-   * elsewhere (SQLite) the rows up to the last key are numbered along the index and every `every`th kept, which
-   * costs about three times as much a row (docs/benchmarks.md).
+   * elsewhere (SQLite) the rows up to the last key are numbered along the index and every `every`th kept, which on
+   * PostgreSQL cost about three times as much a row (docs/benchmarks.md).
    */
   const everyKey = (from: (values: TransactionListValues) => SelectQueryBuilder<Database, "transactions", SortKey>) => {
     const one = around(from)

@@ -72,8 +72,12 @@ interface StepValues {
   readonly count: number
 }
 
-/** Several keys read by number (see `everyKey`): every `every`th of the first `rows` rows. */
+/**
+ * Several keys read by number (see `everyKey`): of the first `rows` rows, the one numbered `first` + 1 and every
+ * `every`th after it.
+ */
 interface NumberedValues {
+  readonly first: number
   readonly every: number
   readonly rows: number
 }
@@ -320,33 +324,26 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
           fromKey(from, values, direction).select(sql<number>`row_number() over (order by ${sql.ref("created_at")} ${order}, ${sql.ref("id")} ${order})`.as("n")),
           direction
         ).limit(integer(values.rows))
-        // Oldest first the rows numbered every, 2 every, ...; newest first the key's own row is number 1, so the rows
-        // numbered 1 + every, 1 + 2 every, ...
-        const kept = direction === "asc"
-          ? sql<SqlBool>`${sql.ref("n")} % ${integer(values.every)} = 0`
-          : sql<SqlBool>`${sql.ref("n")} > 1 and (${sql.ref("n")} - 1) % ${integer(values.every)} = 0`
+        // Rows are numbered from 1, so the key at offset `first` is number first + 1.
+        const kept = sql<SqlBool>`${sql.ref("n")} > ${integer(values.first)} and (${sql.ref("n")} - 1 - ${integer(values.first)}) % ${integer(values.every)} = 0`
         return db.selectFrom(walked.as("walked")).select(["created_at", "id"]).where(kept).orderBy(sql.ref("n"))
       })
-    // Oldest first the first key is every - 1 rows after the read's key; newest first the key's own row is the 0th.
-    const several = (direction: "asc" | "desc") => {
-      const shift = direction === "asc" ? 1 : 0
-      if (engine.joinsLaterally) {
-        const read = stepByStep(direction)
-        return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number) =>
-          read({ ...values, ...keyed(key), skip: every - shift, count })
+    const keysFrom = (direction: "asc" | "desc") => {
+      // The first key's offset from the read's key: oldest first the read starts just after it, so every - 1; newest
+      // first at the key's own row (the 0th), so every. Each later key is `every` rows on.
+      const firstOf = (every: number) => direction === "asc" ? every - 1 : every
+      const oneKey = direction === "asc" ? one.after : one.upTo
+      const steps = stepByStep(direction)
+      const numbers = byNumber(direction)
+      return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number): Compilable<SortKey> => {
+        const first = firstOf(every)
+        if (count === 1) return oneKey(values, key, 1, first)
+        return engine.joinsLaterally
+          ? steps({ ...values, ...keyed(key), skip: first, count })
+          : numbers({ ...values, ...keyed(key), first, every, rows: first + every * (count - 1) + 1 })
       }
-      const read = byNumber(direction)
-      return (values: TransactionListValues, key: SortKey | undefined, every: number, count: number) =>
-        read({ ...values, ...keyed(key), every, rows: every * count + 1 - shift })
     }
-    const after = several("asc")
-    const upTo = several("desc")
-    return {
-      after: (values: TransactionListValues, key: SortKey | undefined, every: number, count: number): Compilable<SortKey> =>
-        count === 1 ? one.after(values, key, 1, every - 1) : after(values, key, every, count),
-      upTo: (values: TransactionListValues, key: SortKey | undefined, every: number, count: number): Compilable<SortKey> =>
-        count === 1 ? one.upTo(values, key, 1, every) : upTo(values, key, every, count)
-    }
+    return { after: keysFrom("asc"), upTo: keysFrom("desc") }
   }
   const accounts = (values: AccountListValues) => db.selectFrom("accounts").selectAll().where(accountWhere(engine, values))
   const accountsTotal = (values: AccountListValues) =>

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, assert, describe, it } from "vitest"
 import { runCommandLine } from "../src/OperatorCli.js"
-import { startServer } from "./ServerProcess.js"
+import { sourceNodeArguments, startServer } from "./ServerProcess.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase, send } from "./Tenant.js"
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url))
@@ -31,7 +31,7 @@ interface Outcome {
 /**
  * `custody-relay <args>` on the given database: in this process through the same entry the bin calls (each
  * command opens and closes the database as the bin does), while the server it talks past is a process of its own.
- * `asProcess` runs the bin itself (node with tsx on the source) for what only a process shows: exit codes.
+ * `asProcess` runs the bin itself (node on the sources) for what only a process shows: exit codes.
  */
 const cli = async (database: string, ...args: ReadonlyArray<string>): Promise<Outcome> => {
   const out: Array<string> = []
@@ -42,7 +42,7 @@ const cli = async (database: string, ...args: ReadonlyArray<string>): Promise<Ou
 }
 
 const asProcess = (database: string, ...args: ReadonlyArray<string>): Promise<Outcome> =>
-  promisify(execFile)(process.execPath, ["--conditions=@custody-relay/source", "--import", "tsx", "src/main.ts", ...args], {
+  promisify(execFile)(process.execPath, [...sourceNodeArguments, "src/main.ts", ...args], {
     cwd: packageDir,
     env: { ...process.env, RELAY_DATABASE: database, RELAY_LOG_LEVEL: "Warn" }
   }).then(

@@ -7,6 +7,13 @@ import { fileURLToPath } from "node:url"
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url))
 
+/** Node's arguments that run a file of this repository's TypeScript sources (scripts/source-loader.mjs says how). */
+export const sourceNodeArguments: ReadonlyArray<string> = [
+  "--conditions=@custody-relay/source",
+  "--import",
+  fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
+]
+
 export interface ServerProcess {
   readonly url: string
   readonly child: ChildProcess
@@ -23,9 +30,9 @@ export const startServer = (
   onOutput: (output: string) => void = () => undefined
 ): Promise<ServerProcess> =>
   new Promise((resolve, reject) => {
-    // Node itself with tsx as a loader, not the tsx launcher: the launcher runs the server as a child of its own,
-    // and a SIGKILL sent to the launcher would leave that child serving.
-    const child = spawn(process.execPath, ["--conditions=@custody-relay/source", "--import", "tsx", "src/main.ts"], {
+    // Node itself with a loader, not a launcher such as tsx's: a launcher runs the server as a child of its own, and
+    // a SIGKILL sent to the launcher would leave that child serving.
+    const child = spawn(process.execPath, [...sourceNodeArguments, "src/main.ts"], {
       cwd: packageDir,
       env: { ...process.env, PORT: "0", RELAY_LOG_LEVEL: "Warn", ...env },
       stdio: ["ignore", "pipe", "pipe"]

@@ -2,7 +2,7 @@
  * A relay node in its own OS process, for the proofs: it opens the shared store, runs one workload through the
  * core's real operations and prints `RESULT <json>`. Started by ProofWorld.startWorker:
  *
- *   node --conditions=@custody-relay/source --import tsx relayWorker.ts <mode> <target-json> <params-json>
+ *   node --conditions=@custody-relay/source --import scripts/source-loader.mjs relayWorker.ts <mode> <target-json> <params-json>
  *
  * Modes:
  * - initiate: fires `count` initiations at once from one source account.

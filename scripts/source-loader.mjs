@@ -5,7 +5,7 @@
  * Why not tsx, as everywhere else: tsx's hooks run in a loader thread, and every module the process loads (Effect's
  * hundreds included) makes a round trip to it. A server started on its sources took 2.2 s of CPU with tsx against
  * 1.1 s with these hooks, which run in the process's own thread and only touch our `.ts` files (0.6 s for the built
- * server); the suite starts about 80 such processes. Node 22.14, the stated minimum, has no in-thread hooks
+ * server); the suite starts about 70 such processes. Node 22.14, the stated minimum, has no in-thread hooks
  * (`module.registerHooks` came in 22.15), so there tsx loads the sources as before.
  */
 import { existsSync, readFileSync } from "node:fs"

@@ -120,8 +120,10 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     }
   }, 120_000)
 
-  it("while transfers queue on one account's held lock, another client's reads still answer within 2 s", async () => {
-    const { database, nodes, tenant } = await twoNodes("100")
+  // No time bound: the writers' lock timeout is longer than the test, so a read that waited for a writer's
+  // connection would be answered only after writers gave up (their statement timeout), or refused by the pool.
+  it("while transfers queue on one account's held lock, another client's reads are answered before it is released", async () => {
+    const { database, nodes, tenant } = await twoNodes("100", { RELAY_PG_LOCK_TIMEOUT_MILLIS: "600000" })
     const other = await tenantOn(nodes[0], "1")
     const holder = new pg.Client({ connectionString: database })
     await holder.connect()
@@ -129,8 +131,9 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
       await holder.query("BEGIN")
       await holder.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [tenant.source])
       // More waiting writers than either node has connections.
+      let answered = 0
       const queued = Array.from({ length: 30 }, (_, i) =>
-        attempt(send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))))
+        attempt(send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))).finally(() => answered++))
       await new Promise((resolve) => setTimeout(resolve, 500))
       const latencies: Array<number> = []
       for (let i = 0; i < 10; i++) {
@@ -140,8 +143,8 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
         expect(read.status).toBe(200)
       }
       console.log(`FaultSurvival: reads during the lock wait took ${latencies.map((l) => Math.round(l)).join(", ")} ms`)
-      // A generous bound for a loaded 2-core machine: starved reads waited for lock_timeout (5 s) or longer.
-      expect(Math.max(...latencies)).toBeLessThan(2000)
+      // Every read was answered while every transfer still waited on the lock.
+      expect(answered).toBe(0)
       await holder.query("COMMIT")
       const answers = await Promise.all(queued)
       expect(answers.every((a) => a !== "no answer" && (a.status === 201 || (a.status === 503 && a.retryAfter !== null)))).toBe(true)

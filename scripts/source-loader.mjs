@@ -14,7 +14,25 @@ import { fileURLToPath } from "node:url"
 
 const { registerHooks, stripTypeScriptTypes } = nodeModule
 
-if (typeof registerHooks !== "function" || typeof stripTypeScriptTypes !== "function") {
+/**
+ * Whether this Node transforms TypeScript in this thread. The first call also emits Node's one ExperimentalWarning
+ * for `stripTypeScriptTypes`, which is held back here: a child's stderr is what many tests read.
+ */
+const transformsHere = (() => {
+  if (typeof registerHooks !== "function" || typeof stripTypeScriptTypes !== "function") return false
+  const emitWarning = process.emitWarning
+  process.emitWarning = () => undefined
+  try {
+    stripTypeScriptTypes("class Probe { constructor(readonly value: number) {} }", { mode: "transform" })
+    return true
+  } catch {
+    return false
+  } finally {
+    process.emitWarning = emitWarning
+  }
+})()
+
+if (!transformsHere) {
   await import("tsx")
 } else {
   registerHooks({

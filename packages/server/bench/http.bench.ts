@@ -15,9 +15,10 @@
  *
  * Settings: BENCH_DURATION (seconds per round, default 10), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds of
  * unmeasured load before the rounds, default 20: the relay's Effect code needs tens of thousands of calls before
- * the JIT settles), BENCH_CONNECTIONS (default 10),
- * BENCH_LOG_LEVEL (the relay's RELAY_LOG_LEVEL, default Info, the server's own default: one log line per request; each
- * server's output goes to a file in the temporary directory, never read by the bench while it measures).
+ * the JIT settles), BENCH_CONNECTIONS (default 10), BENCH_SCENARIOS (which to run, comma-separated names as printed,
+ * e.g. "POST initiate"; default all), BENCH_PEERS=0 (leaves the peers out), BENCH_LOG_LEVEL (the relay's
+ * RELAY_LOG_LEVEL, default Info, the server's own default: one log line per request; each server's output goes
+ * to a file in the temporary directory, never read by the bench while it measures).
  *
  * It also runs a bound (server/bench/memoryRelay.ts): the same server on the in-memory storage, no SQL at all, sent
  * the same request on its own demo data. Its ratio to the baseline is the most the relay could reach on that
@@ -117,13 +118,14 @@ const main = async () => {
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
   const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0", RELAY_LOG_LEVEL: logLevel }, READY, builtRelay ? [tsx] : undefined)
-  const peers = await startPeers(directory)
+  const peers = process.env["BENCH_PEERS"] === "0" ? [] : await startPeers(directory)
   try {
     const relayDemo = demoOf(relay.output)
     const againDemo = relayAgain === undefined ? undefined : demoOf(relayAgain.output)
     const memoryDemo = demoOf(memoryRelay.output)
     const baselineUrl = grab(baseline.output, /baseline listening on (http:\/\/\S+)/)
-    const scenarios = [
+    const only = process.env["BENCH_SCENARIOS"]?.split(",")
+    const all = [
       { name: "GET account", relay: (demo: Demo) => ({ path: `/relay/v1/accounts/${demo.account}` }), method: "GET", peer: (peer: Peer) => ({ path: `/relay/v1/accounts/${peer.account}` }) },
       { name: "GET list", relay: () => ({ path: "/relay/v1/accounts" }), method: "GET", peer: () => ({ path: "/relay/v1/accounts" }) },
       {
@@ -136,6 +138,8 @@ const main = async () => {
         })
       }
     ]
+    const scenarios = only === undefined ? all : all.filter((scenario) => only.includes(scenario.name))
+    if (scenarios.length === 0) throw new Error(`BENCH_SCENARIOS names none of: ${all.map((scenario) => scenario.name).join(", ")}`)
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections; every server warmed up for ${warmup} s, then ${rounds} rounds of ${duration} s taking turns, each figure its median round; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
     const rows: Array<string> = []
     const peerRows: Array<string> = []

@@ -53,7 +53,8 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
         readReserve: config.postgres.readReserve,
         connectionTimeoutMillis: config.postgres.connectionTimeoutMillis,
         lockTimeoutMillis: config.postgres.lockTimeoutMillis,
-        statementTimeoutMillis: config.postgres.statementTimeoutMillis
+        statementTimeoutMillis: config.postgres.statementTimeoutMillis,
+        preparedStatements: config.postgres.preparedStatements
       }
     },
     ...(config.controlToken === undefined ? {} : { controlToken: config.controlToken }),

@@ -39,13 +39,14 @@ export interface ServerConfig {
   readonly basePath: string
   /** Origins allowed to call from a browser (CORS); undefined: CORS off. */
   readonly corsOrigins: ReadonlyArray<string> | "*" | undefined
-  /** PostgreSQL only: connections, connections kept for reads, and the waits that bound a request. */
+  /** PostgreSQL only: connections, connections kept for reads, the waits that bound a request, statements kept prepared. */
   readonly postgres: {
     readonly poolMax: number
     readonly readReserve: number
     readonly connectionTimeoutMillis: number
     readonly lockTimeoutMillis: number
     readonly statementTimeoutMillis: number
+    readonly preparedStatements: number
   }
 }
 
@@ -125,7 +126,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       readReserve: integer(env, "RELAY_PG_READ_RESERVE", pool.readReserve, 0, 999),
       connectionTimeoutMillis: integer(env, "RELAY_PG_CONNECTION_TIMEOUT_MILLIS", pool.connectionTimeoutMillis, 0, 600_000),
       lockTimeoutMillis: integer(env, "RELAY_PG_LOCK_TIMEOUT_MILLIS", pool.lockTimeoutMillis, 0, 600_000),
-      statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", pool.statementTimeoutMillis, 0, 3_600_000)
+      statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", pool.statementTimeoutMillis, 0, 3_600_000),
+      preparedStatements: integer(env, "RELAY_PG_PREPARED_STATEMENTS", pool.preparedStatements, 0, 10_000)
     }
   }
 }

@@ -27,7 +27,7 @@ describe("configFromEnv", () => {
       databaseStartupTimeoutSeconds: 60,
       basePath: "",
       corsOrigins: undefined,
-      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000 }
+      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000, preparedStatements: 256 }
     })
   })
 
@@ -69,6 +69,7 @@ describe("configFromEnv", () => {
       RELAY_PG_CONNECTION_TIMEOUT_MILLIS: "2000",
       RELAY_PG_LOCK_TIMEOUT_MILLIS: "1000",
       RELAY_PG_STATEMENT_TIMEOUT_MILLIS: "9000",
+      RELAY_PG_PREPARED_STATEMENTS: "0",
       RELAY_BASE_PATH: "/custody",
       RELAY_CORS_ORIGINS: "*"
     })).toEqual({
@@ -92,7 +93,7 @@ describe("configFromEnv", () => {
       databaseStartupTimeoutSeconds: 5,
       basePath: "/custody",
       corsOrigins: "*",
-      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000 }
+      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000, preparedStatements: 0 }
     })
   })
 

@@ -9,6 +9,9 @@ import { connect, createServer, type Server, type Socket } from "node:net"
 /** Frontend messages that end a round trip: the server answers each with ReadyForQuery. */
 const SYNC = 0x53
 const QUERY = 0x51
+/** Frontend messages that parse a statement, and that close a prepared one (PreparedStatements). */
+const PARSE = 0x50
+const CLOSE = 0x43
 /** The backend message that ends the server's answer to one. */
 const READY_FOR_QUERY = 0x5a
 
@@ -27,6 +30,8 @@ const messages = (buffer: Buffer, each: (type: number) => void): Buffer => {
 /** A proxy to `target` that counts round trips on every connection through it. */
 export const countingProxy = async (target: URL) => {
   let roundTrips = 0
+  let parses = 0
+  let closes = 0
   /** Connections started, each answered with one ReadyForQuery too, and ReadyForQuery messages the server sent. */
   let startups = 0
   let answered = 0
@@ -48,6 +53,8 @@ export const countingProxy = async (target: URL) => {
       if (started) {
         pending = messages(pending, (type) => {
           if (type === SYNC || type === QUERY) roundTrips++
+          else if (type === PARSE) parses++
+          else if (type === CLOSE) closes++
         })
       }
       upstream.write(chunk)
@@ -85,6 +92,8 @@ export const countingProxy = async (target: URL) => {
       }
       return roundTrips - before
     },
+    /** Parse and Close messages sent through the proxy so far, on every connection. */
+    sent: () => ({ parses, closes }),
     /** Holds every reply of the server from now until the returned function is called, which passes them on. */
     holdReplies: (): (() => void) => {
       held ??= []

@@ -52,6 +52,7 @@ describe("PostgreSQL pool settings", () => {
       [{ connectionTimeoutMillis: 0.5 }, /pool\.connectionTimeoutMillis/],
       [{ idleTimeoutMillis: -1 }, /pool\.idleTimeoutMillis/],
       [{ idleInTransactionTimeoutMillis: Number.NaN }, /pool\.idleInTransactionTimeoutMillis/],
+      [{ preparedStatements: -1 }, /pool\.preparedStatements must be a whole number of at least 0, got -1/],
       [loose({ max: "8" as unknown as number }), /pool\.max .* got 8/]
     ]
     for (const [pool, message] of refused) {

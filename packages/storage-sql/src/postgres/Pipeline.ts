@@ -8,8 +8,12 @@
  * After an error the server skips every message up to the Sync, so the statements after the failing one do not
  * run, and the pipeline fails with that error. Inside a transaction block (every pipeline of PostgresSession is)
  * the block is then aborted and only a ROLLBACK ends it.
+ *
+ * Each statement is sent under the name its connection keeps for its text, parsed only the first time (see
+ * PreparedStatements).
  */
 import type { QueryResult } from "kysely"
+import { type PreparedStatements, preparedOn } from "./PreparedStatements.js"
 
 /** One statement: its text, with $n parameters, and their values. */
 export interface PipelineStatement {
@@ -20,10 +24,11 @@ export interface PipelineStatement {
 /** The part of pg's wire connection a submittable uses (pg/lib/connection.js). */
 interface WireConnection {
   readonly stream: { cork?: () => void; uncork?: () => void }
-  parse(message: { text: string; types?: Array<number> }): void
-  bind(message: { values: ReadonlyArray<unknown>; valueMapper: (value: unknown) => unknown }): void
+  parse(message: { text: string; name: string }): void
+  bind(message: { statement: string; values: ReadonlyArray<unknown>; valueMapper: (value: unknown) => unknown }): void
   describe(message: { type: "P"; name: string }): void
   execute(message: { portal: string; rows: number }): void
+  close(message: { type: "S"; name: string }): void
   sync(): void
   sendCopyFail(reason: string): void
 }
@@ -43,6 +48,8 @@ interface PgResult {
 export interface PgParts {
   readonly newResult: () => PgResult
   readonly prepareValue: (value: unknown) => unknown
+  /** How many statements each connection keeps prepared (PreparedStatements); 0 sends every one unnamed. */
+  readonly preparedStatements: number
 }
 
 /** What kysely's pg driver makes of a result: the rows, and the count a write changed. */
@@ -57,6 +64,8 @@ export class Pipeline {
   private readonly results: Array<QueryResult<unknown>> = []
   private current: PgResult
   private failure: unknown = undefined
+  /** The connection's kept statements, and how this pipeline sent its own (set by `submit`). */
+  private prepared: { readonly on: PreparedStatements; readonly plan: ReturnType<PreparedStatements["plan"]> } | undefined
 
   constructor(
     private readonly parts: PgParts,
@@ -68,14 +77,20 @@ export class Pipeline {
 
   submit(connection: WireConnection): null {
     // Corked, the messages leave in one write (one packet where they fit), as pg does for a single statement.
+    const on = preparedOn(connection, this.parts.preparedStatements)
+    const plan = on.plan(this.statements.map((statement) => statement.sql))
+    this.prepared = { on, plan }
     connection.stream.cork?.()
     try {
-      for (const statement of this.statements) {
-        connection.parse({ text: statement.sql })
-        connection.bind({ values: statement.parameters, valueMapper: this.parts.prepareValue })
+      this.statements.forEach((statement, index) => {
+        const { name, parse } = plan.statements[index] ?? { name: "", parse: true }
+        if (parse) connection.parse({ text: statement.sql, name })
+        connection.bind({ statement: name, values: statement.parameters, valueMapper: this.parts.prepareValue })
         connection.describe({ type: "P", name: "" })
         connection.execute({ portal: "", rows: 0 })
-      }
+      })
+      // After the statements, so an error before them skips these too and the names stay to be closed later.
+      for (const name of plan.closing) connection.close({ type: "S", name })
       connection.sync()
     } finally {
       connection.stream.uncork?.()
@@ -109,10 +124,13 @@ export class Pipeline {
 
   /** The server's error; pg stops calling this pipeline after it, and the ReadyForQuery that follows is not ours. */
   handleError(error: unknown): void {
+    this.prepared?.on.failed(this.prepared.plan, error)
     this.done(this.failure ?? error)
   }
 
   handleReadyForQuery(): void {
+    // The server ran every statement (a failure here is reading a row), so it holds what it parsed.
+    this.prepared?.on.succeeded(this.statements.map((statement) => statement.sql), this.prepared.plan)
     if (this.failure !== undefined) this.done(this.failure)
     else this.done(undefined, this.results)
   }

@@ -26,6 +26,12 @@ export interface PostgresPoolOptions {
   readonly statementTimeoutMillis?: number
   /** How long a session may sit idle inside a transaction before the server ends it; default 60000. */
   readonly idleInTransactionTimeoutMillis?: number
+  /**
+   * How many statements each connection keeps prepared, parsed once (see PreparedStatements); default 256. 0 sends
+   * every statement unnamed, for a pooler in transaction mode that does not carry prepared statements (PgBouncer
+   * before 1.21, or without `max_prepared_statements`).
+   */
+  readonly preparedStatements?: number
 }
 
 export const poolDefaults = {
@@ -35,7 +41,8 @@ export const poolDefaults = {
   connectionTimeoutMillis: 10_000,
   lockTimeoutMillis: 5_000,
   statementTimeoutMillis: 30_000,
-  idleInTransactionTimeoutMillis: 60_000
+  idleInTransactionTimeoutMillis: 60_000,
+  preparedStatements: 256
 } as const satisfies Required<PostgresPoolOptions>
 
 /** The settings a pool runs with, and how many write units may hold a connection at once. */
@@ -70,6 +77,7 @@ export const poolSettings = (pool: PostgresPoolOptions | undefined): PoolSetting
       "idleInTransactionTimeoutMillis",
       pool?.idleInTransactionTimeoutMillis ?? poolDefaults.idleInTransactionTimeoutMillis,
       0
-    )
+    ),
+    preparedStatements: count("preparedStatements", pool?.preparedStatements ?? poolDefaults.preparedStatements, 0)
   }
 }

@@ -1,6 +1,8 @@
 /**
  * pg's errors as `StorageError` reasons, by SQLSTATE (`code`).
  * - 40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available: lost a race; re-run.
+ * - A kept statement gone or made invalid by a schema change (PreparedStatements.invalidatesKept): the connection
+ *   has forgotten its kept statements; re-run, parsing afresh.
  * - 23505 unique_violation: a duplicate the core's own check did not see; the constraint name comes with it.
  * - Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53xxx (insufficient resources),
  *   3D000 (the database does not exist: not yet created or restored) and socket errors: the server, not the query.
@@ -8,6 +10,7 @@
  */
 import type { Storage } from "@custody-relay/core"
 import * as StorageFailure from "../StorageFailure.js"
+import { invalidatesKept } from "./PreparedStatements.js"
 
 const CONFLICTS = new Set(["40001", "40P01", "55P03"])
 const UNAVAILABLE = new Set(["57P01", "57P02", "57P03", "3D000"])
@@ -20,7 +23,7 @@ const constraintOf = (cause: unknown): string =>
 export const classifyPostgresError = (cause: unknown): Storage.StorageError => {
   const code = StorageFailure.codeOf(cause)
   if (code !== undefined) {
-    if (CONFLICTS.has(code)) return StorageFailure.conflict(cause)
+    if (CONFLICTS.has(code) || invalidatesKept(cause)) return StorageFailure.conflict(cause)
     if (code === "23505") return StorageFailure.constraintViolated(constraintOf(cause), cause)
     if (UNAVAILABLE.has(code) || code.startsWith("08") || code.startsWith("53")) return StorageFailure.unavailable(cause)
   }

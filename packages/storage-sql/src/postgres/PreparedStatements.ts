@@ -1,0 +1,86 @@
+/**
+ * Statements a PostgreSQL connection keeps prepared, by their text. An unnamed statement is parsed, analysed and
+ * planned again at every run; a named one is parsed once per connection and then only bound and run, and after five
+ * runs PostgreSQL may keep a generic plan (its `plan_cache_mode`). The relay runs the same few dozen statements all
+ * the time, so most Parse messages are work thrown away: with them kept, `bench:storage` on a local PostgreSQL read
+ * 1.5 to 2.5 times the list pages and wrote half again as many initiations a second, and a deep page's p99 under two
+ * writers fell from 16.4 to 10.8 ms (docs/benchmarks.md). This is what pgx, postgres.js and JDBC do by default.
+ *
+ * - Names are given out once per process (`cr1`, `cr2`, ...), so a name is never reused for another text.
+ * - A name is kept only once the pipeline that parsed it succeeded; one that failed may have parsed some of its
+ *   statements before its error, so their names are closed later (Close of a name the server does not have is no
+ *   error).
+ * - A connection keeps at most `capacity` statements; past that a statement is sent unnamed, as before.
+ * - A schema change can make a kept plan invalid: PostgreSQL then refuses it ("cached plan must not change result
+ *   type", 0A000), and a pooler that reset the session no longer has it (26000). Either makes the connection forget
+ *   every name it kept (and close them), and the unit fails as a lost race, so the storage runs it again
+ *   (classifyPostgresError), now parsing afresh.
+ * - Capacity 0 keeps nothing: for a pooler in transaction mode that does not carry prepared statements between
+ *   clients (PgBouncer before 1.21, or without `max_prepared_statements`).
+ */
+
+/** How one pipeline sends one statement: by a kept name, parsed under a new name, or unnamed (`name` ""). */
+export interface Prepared {
+  readonly name: string
+  readonly parse: boolean
+}
+
+/** Whether `cause` says the connection's kept statements are no longer valid (see the module's comment). */
+export const invalidatesKept = (cause: unknown): boolean => {
+  if (typeof cause !== "object" || cause === null || !("code" in cause)) return false
+  if (cause.code === "26000") return true
+  return cause.code === "0A000" && "message" in cause && typeof cause.message === "string" && cause.message.includes("cached plan")
+}
+
+let lastName = 0
+
+export class PreparedStatements {
+  readonly #kept = new Map<string, string>()
+  /** Names the server may hold that nothing uses any more: closed with the next pipeline. */
+  #stale: Array<string> = []
+
+  constructor(readonly capacity: number) {}
+
+  /** How to send each of `texts` in one pipeline, and the stale names to close in it. */
+  plan(texts: ReadonlyArray<string>): { readonly statements: ReadonlyArray<Prepared>; readonly closing: ReadonlyArray<string> } {
+    const fresh = new Map<string, string>()
+    const statements = texts.map((text): Prepared => {
+      const kept = this.#kept.get(text) ?? fresh.get(text)
+      if (kept !== undefined) return { name: kept, parse: false }
+      if (this.#kept.size + fresh.size >= this.capacity) return { name: "", parse: true }
+      const name = `cr${++lastName}`
+      fresh.set(text, name)
+      return { name, parse: true }
+    })
+    return { statements, closing: this.#stale }
+  }
+
+  /** The pipeline of `texts` sent as `plan` said succeeded: its new names are kept, its closed ones are gone. */
+  succeeded(texts: ReadonlyArray<string>, plan: ReturnType<PreparedStatements["plan"]>): void {
+    plan.statements.forEach((statement, index) => {
+      const text = texts[index]
+      if (statement.parse && statement.name !== "" && text !== undefined) this.#kept.set(text, statement.name)
+    })
+    if (plan.closing.length > 0) this.#stale = this.#stale.filter((name) => !plan.closing.includes(name))
+  }
+
+  /** The pipeline failed with `cause`: its new names are closed later, and every kept one too if `cause` invalidates them. */
+  failed(plan: ReturnType<PreparedStatements["plan"]>, cause: unknown): void {
+    const parsed = plan.statements.filter((statement) => statement.parse && statement.name !== "").map((statement) => statement.name)
+    const forgotten = invalidatesKept(cause) ? [...this.#kept.values()] : []
+    if (forgotten.length > 0) this.#kept.clear()
+    this.#stale = [...new Set([...this.#stale, ...parsed, ...forgotten])]
+  }
+}
+
+const onConnection = new WeakMap<object, PreparedStatements>()
+
+/** The statements `connection` keeps (none yet on a new one). */
+export const preparedOn = (connection: object, capacity: number): PreparedStatements => {
+  let prepared = onConnection.get(connection)
+  if (prepared === undefined) {
+    prepared = new PreparedStatements(capacity)
+    onConnection.set(connection, prepared)
+  }
+  return prepared
+}

@@ -1,0 +1,155 @@
+/**
+ * Statements each PostgreSQL connection keeps prepared (PreparedStatements, issue 17), seen on the wire by a proxy
+ * in front of a real database: a statement is parsed once per connection and then only bound; a connection keeps
+ * at most its capacity, and none with capacity 0; a schema change that makes a kept statement's plan invalid costs
+ * the unit a re-run, never an error; a name a failed pipeline may have left on the server is closed with the next
+ * one. And the classification the re-run rests on.
+ */
+
+import { describe, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import pg from "pg"
+import { assert } from "vitest"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { classifyPostgresError } from "../src/postgres/classifyPostgresError.js"
+import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import { PreparedStatements } from "../src/postgres/PreparedStatements.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { countingProxy } from "./CountingProxy.js"
+import { postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
+import * as Records from "./Records.js"
+
+if (postgresSkipReason !== undefined) console.log(`PreparedStatements.test.ts: skipped: ${postgresSkipReason}`)
+
+/** A migrated database through a counting proxy, one connection keeping up to `preparedStatements`; an account on it. */
+const world = (preparedStatements?: number) =>
+  Effect.gen(function*() {
+    const { url } = yield* temporaryPostgresDatabase
+    const proxy = yield* Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))
+    const db = yield* Effect.acquireRelease(
+      Effect.promise(() => openPostgres({ connectionString: proxy.url, pool: { max: 1, ...(preparedStatements === undefined ? {} : { preparedStatements }) } })),
+      (db) => Effect.promise(() => db.destroy())
+    )
+    yield* Effect.promise(() => migrateToLatest(db))
+    const storage = SqlStorage.make(db, PostgresEngine)
+    const client = Records.client()
+    const account = Records.account(client.id)
+    yield* storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(client), unit.insertAccount(account)))
+    /** Parse and Close messages `work` sent, counted once every round trip it made was answered (a read unit's COMMIT goes after it). */
+    const sent = <A, E>(work: Effect.Effect<A, E>) =>
+      Effect.promise(async () => {
+        const before = proxy.sent()
+        let value: A | undefined
+        await proxy.count(async () => {
+          value = await Effect.runPromise(work)
+        })
+        const after = proxy.sent()
+        return { value: value as A, parses: after.parses - before.parses, closes: after.closes - before.closes }
+      })
+    const readAccount = storage.transaction("read", (unit) => unit.getAccount(account.id))
+    return { url, db, storage, client, account, sent, readAccount }
+  })
+
+describe.skipIf(postgresSkipReason !== undefined)("statements kept prepared on each PostgreSQL connection", () => {
+  it.live("a unit's statements are parsed on its connection's first run of them; every later run only binds them", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { readAccount, sent } = yield* world()
+      const first = yield* sent(readAccount)
+      // A read unit's BEGIN and the read; COMMIT was parsed, and kept, by the unit that inserted the account.
+      assert.strictEqual(first.parses, 2)
+      for (let run = 0; run < 3; run++) {
+        const again = yield* sent(readAccount)
+        assert.isTrue(Option.isSome(again.value))
+        assert.strictEqual(again.parses, 0)
+      }
+    })))
+
+  it.live("capacity 0 keeps nothing: every statement is parsed at every run, as an unnamed statement", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { readAccount, sent } = yield* world(0)
+      const first = yield* sent(readAccount)
+      const again = yield* sent(readAccount)
+      assert.isTrue(Option.isSome(again.value))
+      // Every statement of the unit (BEGIN, the read, COMMIT and the rest), again.
+      assert.isAtLeast(again.parses, 3)
+      assert.strictEqual(again.parses, first.parses)
+    })))
+
+  it.live("a connection keeps at most its capacity: past it, a statement is parsed at every run", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { readAccount, sent } = yield* world(2)
+      // The unit that inserted the account took both places (its BEGIN and its first insert): every statement of
+      // the read unit is parsed at every run.
+      const first = yield* sent(readAccount)
+      const again = yield* sent(readAccount)
+      assert.isTrue(Option.isSome(again.value))
+      assert.isAtLeast(again.parses, 3)
+      assert.strictEqual(again.parses, first.parses)
+    })))
+
+  it.live("a schema change that alters a kept statement's result (another node's migration): the unit runs again on fresh statements and answers", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { account, readAccount, sent, url } = yield* world()
+      yield* readAccount
+      yield* Effect.promise(async () => {
+        const other = new pg.Client({ connectionString: url })
+        await other.connect()
+        await other.query("alter table accounts add column added_by_a_later_release text")
+        await other.end()
+      })
+      // Without the re-run: "cached plan must not change result type", a fault.
+      const after = yield* sent(readAccount)
+      assert.strictEqual(Option.getOrThrow(after.value).id, account.id)
+      assert.isAbove(after.parses, 0)
+      // The forgotten names are closed with the next round trip, which parses nothing.
+      const next = yield* sent(readAccount)
+      assert.strictEqual(next.parses, 0)
+      assert.isAbove(after.closes + next.closes, 0)
+    })))
+
+  it.live("a statement after the one that failed was never parsed: its name is not kept, and its next run parses it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { account, client, db, readAccount, sent } = yield* world()
+      // Retries off: a unit that failed here must fail once, so a lost name cannot hide behind a re-run.
+      const storage = SqlStorage.make(db, PostgresEngine, { maxRetries: 0 })
+      yield* readAccount
+      // One round trip: the account's insert again, which fails on its key, then a whitelisted address's insert, a
+      // text this connection has not run: the server skips its Parse.
+      const failed = yield* sent(Effect.exit(storage.transaction("write", (unit) =>
+        Effect.andThen(unit.insertAccount(account), unit.insertWhitelistedAddress(Records.whitelisted(client.id)))
+      )))
+      assert.isTrue(failed.value._tag === "Failure")
+      // Kept, it would be bound under a name the server never had (26000) and the unit would fail.
+      const inserted = yield* sent(storage.transaction("write", (unit) => unit.insertWhitelistedAddress(Records.whitelisted(client.id))))
+      assert.strictEqual(inserted.parses, 1)
+      const next = yield* sent(readAccount)
+      assert.strictEqual(next.parses, 0)
+    })))
+})
+
+describe("what says a connection's kept statements are gone", () => {
+  const reasonOf = (cause: object) => classifyPostgresError(cause).reason._tag
+  it("a plan a schema change made invalid, or a statement the session no longer has: a lost race, re-run", () => {
+    assert.strictEqual(reasonOf({ code: "0A000", message: "cached plan must not change result type" }), "StorageConflict")
+    assert.strictEqual(reasonOf({ code: "26000", message: "prepared statement \"cr7\" does not exist" }), "StorageConflict")
+  })
+  it("any other feature PostgreSQL does not support is a fault: running it again cannot help", () => {
+    assert.strictEqual(reasonOf({ code: "0A000", message: "cannot lock rows in materialized view" }), "StorageFault")
+  })
+  it("a kept name is forgotten (and closed) only when the failure says so", () => {
+    const prepared = new PreparedStatements(8)
+    const plan = prepared.plan(["select 1", "select 2", "select 1"])
+    // The same text twice in one pipeline is parsed once.
+    assert.deepStrictEqual(plan.statements.map((s) => s.parse), [true, true, false])
+    prepared.succeeded(["select 1", "select 2", "select 1"], plan)
+    prepared.failed(prepared.plan(["select 1"]), { code: "23505" })
+    assert.isFalse(prepared.plan(["select 1"]).statements[0]?.parse)
+    prepared.failed(prepared.plan(["select 1"]), { code: "0A000", message: "cached plan must not change result type" })
+    const fresh = prepared.plan(["select 1"])
+    assert.isTrue(fresh.statements[0]?.parse)
+    assert.strictEqual(fresh.closing.length, 2)
+  })
+})
+
+

@@ -13,7 +13,8 @@
  *
  * SQLite runs on a file in a temporary directory; PostgreSQL on a temporary database of RELAY_BENCH_PG_URL (or
  * RELAY_TEST_PG_URL), skipped when neither is set. RELAY_BENCH_ROWS=10000,100000 narrows step 3;
- * RELAY_BENCH_STORES=postgres (or sqlite) runs one engine.
+ * RELAY_BENCH_STORES=postgres (or sqlite) runs one engine. RELAY_BENCH_PG_PREPARED sets how many statements each
+ * PostgreSQL connection keeps prepared (pool.preparedStatements; 0 sends every statement unnamed).
  * 4. Deep pages at random, alone and during writes of the same client, at the largest size (RELAY_BENCH_DEEP_SECONDS
  *    each, default 10); then the first page the same way, the floor any read gets on this machine under that load.
  */
@@ -127,7 +128,9 @@ const openPostgresStore = async (url: string): Promise<Store> => {
   await admin.query(`create database ${name}`)
   const target = new URL(url)
   target.pathname = `/${name}`
-  const db = await openPostgres({ connectionString: target.toString() })
+  // RELAY_BENCH_PG_PREPARED: statements each connection keeps prepared (pool.preparedStatements; 0: none, as before).
+  const prepared = process.env["RELAY_BENCH_PG_PREPARED"]
+  const db = await openPostgres({ connectionString: target.toString(), ...(prepared === undefined ? {} : { pool: { preparedStatements: Number(prepared) } }) })
   await migrateToLatest(db)
   return {
     name: "PostgreSQL 15 (local)",

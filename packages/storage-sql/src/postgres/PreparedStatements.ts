@@ -2,15 +2,17 @@
  * Statements a PostgreSQL connection keeps prepared, by their text. An unnamed statement is parsed, analysed and
  * planned again at every run; a named one is parsed once per connection and then only bound and run, and after five
  * runs PostgreSQL may keep a generic plan (its `plan_cache_mode`). The relay runs the same few dozen statements all
- * the time, so most Parse messages are work thrown away: with them kept, `bench:storage` on a local PostgreSQL read
- * 1.5 to 2.5 times the list pages and wrote half again as many initiations a second, and a deep page's p99 under two
- * writers fell from 16.4 to 10.8 ms (docs/benchmarks.md). This is what pgx, postgres.js and JDBC do by default.
+ * the time, so most Parse messages are work thrown away: with them kept, a node on a local PostgreSQL served 1.4 to
+ * 1.7 times the requests a second (`bench:pair`), and a deep page's p99 under two writers fell by a quarter to a
+ * third (`bench:storage`; docs/benchmarks.md). pgx, postgres.js and JDBC do the same by default.
  *
  * - Names are given out once per process (`cr1`, `cr2`, ...), so a name is never reused for another text.
  * - A name is kept only once the pipeline that parsed it succeeded; one that failed may have parsed some of its
  *   statements before its error, so their names are closed later (Close of a name the server does not have is no
  *   error).
- * - A connection keeps at most `capacity` statements; past that a statement is sent unnamed, as before.
+ * - A connection keeps at most `capacity` statements: a new one then takes the place of the one used least recently,
+ *   whose name is closed. Statements a connection runs once (texts that vary) cannot crowd out the ones it runs all
+ *   the time for longer than those go unused.
  * - A schema change can make a kept plan invalid: PostgreSQL then refuses it ("cached plan must not change result
  *   type", 0A000), and a pooler that reset the session no longer has it (26000). Either makes the connection forget
  *   every name it kept (and close them), and the unit fails as a lost race, so the storage runs it again
@@ -41,17 +43,37 @@ export class PreparedStatements {
 
   constructor(readonly capacity: number) {}
 
-  /** How to send each of `texts` in one pipeline, and the stale names to close in it. */
+  /**
+   * How to send each of `texts` in one pipeline, and the stale names to close in it. A kept statement it uses becomes
+   * the most recently used; a new one, when the connection is full, evicts the least recently used (closed later).
+   */
   plan(texts: ReadonlyArray<string>): { readonly statements: ReadonlyArray<Prepared>; readonly closing: ReadonlyArray<string> } {
     const fresh = new Map<string, string>()
     const statements = texts.map((text): Prepared => {
-      const kept = this.#kept.get(text) ?? fresh.get(text)
-      if (kept !== undefined) return { name: kept, parse: false }
-      if (this.#kept.size + fresh.size >= this.capacity) return { name: "", parse: true }
+      const kept = this.#kept.get(text)
+      if (kept !== undefined) {
+        // A Map iterates in insertion order: re-inserted, the text is the last to be evicted.
+        this.#kept.delete(text)
+        this.#kept.set(text, kept)
+        return { name: kept, parse: false }
+      }
+      const parsedHere = fresh.get(text)
+      if (parsedHere !== undefined) return { name: parsedHere, parse: false }
+      // More new statements in one pipeline than a connection keeps: the rest go unnamed.
+      if (fresh.size >= this.capacity) return { name: "", parse: true }
       const name = `cr${++lastName}`
       fresh.set(text, name)
       return { name, parse: true }
     })
+    // Room for what this pipeline parses: the least recently used kept statements go, closed with this pipeline
+    // (after its statements, so none of them is closed before it runs).
+    const evicted: Array<string> = []
+    for (const [text, name] of this.#kept) {
+      if (this.#kept.size + fresh.size <= this.capacity) break
+      this.#kept.delete(text)
+      evicted.push(name)
+    }
+    if (evicted.length > 0) this.#stale = [...this.#stale, ...evicted]
     return { statements, closing: this.#stale }
   }
 

@@ -65,12 +65,19 @@ describe.skipIf(postgresSkipReason !== undefined)("statements kept prepared on e
       }
     })))
 
-  it.live("capacity 0 keeps nothing: every statement is parsed at every run, as an unnamed statement", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { readAccount, sent } = yield* world(0)
+  /** The read unit run twice on a connection keeping up to `capacity` statements: what each run sent. */
+  const twoReads = (capacity: number) =>
+    Effect.gen(function*() {
+      const { readAccount, sent } = yield* world(capacity)
       const first = yield* sent(readAccount)
       const again = yield* sent(readAccount)
       assert.isTrue(Option.isSome(again.value))
+      return { first, again }
+    })
+
+  it.live("capacity 0 keeps nothing: every statement is parsed at every run, as an unnamed statement", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { again, first } = yield* twoReads(0)
       // Every statement of the unit (BEGIN, the read, COMMIT and the rest), again.
       assert.isAtLeast(again.parses, 3)
       assert.strictEqual(again.parses, first.parses)
@@ -78,10 +85,7 @@ describe.skipIf(postgresSkipReason !== undefined)("statements kept prepared on e
 
   it.live("a connection keeps at most its capacity: a unit with more statements than that parses some at every run", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { readAccount, sent } = yield* world(2)
-      const first = yield* sent(readAccount)
-      const again = yield* sent(readAccount)
-      assert.isTrue(Option.isSome(again.value))
+      const { again, first } = yield* twoReads(2)
       // The read unit runs more than two statements: whichever two are kept, the others are parsed again, and the
       // names they push out are closed.
       assert.isAtLeast(first.parses, 3)

@@ -15,7 +15,7 @@ import type { OutboxStore } from "./Outbox.js"
 import type * as Page from "./Page.js"
 import type { StorageError } from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
-import { fanOut, type WebhookStore } from "./Webhook.js"
+import { fanOut, readAheadFanOut, type WebhookStore } from "./Webhook.js"
 
 export const entityTypes = ["client", "api_user", "account", "whitelisted_address", "transaction"] as const
 export const EntityType = Schema.Literals(entityTypes)
@@ -241,3 +241,6 @@ export interface EventStore {
  */
 export const append = <T extends EventType>(unit: EventStore & WebhookStore & OutboxStore, change: Change<T>) =>
   Effect.flatMap(make(change), (event) => Effect.andThen(unit.appendEvent(event), fanOut(unit, event)))
+
+/** What `append` reads for `clientId`'s events, read now (see Webhook.readAheadFanOut). */
+export const readAheadAppend = (unit: WebhookStore, clientId: ClientId) => readAheadFanOut(unit, clientId)

@@ -69,7 +69,9 @@ interface ValidatedTransfer {
 const validateTransfer = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   caller: ClientPrincipal,
-  input: Transaction.TransferInput
+  input: Transaction.TransferInput,
+  /** A read of the unit's own to issue with the source and the destination (in their round trip on PostgreSQL). */
+  alongside: Effect.Effect<void, Storage.StorageError> = Effect.void
 ) {
   // Decoding already checked and lowered both ids; a caller of the Effect API may not have decoded.
   const sourceAccountId = yield* requireUuid("sourceAccountId", input.sourceAccountId)
@@ -87,8 +89,8 @@ const validateTransfer = Effect.fnUntraced(function*(
     ? Effect.map(unit.getAccount(AccountId.make(destinationId)), (found) => ({ internal: true as const, found }))
     : Effect.map(unit.getWhitelistedAddress(WhitelistedAddressId.make(destinationId)), (found) => ({ internal: false as const, found }))
   const [sourceFound, destination] = yield* (input.destinationType === "internal" && destinationId < sourceAccountId
-    ? Effect.map(Effect.all([readDestination, readSource], { concurrency: 2 }), ([d, s]) => [s, d] as const)
-    : Effect.all([readSource, readDestination], { concurrency: 2 }))
+    ? Effect.map(Effect.all([readDestination, readSource, alongside], { concurrency: 3 }), ([d, s]) => [s, d] as const)
+    : Effect.map(Effect.all([readSource, readDestination, alongside], { concurrency: 3 }), ([s, d]) => [s, d] as const))
   // Only "absent or another client's" is the scope refusal; a storage failure (a lost race, a lost connection)
   // stays what it is, so the unit is re-run or the fault surfaces, never a 403 on the caller's own account.
   const source = yield* requireOwned<Account.Account>(caller, "account", sourceAccountId)(sourceFound).pipe(
@@ -318,7 +320,9 @@ const initiateIn = Effect.fnUntraced(function*(
   now: Timestamp.Timestamp
 ) {
   const actor = DomainEvent.apiUser(caller)
-  const transfer = yield* validateTransfer(unit, caller, input)
+  // The events' subscriptions are read with the locked reads, in their round trip on PostgreSQL, rather than in one
+  // of their own while the source is locked.
+  const transfer = yield* validateTransfer(unit, caller, input, DomainEvent.readAheadAppend(unit, caller.clientId))
   const reserved = quote.feeAssetId === transfer.asset.assetId ? Money.add(transfer.amount, quote.fee) : transfer.amount
   if (Money.compare(transfer.source.availableBalance, reserved) < 0) {
     return yield* new InsufficientFunds({

@@ -131,6 +131,13 @@ export const enqueueDelivery = Effect.fnUntraced(function*(
   return delivery
 })
 
+/**
+ * Reads ahead what `fanOut` reads first, the client's subscriptions (a unit lists them once, see the store): a unit
+ * that will append events issues this with its first reads, so where statements issued together share a round trip
+ * (PostgreSQL) the list costs none of its own later, between the unit's writes. Changes nothing.
+ */
+export const readAheadFanOut = (unit: WebhookStore, clientId: ClientId) => Effect.asVoid(unit.listWebhookSubscriptions(clientId))
+
 /** One delivery per enabled subscription of the event's client that takes its type, in the event's unit. */
 export const fanOut = (unit: WebhookStore & Outbox.OutboxStore, event: DomainEvent) =>
   event.clientId === null

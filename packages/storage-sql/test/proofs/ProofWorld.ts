@@ -22,11 +22,38 @@ import {
   WhitelistedAddresses
 } from "@custody-relay/core"
 import { Effect, type Layer, Redacted } from "effect"
+import pg from "pg"
 import { layerPostgres, layerSqlite } from "../../src/index.js"
 
 export type ProofTarget =
   | { readonly engine: "sqlite"; readonly filename: string }
   | { readonly engine: "postgres"; readonly url: string }
+
+/**
+ * Resolves once no other session on `target`'s PostgreSQL database is running a statement or holding a transaction
+ * open. A killed writer's backend still runs what it had received (a pipeline that ends with COMMIT commits after
+ * its client died) and only then finds the socket closed; checks that read in several units must start after that,
+ * or one of them sees the commit and another does not. SQLite: a killed writer writes nothing more. Dies if the
+ * database is not quiet within 20 s.
+ */
+export const quiescent = (target: ProofTarget): Effect.Effect<void> =>
+  target.engine === "sqlite" ? Effect.void : Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: target.url })
+    await client.connect()
+    try {
+      const until = Date.now() + 20_000
+      for (;;) {
+        const { rows } = await client.query<{ busy: number }>(
+          "select count(*)::int as busy from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state <> 'idle'"
+        )
+        if ((rows[0]?.busy ?? 0) === 0) return
+        if (Date.now() > until) throw new Error(`${rows[0]?.busy} sessions still busy on the proof's database after 20 s`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    } finally {
+      await client.end()
+    }
+  })
 
 export const storeLayer = (target: ProofTarget): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
   target.engine === "sqlite"

@@ -146,7 +146,7 @@ describe("what says a connection's kept statements are gone", () => {
     const prepared = new PreparedStatements(2)
     const kept = (texts: ReadonlyArray<string>) => {
       const plan = prepared.plan(texts)
-      prepared.succeeded(texts, plan)
+      prepared.succeeded(plan)
       return plan
     }
     const first = kept(["a", "b"])
@@ -166,7 +166,7 @@ describe("what says a connection's kept statements are gone", () => {
     const plan = prepared.plan(["select 1", "select 2", "select 1"])
     // The same text twice in one pipeline is parsed once.
     assert.deepStrictEqual(plan.statements.map((s) => s.parse), [true, true, false])
-    prepared.succeeded(["select 1", "select 2", "select 1"], plan)
+    prepared.succeeded(plan)
     prepared.failed(prepared.plan(["select 1"]), { code: "23505" })
     assert.isFalse(prepared.plan(["select 1"]).statements[0]?.parse)
     prepared.failed(prepared.plan(["select 1"]), { code: "0A000", message: "cached plan must not change result type" })

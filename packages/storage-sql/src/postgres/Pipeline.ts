@@ -13,7 +13,7 @@
  * PreparedStatements).
  */
 import type { QueryResult } from "kysely"
-import { type PreparedStatements, preparedOn } from "./PreparedStatements.js"
+import { type Plan, type PreparedStatements, preparedOn } from "./PreparedStatements.js"
 
 /** One statement: its text, with $n parameters, and their values. */
 export interface PipelineStatement {
@@ -65,7 +65,7 @@ export class Pipeline {
   private current: PgResult
   private failure: unknown = undefined
   /** The connection's kept statements, and how this pipeline sent its own (set by `submit`). */
-  private prepared: { readonly on: PreparedStatements; readonly plan: ReturnType<PreparedStatements["plan"]> } | undefined
+  private prepared: { readonly on: PreparedStatements; readonly plan: Plan } | undefined
 
   constructor(
     private readonly parts: PgParts,
@@ -130,7 +130,7 @@ export class Pipeline {
 
   handleReadyForQuery(): void {
     // The server ran every statement (a failure here is reading a row), so it holds what it parsed.
-    this.prepared?.on.succeeded(this.statements.map((statement) => statement.sql), this.prepared.plan)
+    this.prepared?.on.succeeded(this.prepared.plan)
     if (this.failure !== undefined) this.done(this.failure)
     else this.done(undefined, this.results)
   }

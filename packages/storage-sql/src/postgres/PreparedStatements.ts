@@ -21,6 +21,8 @@
  *   clients (PgBouncer before 1.21, or without `max_prepared_statements`).
  */
 
+import * as StorageFailure from "../StorageFailure.js"
+
 /** How one pipeline sends one statement: by a kept name, parsed under a new name, or unnamed (`name` ""). */
 export interface Prepared {
   readonly name: string
@@ -29,9 +31,17 @@ export interface Prepared {
 
 /** Whether `cause` says the connection's kept statements are no longer valid (see the module's comment). */
 export const invalidatesKept = (cause: unknown): boolean => {
-  if (typeof cause !== "object" || cause === null || !("code" in cause)) return false
-  if (cause.code === "26000") return true
-  return cause.code === "0A000" && "message" in cause && typeof cause.message === "string" && cause.message.includes("cached plan")
+  const code = StorageFailure.codeOf(cause)
+  if (code === "26000") return true
+  return code === "0A000" && typeof cause === "object" && cause !== null && "message" in cause && typeof cause.message === "string" &&
+    cause.message.includes("cached plan")
+}
+
+/** How one pipeline sends its statements (`statements`, in order), the new names it parses, by text, and the names it closes. */
+export interface Plan {
+  readonly statements: ReadonlyArray<Prepared>
+  readonly parsed: ReadonlyMap<string, string>
+  readonly closing: ReadonlyArray<string>
 }
 
 let lastName = 0
@@ -47,7 +57,7 @@ export class PreparedStatements {
    * How to send each of `texts` in one pipeline, and the stale names to close in it. A kept statement it uses becomes
    * the most recently used; a new one, when the connection is full, evicts the least recently used (closed later).
    */
-  plan(texts: ReadonlyArray<string>): { readonly statements: ReadonlyArray<Prepared>; readonly closing: ReadonlyArray<string> } {
+  plan(texts: ReadonlyArray<string>): Plan {
     const fresh = new Map<string, string>()
     const statements = texts.map((text): Prepared => {
       const kept = this.#kept.get(text)
@@ -74,24 +84,20 @@ export class PreparedStatements {
       evicted.push(name)
     }
     if (evicted.length > 0) this.#stale = [...this.#stale, ...evicted]
-    return { statements, closing: this.#stale }
+    return { statements, parsed: fresh, closing: this.#stale }
   }
 
-  /** The pipeline of `texts` sent as `plan` said succeeded: its new names are kept, its closed ones are gone. */
-  succeeded(texts: ReadonlyArray<string>, plan: ReturnType<PreparedStatements["plan"]>): void {
-    plan.statements.forEach((statement, index) => {
-      const text = texts[index]
-      if (statement.parse && statement.name !== "" && text !== undefined) this.#kept.set(text, statement.name)
-    })
+  /** The pipeline sent as `plan` said succeeded: its new names are kept, its closed ones are gone. */
+  succeeded(plan: Plan): void {
+    for (const [text, name] of plan.parsed) this.#kept.set(text, name)
     if (plan.closing.length > 0) this.#stale = this.#stale.filter((name) => !plan.closing.includes(name))
   }
 
   /** The pipeline failed with `cause`: its new names are closed later, and every kept one too if `cause` invalidates them. */
-  failed(plan: ReturnType<PreparedStatements["plan"]>, cause: unknown): void {
-    const parsed = plan.statements.filter((statement) => statement.parse && statement.name !== "").map((statement) => statement.name)
+  failed(plan: Plan, cause: unknown): void {
     const forgotten = invalidatesKept(cause) ? [...this.#kept.values()] : []
     if (forgotten.length > 0) this.#kept.clear()
-    this.#stale = [...new Set([...this.#stale, ...parsed, ...forgotten])]
+    this.#stale = [...new Set([...this.#stale, ...plan.parsed.values(), ...forgotten])]
   }
 }
 

@@ -38,7 +38,8 @@ const withDatabase = (url: string, database: string): string => {
   return parsed.toString()
 }
 
-const admin = async <A>(url: string, run: (client: pg.Client) => Promise<A>): Promise<A> => {
+/** `run` on a connection of its own to `url`, closed after. */
+export const admin = async <A>(url: string, run: (client: pg.Client) => Promise<A>): Promise<A> => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {

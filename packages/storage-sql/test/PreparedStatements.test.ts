@@ -8,7 +8,6 @@
 
 import { describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import pg from "pg"
 import { assert } from "vitest"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { classifyPostgresError } from "../src/postgres/classifyPostgresError.js"
@@ -17,7 +16,7 @@ import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import { PreparedStatements } from "../src/postgres/PreparedStatements.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { countingProxy } from "./CountingProxy.js"
-import { postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
+import { admin, postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
 if (postgresSkipReason !== undefined) console.log(`PreparedStatements.test.ts: skipped: ${postgresSkipReason}`)
@@ -97,12 +96,7 @@ describe.skipIf(postgresSkipReason !== undefined)("statements kept prepared on e
     Effect.scoped(Effect.gen(function*() {
       const { account, readAccount, sent, url } = yield* world()
       yield* readAccount
-      yield* Effect.promise(async () => {
-        const other = new pg.Client({ connectionString: url })
-        await other.connect()
-        await other.query("alter table accounts add column added_by_a_later_release text")
-        await other.end()
-      })
+      yield* Effect.promise(() => admin(url, (other) => other.query("alter table accounts add column added_by_a_later_release text")))
       // Without the re-run: "cached plan must not change result type", a fault.
       const after = yield* sent(readAccount)
       assert.strictEqual(Option.getOrThrow(after.value).id, account.id)

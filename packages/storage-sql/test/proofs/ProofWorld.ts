@@ -22,8 +22,8 @@ import {
   WhitelistedAddresses
 } from "@custody-relay/core"
 import { Effect, type Layer, Redacted } from "effect"
-import pg from "pg"
 import { layerPostgres, layerSqlite } from "../../src/index.js"
+import { admin } from "../Dialects.js"
 
 export type ProofTarget =
   | { readonly engine: "sqlite"; readonly filename: string }
@@ -37,10 +37,8 @@ export type ProofTarget =
  * database is not quiet within 20 s.
  */
 export const quiescent = (target: ProofTarget): Effect.Effect<void> =>
-  target.engine === "sqlite" ? Effect.void : Effect.promise(async () => {
-    const client = new pg.Client({ connectionString: target.url })
-    await client.connect()
-    try {
+  target.engine === "sqlite" ? Effect.void : Effect.promise(() =>
+    admin(target.url, async (client) => {
       const until = Date.now() + 20_000
       for (;;) {
         const { rows } = await client.query<{ busy: number }>(
@@ -50,10 +48,7 @@ export const quiescent = (target: ProofTarget): Effect.Effect<void> =>
         if (Date.now() > until) throw new Error(`${rows[0]?.busy} sessions still busy on the proof's database after 20 s`)
         await new Promise((resolve) => setTimeout(resolve, 20))
       }
-    } finally {
-      await client.end()
-    }
-  })
+    }))
 
 export const storeLayer = (target: ProofTarget): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> =>
   target.engine === "sqlite"

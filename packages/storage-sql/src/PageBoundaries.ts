@@ -21,14 +21,18 @@
  *     in, and reads the client's list changes (migration 8's log, written by a trigger) of every transaction at or
  *     after that snapshot's oldest running one. Units of a node run side by side on their own snapshots, so a unit
  *     uses and adds boundaries only when its snapshot sees everything the kept one saw (`seesAllOf`): it forgets
- *     the boundaries at or after each change, then its snapshot becomes the kept one. A unit on an older snapshot
- *     (one that misses a commit the kept one saw), or one whose kept snapshot moved on while it walked, cannot use
- *     them. Under writes that is a reader that began just before another took a newer snapshot, and reading its
- *     page from the nearer end walks up to half the list (100 to 400 ms at a million rows, the tail of deep pages
- *     under writes; docs/benchmarks.md). So where its page is more than a step from both ends, it asks to run
- *     again (`isNewerSnapshotWanted`): a unit begun later sees every commit the kept snapshot saw. The storage runs
- *     a read unit again so up to `MAX_NEWER_SNAPSHOTS` times (`MayAskNewerSnapshot`); otherwise, and in its last
- *     run, the unit reads from the nearer end, as without boundaries.
+ *     the boundaries at or after each change, then its snapshot becomes the kept one. Under writes a reader often
+ *     began just before another took a newer snapshot: its snapshot misses a commit the kept one saw, so it was
+ *     taken before the kept one and everything it sees the kept one saw. The snapshots kept before the kept one are
+ *     remembered with the least key changed since each (`EarlierSnapshot`); where the unit's snapshot sees all one
+ *     of them saw, the boundaries before that key are exact in it too, and it reads from those, adding none. A unit
+ *     that cannot use them (its snapshot older than every remembered one, its page more than a step from those it
+ *     may use, or its kept snapshot moved on while it walked) would read its page from the nearer end, walking up
+ *     to half the list (100 to 400 ms at a million rows; docs/benchmarks.md). So where its page is more than a step
+ *     from both ends, it asks to run again (`isNewerSnapshotWanted`): a unit begun later sees every commit the kept
+ *     snapshot saw. The storage runs a read unit again so up to `MAX_NEWER_SNAPSHOTS` times
+ *     (`MayAskNewerSnapshot`); otherwise, and in its last run, the unit reads from the nearer end, as without
+ *     boundaries.
  *
  * A list's first deep page still walks to it: about 120 steps to the middle of a million rows, 40 to 200 ms, and
  * more for a list whose filter its index does not hold. Where statements run on the event loop (SQLite), no request
@@ -90,7 +94,38 @@ interface KeptSnapshot {
   readonly running: ReadonlySet<bigint>
   readonly snapshot: string
   seenAt: number
+  /** The snapshots kept before it, newest first, at most `EARLIER_SNAPSHOTS` (see `EarlierSnapshot`). */
+  readonly earlier: ReadonlyArray<EarlierSnapshot>
 }
+
+/**
+ * A snapshot its client's boundaries were kept in before the kept one, and the least key changed by what the kept
+ * one sees and it did not (undefined: nothing changed): every kept boundary before that key has the count it has in
+ * this snapshot too. A unit on a snapshot older than the kept one uses those boundaries when its snapshot sees
+ * every commit this one saw (see the module's comment).
+ */
+interface EarlierSnapshot {
+  readonly xmax: bigint
+  readonly running: ReadonlySet<bigint>
+  readonly changedFrom: SortKey | undefined
+}
+
+/**
+ * How many snapshots kept before the kept one are remembered per client. Two readers on one node under writes
+ * overlap by a unit at a time, so the one that finishes second is mostly a snapshot or two behind (under two writers
+ * and two readers, 1.6% of deep pages, which ran again on a newer snapshot before: docs/benchmarks.md).
+ */
+export const EARLIER_SNAPSHOTS = 4
+
+/**
+ * How a unit may use its client's kept boundaries. `Kept`: its snapshot is (or just became) the kept one; it uses
+ * them and adds the ones its walk reaches, while `current()` says the kept snapshot is still its own. `Older`: its
+ * snapshot misses a commit the kept one saw but sees all an earlier kept one saw; it uses the boundaries before
+ * `before` (all when undefined) and adds none.
+ */
+type Use =
+  | { readonly _tag: "Kept"; readonly current: () => boolean }
+  | { readonly _tag: "Older"; readonly before: SortKey | undefined }
 
 /**
  * Whether `snapshot` sees every commit `kept` saw. `kept` saw as committed every transaction below its `xmax` that
@@ -99,7 +134,10 @@ interface KeptSnapshot {
  * count as running. Exact for two snapshots of one server, whichever was taken first: an older snapshot with no
  * commit between the two sees the same.
  */
-export const seesAllOf = (snapshot: { readonly xmax: bigint; readonly running: ReadonlyArray<bigint> }, kept: KeptSnapshot): boolean => {
+export const seesAllOf = (
+  snapshot: { readonly xmax: bigint; readonly running: ReadonlyArray<bigint> },
+  kept: { readonly xmax: bigint; readonly running: ReadonlySet<bigint> }
+): boolean => {
   if (snapshot.xmax < kept.xmax) {
     if (kept.xmax - snapshot.xmax > BigInt(kept.running.size)) return false
     for (let xid = snapshot.xmax; xid < kept.xmax; xid++) if (!kept.running.has(xid)) return false
@@ -320,6 +358,60 @@ interface FarWalk {
   reached: ReadonlyArray<Boundary> | undefined
 }
 
+/** The lesser of two keys; undefined stands for none. */
+const leastOf = (a: SortKey | undefined, b: SortKey | undefined): SortKey | undefined =>
+  a === undefined ? b : b === undefined || compareKeys(a, b) <= 0 ? a : b
+
+/** Whether a unit that may use the kept boundaries as `use` says may use `boundary`. */
+const usable = (use: Use, boundary: Boundary): boolean =>
+  use._tag === "Kept" || use.before === undefined || compareKeys(boundary.key, use.before) < 0
+
+/** Where SQLite's data version is the only sighting: the boundaries kept are the unit's (one unit at a time). */
+const alwaysKept: Use = { _tag: "Kept", current: () => true }
+
+/**
+ * The anchor nearest the page [low, high) among `boundaries` (sorted by count) and the list's ends: the oldest end
+ * (no key, count 0), the newest end (no key, count total) or a boundary, and how many rows a read from it skips. A
+ * read oldest first from an anchor reaches the page when the anchor is at or before `low`; newest first, when it is
+ * at or after `high`.
+ */
+const nearest = (boundaries: ReadonlyArray<Boundary>, total: number, low: number, high: number) => {
+  let best: { from: Boundary | undefined; walk: number; oldestFirst: boolean } = { from: undefined, walk: low, oldestFirst: true }
+  if (total - high < best.walk) best = { from: undefined, walk: total - high, oldestFirst: false }
+  // The last boundary at or before `low` and the one after it are the candidates.
+  let below = -1
+  for (let lo = 0, hi = boundaries.length - 1; lo <= hi;) {
+    const mid = (lo + hi) >>> 1
+    if (boundaries[mid]!.count <= low) {
+      below = mid
+      lo = mid + 1
+    } else {
+      hi = mid - 1
+    }
+  }
+  const before = boundaries[below]
+  if (before !== undefined && low - before.count < best.walk) best = { from: before, walk: low - before.count, oldestFirst: true }
+  // The first boundary at or after `high`: counts between low and high would fall inside the page.
+  for (let i = below + 1; i < boundaries.length; i++) {
+    const after = boundaries[i]!
+    if (after.count < high) continue
+    if (after.count - high < best.walk) best = { from: after, walk: after.count - high, oldestFirst: false }
+    break
+  }
+  return best
+}
+
+/** The page [low, high), newest first, read from an anchor `nearest` chose, skipping `walk` rows. */
+const readFrom = <Row extends SortKey>(
+  from: Boundary | undefined,
+  oldestFirst: boolean,
+  walk: number,
+  low: number,
+  high: number,
+  reads: ListReads<Row>
+): Op<ReadonlyArray<Row>> =>
+  oldestFirst ? Effect.map(reads.after(from?.key, high - low, walk), (rows) => [...rows].reverse()) : reads.upTo(from?.key, high - low, walk)
+
 export class PageBoundaries {
   readonly #lists = new Map<string, List>()
   #version: number | undefined = undefined
@@ -380,7 +472,7 @@ export class PageBoundaries {
     now: number = Date.now(),
     guessed?: GuessedRows<Row>
   ): Op<ReadonlyArray<Row>> {
-    const current = this.#bringUpToDate(clientId, sighting, now)
+    const use = this.#bringUpToDate(clientId, sighting, now)
     const offset = Page.offset(request)
     const end = Math.min(offset + request.limit, total)
     // The page's rows, counted from the oldest: [low, high).
@@ -389,16 +481,20 @@ export class PageBoundaries {
     const list = this.#listOf(listKey, clientId)
     list.lastTotal = total
     if (guessed !== undefined) {
-      // A boundary the guess read from holds if it is still kept and the unit may use the kept ones (its snapshot
-      // just became the kept one); the ends of the list hold in any snapshot.
+      // A boundary the guess read from holds if it is still kept and the unit may use it; the ends of the list
+      // hold in any snapshot.
       const exact = guessed._tag === "FromNewest" || guessed.anchor === undefined ||
-        (current !== undefined && list.boundaries.includes(guessed.anchor))
+        (use !== undefined && list.boundaries.includes(guessed.anchor) && usable(use, guessed.anchor))
       const found = exact ? pageFromGuess(guessed, offset, end, low, high) : undefined
       if (found !== undefined) return Effect.succeed(found)
     }
-    if (current === undefined) return this.#withoutBoundaries(total, low, high, reads)
+    if (use === undefined) return this.#withoutBoundaries(total, low, high, reads)
+    if (use._tag === "Older") {
+      const { from, oldestFirst, walk } = nearest(list.boundaries.filter((boundary) => usable(use, boundary)), total, low, high)
+      return walk < this.stepRows ? readFrom(from, oldestFirst, walk, low, high, reads) : this.#withoutBoundaries(total, low, high, reads)
+    }
     if (sighting._tag === "DataVersion") this.#takeFarWalks()
-    return PageBoundaries.#walk(this, list, current, listKey, total, low, high, reads)
+    return PageBoundaries.#walk(this, list, use.current, listKey, total, low, high, reads)
   }
 
   /**
@@ -418,7 +514,7 @@ export class PageBoundaries {
     if (end <= offset) return undefined
     const low = total - end
     const high = total - offset
-    const { from, walk, oldestFirst } = this.#nearest(list, total, low, high)
+    const { from, walk, oldestFirst } = nearest(list.boundaries, total, low, high)
     if (walk >= this.stepRows) return undefined
     const margin = GUESS_MARGIN_ROWS
     if (from === undefined && !oldestFirst) {
@@ -461,11 +557,8 @@ export class PageBoundaries {
       // Another unit may have moved the client's kept snapshot on while this one read (here, and before a
       // boundary is added): the kept boundaries are then exact in a snapshot this unit's may not see.
       if (!current()) return yield* self.#withoutBoundaries(total, low, high, reads)
-      const { from, walk, oldestFirst } = self.#nearest(list, total, low, high)
-      if (walk < self.stepRows || stepped === 0) {
-        if (oldestFirst) return [...(yield* reads.after(from?.key, high - low, walk))].reverse()
-        return yield* reads.upTo(from?.key, high - low, walk)
-      }
+      const { from, walk, oldestFirst } = nearest(list.boundaries, total, low, high)
+      if (walk < self.stepRows || stepped === 0) return yield* readFrom(from, oldestFirst, walk, low, high, reads)
       const anchor: Anchor = { count: from?.count ?? (oldestFirst ? 0 : total), key: from?.key }
       if (reads.keysOffLoop !== undefined && (yield* WalkMayPause) && (yield* WalkMayLeaveLoop)) {
         return yield* Effect.fail(self.#walkFar(list, listKey, anchor, oldestFirst, Math.floor(walk / self.stepRows), reads.keysOffLoop))
@@ -545,30 +638,31 @@ export class PageBoundaries {
   }
 
   /**
-   * Brings the kept boundaries up to the unit's sighting. Answers how to tell, later in the unit, that they are
-   * still exact in its snapshot, or undefined when the unit may not use them at all.
+   * Brings the kept boundaries up to the unit's sighting. Answers how the unit may use them, or undefined when it
+   * may not use them at all.
    */
-  #bringUpToDate(clientId: string, sighting: Sighting, now: number): (() => boolean) | undefined {
+  #bringUpToDate(clientId: string, sighting: Sighting, now: number): Use | undefined {
     if (sighting._tag === "DataVersion") {
       if (sighting.version !== this.#version) {
         this.#lists.clear()
         this.#version = sighting.version
       }
-      return () => true
+      return alwaysKept
     }
     const found = this.#snapshots.get(clientId)
     const kept = found === undefined || now - found.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : found
-    const taken = (): KeptSnapshot => ({
+    const taken = (earlier: ReadonlyArray<EarlierSnapshot>): KeptSnapshot => ({
       xmin: sighting.xmin,
       xmax: sighting.xmax,
       running: new Set(sighting.running),
       snapshot: sighting.snapshot,
-      seenAt: now
+      seenAt: now,
+      earlier
     })
     let next: KeptSnapshot
     if (kept === undefined) {
       this.#forgetClient(clientId)
-      next = taken()
+      next = taken([])
     } else if (sighting.snapshot === kept.snapshot) {
       kept.seenAt = now
       next = kept
@@ -578,15 +672,29 @@ export class PageBoundaries {
       // the changes read (from `since`, the oldest running transaction of the snapshot kept when the unit asked;
       // another unit may have moved the kept one on since, only ever to one with an oldest running transaction at
       // or after it, or to a fresh one after forgetting all).
-      for (const key of sighting.changes) this.changed(clientId, key)
-      next = taken()
+      // The kept snapshot and those before it become earlier ones, each with the least key changed since it.
+      let least: SortKey | undefined = undefined
+      for (const key of sighting.changes) {
+        this.changed(clientId, key)
+        least = leastOf(least, key)
+      }
+      next = taken([
+        { xmax: kept.xmax, running: kept.running, changedFrom: least },
+        ...kept.earlier.slice(0, EARLIER_SNAPSHOTS - 1).map((earlier) => ({ ...earlier, changedFrom: leastOf(earlier.changedFrom, least) }))
+      ])
+    } else if (!seesAllOf(sighting, kept)) {
+      // Taken before the kept one (which saw a commit this one misses), so every commit this one sees, the kept one
+      // saw too: what this one sees and an earlier one it sees all of did not is among what the kept one saw and
+      // the earlier one did not, so none of it changed a row before the earlier one's `changedFrom`.
+      const earlier = kept.earlier.find((earlier) => seesAllOf(sighting, earlier))
+      return earlier === undefined ? undefined : { _tag: "Older", before: earlier.changedFrom }
     } else {
       return undefined
     }
     this.#snapshots.delete(clientId)
     if (this.#snapshots.size >= MAX_LISTS) this.#forgetClient(this.#snapshots.keys().next().value as string)
     this.#snapshots.set(clientId, next)
-    return () => this.#snapshots.get(clientId) === next
+    return { _tag: "Kept", current: () => this.#snapshots.get(clientId) === next }
   }
 
   #forgetClient(clientId: string): void {
@@ -625,38 +733,6 @@ export class PageBoundaries {
     }
     this.#lists.set(listKey, list)
     return list
-  }
-
-  /**
-   * The anchor nearest the page: the oldest end (no key, count 0), the newest end (no key, count total) or a
-   * boundary, and how many rows a read from it skips. A read oldest first from an anchor reaches the page when the
-   * anchor is at or before `low`; newest first, when it is at or after `high`.
-   */
-  #nearest(list: List, total: number, low: number, high: number) {
-    let best: { from: Boundary | undefined; walk: number; oldestFirst: boolean } = { from: undefined, walk: low, oldestFirst: true }
-    if (total - high < best.walk) best = { from: undefined, walk: total - high, oldestFirst: false }
-    // The boundaries are sorted by count: the last at or before `low` and the one after it are the candidates.
-    const { boundaries } = list
-    let below = -1
-    for (let lo = 0, hi = boundaries.length - 1; lo <= hi;) {
-      const mid = (lo + hi) >>> 1
-      if (boundaries[mid]!.count <= low) {
-        below = mid
-        lo = mid + 1
-      } else {
-        hi = mid - 1
-      }
-    }
-    const before = boundaries[below]
-    if (before !== undefined && low - before.count < best.walk) best = { from: before, walk: low - before.count, oldestFirst: true }
-    // The first boundary at or after `high`: counts between low and high would fall inside the page.
-    for (let i = below + 1; i < boundaries.length; i++) {
-      const after = boundaries[i]!
-      if (after.count < high) continue
-      if (after.count - high < best.walk) best = { from: after, walk: after.count - high, oldestFirst: false }
-      break
-    }
-    return best
   }
 
   #insert(list: List, boundary: Boundary): void {

@@ -5,8 +5,9 @@
  * connection's commit, another node's change), every page of the whole list and of a status group is the port's
  * slice (PAGE-1, PAGE-4), told of other writers as SQLite tells it (a data version) and as PostgreSQL does (a
  * snapshot and a log of list changes); with the changes left out the model finds pages that are off. Units on
- * PostgreSQL snapshots older than, or overlapping, the kept one never use or add boundaries; where the storage lets
- * them, those whose page is far from both ends ask to run again on a newer snapshot instead. The tests in
+ * PostgreSQL snapshots older than, or overlapping, the kept one add no boundaries and use only those an earlier kept
+ * snapshot they see all of shares with it; where the storage lets them, those whose page is then far from both ends
+ * ask to run again on a newer snapshot instead. The tests in
  * SqlStorage.test.ts run the same on a real SQLite file and a real PostgreSQL database.
  */
 import { describe, it } from "@effect/vitest"
@@ -579,7 +580,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.isAbove(boundaries.size(), 0)
     })
 
-    it("a unit on an older snapshot (one that misses a commit the kept one saw), or one that asked before the kept snapshot moved, neither uses nor adds boundaries", () => {
+    it("a unit on an older snapshot (one that misses a commit the kept one saw) with no earlier kept snapshot it sees all of, or one that asked before the kept snapshot moved, neither uses nor adds boundaries", () => {
       const boundaries = new PageBoundaries(10)
       const { skipped, reads } = counting()
       pageOf(boundaries, snapshot(undefined, 10, 12), reads)
@@ -608,6 +609,60 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.strictEqual(guessed._tag, "Anchored")
       const found = Effect.runSync(boundaries.page("l", "client", snapshot(10n, 8, 10), older.length, middle, reads, 0, guessed))
       assert.deepStrictEqual(found.map((row) => row.created_at), older.slice(499, 519).reverse().map((row) => row.created_at))
+    })
+
+    it("a unit on a snapshot older than the kept one uses the boundaries an earlier kept snapshot it sees all of shares with the kept one (those before the least key changed between them), and adds none", () => {
+      const boundaries = new PageBoundaries(10)
+      // K1 = 10:12:10 (transaction 11 committed, 10 running) reads the middle page: boundaries 10 rows apart from the
+      // newest end down to it.
+      pageOf(boundaries, snapshot(undefined, 10, 12), counting().reads)
+      // Transaction 12 inserts a row between the 900th and the 901st and commits; K2 = 13:14:13 sees it, reads the
+      // change (forgetting K1's boundaries after the new row), and walks from the newest end to page 3, leaving
+      // boundaries there again, exact in K2.
+      const inserted: Row = { created_at: "000899", id: "y", group: "pending" }
+      const base: Array<Row> = numberedList.map((row) => ({ ...row, group: "pending" }))
+      const newer = [...base.slice(0, 900), inserted, ...base.slice(900)]
+      const page3 = { page: 3, limit: 20 }
+      const found = Effect.runSync(boundaries.page("l", "client", snapshot(10n, 13, 14, [inserted]), newer.length, page3, readsOver(newer), 0))
+      assert.deepStrictEqual(found, newer.slice(941, 961).reverse())
+      assert.strictEqual(boundaries.since("client", 0), 13n)
+      const kept = boundaries.size()
+      // A unit taken while 10 and 12 ran (10:13:10,12), which asked while K1 was kept: it misses 12, which K2 saw,
+      // and sees all K1 saw. Its list is the one without the new row.
+      const older = snapshot(10n, 10, 13, [], [10, 12])
+      const { skipped, reads } = counting()
+      // The middle page, before the new row: from K1's boundary at 500, a seek and no walk.
+      assert.deepStrictEqual(pageOf(boundaries, older, reads), expectedMiddle)
+      assert.deepStrictEqual(skipped, [0])
+      // Page 3, after it: K2's boundaries there count the new row, so it reads from the nearer end (40 rows), or
+      // asks for a newer snapshot where the storage lets it.
+      skipped.length = 0
+      const olderPage3 = Effect.runSync(boundaries.page("l", "client", older, base.length, page3, reads, 0))
+      assert.deepStrictEqual(olderPage3.map((row) => row.created_at), base.slice(940, 960).reverse().map((row) => row.created_at))
+      assert.deepStrictEqual(skipped, [40])
+      // Nor does it take a page guessed at from one of them, read in its snapshot.
+      const guess = boundaries.guess("l", page3, reads)
+      assert.isDefined(guess)
+      const guessed = Effect.runSync(guess!)
+      assert.isTrue(guessed._tag === "Anchored" && guessed.anchor !== undefined && guessed.anchor.key.created_at > inserted.created_at)
+      const fromGuess = Effect.runSync(boundaries.page("l", "client", older, base.length, page3, reads, 0, guessed))
+      assert.deepStrictEqual(fromGuess.map((row) => row.created_at), base.slice(940, 960).reverse().map((row) => row.created_at))
+      const asked = Effect.runSyncExit(Effect.provideService(boundaries.page("l", "client", older, base.length, page3, reads, 0), MayAskNewerSnapshot, true))
+      const error = Exit.isFailure(asked) ? Cause.findErrorOption(asked.cause) : undefined
+      assert.isTrue(error?._tag === "Some" && isNewerSnapshotWanted(error.value))
+      // It added no boundary, and the kept snapshot is still K2.
+      assert.strictEqual(boundaries.size(), kept)
+      assert.strictEqual(boundaries.since("client", 0), 13n)
+      // A unit that misses a commit K1 saw too (taken before 11 ended: 10:12:10,11) uses none.
+      skipped.length = 0
+      assert.deepStrictEqual(pageOf(boundaries, snapshot(10n, 10, 12, [], [10, 11]), reads), expectedMiddle)
+      assert.deepStrictEqual(skipped, [480])
+      // A unit newer than K2 that read no changes (it asked while nothing was kept) sees commits after K2 it knows
+      // nothing of: it uses none either.
+      skipped.length = 0
+      assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 20, 21), reads), expectedMiddle)
+      assert.deepStrictEqual(skipped, [480])
+      assert.strictEqual(boundaries.since("client", 0), 13n)
     })
 
     it("a unit that cannot use the boundaries asks to run again on a newer snapshot where the storage lets it and its page is more than a step from both ends; else it reads from the nearer end (PAGE-4)", () => {

@@ -100,6 +100,27 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     expect(trips).toBe(1 + 2)
   })
 
+  it("approve and reject (our extension): one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
+    // The unit, whose writes go with its next read or its commit: BEGIN with the transaction locked and the client's
+    // subscriptions; an approval writes its decision, its events and (at its quorum, as here) the provider's outbox
+    // entry with COMMIT; a rejection reads the source account (locked) to release the reservation, then writes with
+    // COMMIT.
+    const expected = { approve: 2, reject: 3 }
+    for (const decision of ["approve", "reject"] as const) {
+      const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", btcTransfer())
+      expect(initiated.status).toBe(201)
+      const { id } = (await initiated.json()) as { id: string }
+      // The approver's first request on this node keeps its credential.
+      expect(await call("GET", `/relay/v1/transactions/${id}`, "approver-1")).toBe(200)
+      let status = 0
+      const trips = await proxy.count(async () => {
+        status = await call("POST", `/relay/v1/transactions/${id}/${decision}`, "approver-1")
+      })
+      expect(status, decision).toBe(200)
+      expect(trips, decision).toBe(expected[decision])
+    }
+  })
+
   it("PAGE-1: GET a later page of transactions: the count and what other nodes changed in one round trip with BEGIN, then the page, then COMMIT", async () => {
     for (let i = 0; i < 3; i++) expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
     let status = 0

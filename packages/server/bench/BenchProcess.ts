@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
+import { constants } from "node:os"
 
 export interface AutocannonResult {
   readonly requests: { readonly average: number; readonly total: number }
@@ -69,6 +70,31 @@ export interface Started {
   readonly output: string
 }
 
+/** Servers started here that have not exited (see `stopWithThisProcess`). */
+const running = new Set<ChildProcess>()
+let stopsWithThisProcess = false
+
+/**
+ * Servers die with the bench, however it ends: a bench stopped halfway (a signal to its process alone, as `kill`
+ * sends it, or an error) would otherwise leave them running, and every later run would measure against their load.
+ */
+const stopWithThisProcess = (child: ChildProcess): void => {
+  running.add(child)
+  child.once("exit", () => running.delete(child))
+  if (stopsWithThisProcess) return
+  stopsWithThisProcess = true
+  const stopAll = () => {
+    for (const server of running) server.kill("SIGKILL")
+  }
+  process.once("exit", stopAll)
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(signal, () => {
+      stopAll()
+      process.exit(128 + constants.signals[signal])
+    })
+  }
+}
+
 /**
  * Starts `command` with its output appended to `logFile`, and waits until `ready` matches what it wrote there.
  * `through: "pipe"` sends the output through a pipe to a `cat` of its own that appends it to the file, as a
@@ -91,6 +117,7 @@ export const startServer = (options: {
       stdio: piped ? ["ignore", "pipe", "pipe"] : ["ignore", fd, fd],
       ...(options.cwd === undefined ? {} : { cwd: options.cwd })
     })
+    stopWithThisProcess(child)
     if (piped && child.stdout !== null && child.stderr !== null) {
       // Each reader gets a duplicate of the pipe's read end; this process then closes its own.
       spawn("cat", [], { stdio: [child.stdout, fd, "ignore"] })

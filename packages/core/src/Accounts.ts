@@ -87,7 +87,7 @@ const createIn = Effect.fnUntraced(function*(
   config: RelayConfigShape,
   now: Timestamp.Timestamp
 ) {
-  const existing = yield* unit.findAccountByIdentity(caller.clientId, identity)
+  const existing = yield* DomainEvent.readingAhead(unit, caller.clientId, unit.findAccountByIdentity(caller.clientId, identity))
   if (Option.isSome(existing)) return yield* new DuplicateAccount({ existingAccountId: existing.value.id })
   const account: Account.Account = {
     id,
@@ -172,7 +172,7 @@ const decideIn = Effect.fnUntraced(function*(
   accountId: string,
   address: string | undefined
 ) {
-  const account = yield* findOwned(unit, caller, accountId)
+  const account = yield* DomainEvent.readingAhead(unit, caller.clientId, findOwned(unit, caller, accountId))
   const status = yield* step(account, event)
   const decided: Account.Account = { ...account, status, updatedAt: yield* Timestamp.now }
   yield* unit.updateAccount(decided)

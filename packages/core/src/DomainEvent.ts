@@ -244,3 +244,11 @@ export const append = <T extends EventType>(unit: EventStore & WebhookStore & Ou
 
 /** What `append` reads for `clientId`'s events, read now (see Webhook.readAheadFanOut). */
 export const readAheadAppend = (unit: WebhookStore, clientId: ClientId) => readAheadFanOut(unit, clientId)
+
+/**
+ * `read`, a command's first read in its unit, issued together with what `append` reads for `clientId`'s events:
+ * where statements issued together share a round trip (PostgreSQL), the command's events cost none of their own
+ * between its writes, and a lock the read takes is held a round trip less.
+ */
+export const readingAhead = <A, E, R>(unit: WebhookStore, clientId: ClientId, read: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.all([read, readAheadAppend(unit, clientId)], { concurrency: 2 }), ([value]) => value)

@@ -408,9 +408,7 @@ const decideIn = Effect.fnUntraced(function*(
   now: Timestamp.Timestamp
 ) {
   const actor = DomainEvent.apiUser(caller)
-  // The events' subscriptions are read with the locked read (one round trip where statements issued together share
-  // one), not between the unit's writes: the lock is held for a round trip less.
-  const [tx] = yield* Effect.all([findOwned(unit, caller, id), DomainEvent.readAheadAppend(unit, caller.clientId)], { concurrency: 2 })
+  const tx = yield* DomainEvent.readingAhead(unit, caller.clientId, findOwned(unit, caller, id))
   if (tx.status !== "AWAITING_SIGNATURE") {
     return yield* new TransitionNotAllowed({ entity: "transaction", id, status: tx.status, action: decision })
   }

@@ -48,7 +48,7 @@ const createIn = Effect.fnUntraced(function*(
   // One address is one entry however it is written (see Chain.spellingsOf); it is kept as the caller wrote it.
   // The unique index can only hold one spelling, so a client's whitelisting is serialized on its client row
   // (a read by id in a write unit locks it where the engine locks rows): two spellings cannot both pass.
-  yield* unit.getClient(caller.clientId)
+  yield* DomainEvent.readingAhead(unit, caller.clientId, unit.getClient(caller.clientId))
   const existing = yield* unit.findWhitelistedAddress(caller.clientId, asset.assetId, asset.chain.spellingsOf(input.address))
   if (Option.isSome(existing)) return yield* new DuplicateWhitelistedAddress({ existingId: existing.value.id })
   // The provider is asked after commit (see Outbox); until it answers with its own id, the entry is known

@@ -121,6 +121,30 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     }
   })
 
+  it("ACC-CREATE, ACC-APPR-1, WL-CREATE: creating and approving an account and whitelisting an address: one write unit each, its first read with the one look at the client's webhook subscriptions", async () => {
+    const json = async (response: Response) => {
+      expect(response.status, await response.clone().text()).toBeLessThan(300)
+      return (await response.json()) as { id?: string; accountId?: string }
+    }
+    // The users' first requests on this node keep their credentials.
+    expect(await call("GET", "/relay/v1/accounts?limit=1", "approver-2")).toBe(200)
+    expect(await call("GET", "/relay/v1/accounts?limit=1", "initiator")).toBe(200)
+    let created: { id?: string } = {}
+    const createTrips = await proxy.count(async () => {
+      created = await json(await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/accounts", { name: "Round trips", workspace: "custody", assetId: "BTC" }))
+    })
+    const approveTrips = await proxy.count(async () => {
+      await json(await asDemoUser(relay, demo, "approver-2", "POST", "/relay/v1/accounts/approve", { accountId: created.id }))
+    })
+    const whitelistTrips = await proxy.count(async () => {
+      await json(await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/whitelisted-addresses", { name: "Round trips", address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", assetType: "BTC" }))
+    })
+    // An account: BEGIN with the identity's look for a duplicate (or the account locked) and the subscriptions; the
+    // writes with COMMIT. An address: BEGIN with the client locked (whitelisting is serialized on it) and the
+    // subscriptions; the look for a duplicate in any spelling; the writes with COMMIT.
+    expect({ createTrips, approveTrips, whitelistTrips }).toEqual({ createTrips: 2, approveTrips: 2, whitelistTrips: 3 })
+  })
+
   it("PAGE-1: GET a later page of transactions: the count and what other nodes changed in one round trip with BEGIN, then the page, then COMMIT", async () => {
     for (let i = 0; i < 3; i++) expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
     let status = 0

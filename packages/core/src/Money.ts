@@ -36,7 +36,9 @@ const D = Decimal.clone({
  */
 export const MAX_INTEGER_DIGITS = 40
 
-const CANONICAL_DECIMAL = /^(?!-0$)-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?$/u
+// Zero, or a nonzero integer part with an optional fraction, or "0." and a fraction: every branch is exact, with no
+// lookahead, so test/LinearPatterns.test.ts can prove the pattern linear (as every pattern we ship).
+const CANONICAL_DECIMAL = /^(?:0|-?[1-9][0-9]*(?:\.[0-9]*[1-9])?|-?0\.[0-9]*[1-9])$/u
 
 /**
  * A canonical decimal string: `"100.5"`, `"-0.25"`, `"0"`; never `"100.50"`, `"1e-8"`, `"01"` or `"-0"`.
@@ -55,7 +57,8 @@ export const DecimalString = Schema.String.pipe(
 
 export type DecimalString = typeof DecimalString.Type
 
-const CAD_AMOUNT = /^(?!-0\.00$)-?(?:0|[1-9][0-9]*)\.[0-9]{2}$/u
+// "-0.00" is refused by spelling the negative amounts below one out, for the same reason as above.
+const CAD_AMOUNT = /^(?:-?[1-9][0-9]*\.[0-9]{2}|0\.[0-9]{2}|-0\.(?:0[1-9]|[1-9][0-9]))$/u
 
 /**
  * A CAD value with exactly two decimal places, e.g. `"12.30"`. A separate brand from {@link DecimalString}

@@ -17,7 +17,7 @@ import { formatJson } from "./reporters/json.js"
 import { formatJunit } from "./reporters/junit.js"
 import { makeControl, runConformance, type HttpControlOptions, type RunOptions } from "./Runner.js"
 import { isRecord } from "./Shape.js"
-import { Transport, type Target } from "./Transport.js"
+import { joinPath, Transport, type Target } from "./Transport.js"
 import type { Control } from "./Control.js"
 
 export interface CliIo {
@@ -70,13 +70,13 @@ const causeOf = (error: unknown): string => {
 /** What stops a run before any check: the target or the control unreachable, or the control's token refused. */
 const harnessProblem = async (baseUrl: string, control: Control | HttpControlOptions | undefined): Promise<string | undefined> => {
   try {
-    await fetch(baseUrl.replace(/\/+$/, "") + "/relay/v1/accounts", { signal: AbortSignal.timeout(10_000) })
+    await fetch(joinPath(baseUrl, "/relay/v1/accounts"), { signal: AbortSignal.timeout(10_000) })
   } catch (error) {
     return `cannot reach the target at ${baseUrl}: ${causeOf(error)}`
   }
   if (control === undefined || !("token" in control) || typeof control.url !== "string") return undefined
   try {
-    const answer = await fetch(control.url.replace(/\/+$/, "") + "/profile", { headers: { "x-control-token": control.token }, signal: AbortSignal.timeout(10_000) })
+    const answer = await fetch(joinPath(control.url, "/profile"), { headers: { "x-control-token": control.token }, signal: AbortSignal.timeout(10_000) })
     if (answer.status === 401) return `the control at ${control.url} refuses the control token (401)`
   } catch (error) {
     return `cannot reach the control at ${control.url}: ${causeOf(error)}`
@@ -131,7 +131,7 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
   const controlToken = values["control-token"] ?? (typeof config["controlToken"] === "string" ? config["controlToken"] : undefined)
   const controlUrl = values["control-url"] ?? (typeof config["controlUrl"] === "string" ? config["controlUrl"] : undefined)
   let control: Control | HttpControlOptions | undefined
-  if (controlToken !== undefined) control = controlUrl === undefined ? { token: controlToken, ...(baseUrl === undefined ? {} : { url: baseUrl.replace(/\/+$/, "") + "/__control" }) } : { token: controlToken, url: controlUrl }
+  if (controlToken !== undefined) control = controlUrl === undefined ? { token: controlToken, ...(baseUrl === undefined ? {} : { url: joinPath(baseUrl, "/__control") }) } : { token: controlToken, url: controlUrl }
   else if (baseUrl === undefined) control = overrides.control
   let blackBox: RunOptions["blackBox"]
   const credentials = isRecord(config["credentials"]) ? config["credentials"] : undefined

@@ -3,7 +3,7 @@
  * over HTTP (`HttpControl`) or hands the kit an object with the same operations for in-process runs. A call the
  * target does not offer fails with `CapabilityMissing`, which turns the check that needed it into not-applicable.
  */
-import type { Transport } from "./Transport.js"
+import { joinPath, type Transport } from "./Transport.js"
 
 export const controlProtocolVersion = "1.2"
 
@@ -111,7 +111,7 @@ export class HttpControl implements Control {
   private async call(name: string, method: string, path: string, body?: unknown, okStatus: ReadonlyArray<number> = [200, 201, 204]): Promise<unknown> {
     const options: { headers: Record<string, string>; body?: string } = { headers: { "x-control-token": this.token } }
     if (body !== undefined) options.body = JSON.stringify(body)
-    const result = await this.transport.send(method, this.controlPath.replace(/\/+$/, "") + path, options)
+    const result = await this.transport.send(method, joinPath(this.controlPath, path), options)
     if (result.status === 501) throw new CapabilityMissing(capabilityOfCall[name] ?? "control")
     if (!okStatus.includes(result.status)) throw new ControlError(name, result.status, result.text)
     return result.json
@@ -161,7 +161,7 @@ export class HttpControl implements Control {
   }
   async decideTransaction(id: string, apiUserId: string, decision: "approve" | "reject"): Promise<{ status: number }> {
     // Every 2xx and 4xx is the decision's own answer; only 401 (the token), 501 and 5xx are the control's.
-    const result = await this.transport.send("POST", `${this.controlPath.replace(/\/+$/, "")}/transactions/${encodeURIComponent(id)}/decisions`, {
+    const result = await this.transport.send("POST", joinPath(this.controlPath, `/transactions/${encodeURIComponent(id)}/decisions`), {
       headers: { "x-control-token": this.token },
       body: JSON.stringify({ apiUserId, decision })
     })

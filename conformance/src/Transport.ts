@@ -4,6 +4,16 @@
  */
 export type Handler = (request: Request) => Promise<Response>
 
+/**
+ * `base` (a URL or a path, with or without trailing slashes) followed by `path`. Trimmed by a loop: `/\/+$/` retries
+ * from every slash, quadratic on a run of them.
+ */
+export const joinPath = (base: string, path: string): string => {
+  let end = base.length
+  while (end > 0 && base[end - 1] === "/") end--
+  return base.slice(0, end) + path
+}
+
 export type Target = { readonly baseUrl: string } | { readonly handler: Handler }
 
 export interface Exchange {
@@ -75,7 +85,7 @@ export class Transport {
     if (options.body !== undefined) init.body = options.body
     let response: Response
     if ("baseUrl" in this.target) {
-      response = await fetch(this.target.baseUrl.replace(/\/+$/, "") + path, init)
+      response = await fetch(joinPath(this.target.baseUrl, path), init)
     } else {
       response = await this.target.handler(new Request(inProcessOrigin + path, init))
     }

@@ -7,7 +7,7 @@ import { checkSeed, selectChecks } from "../src/Runner.js"
 import { allChecks } from "../src/checks/index.js"
 import { isDecimalString, isIsoUtc } from "../src/Shape.js"
 import { formatJunit } from "../src/reporters/junit.js"
-import { formatExchange, type HttpResult, parseJson } from "../src/Transport.js"
+import { formatExchange, type HttpResult, joinPath, parseJson } from "../src/Transport.js"
 import { estimatedFeeText } from "../src/checks/records.js"
 import type { Report } from "../src/Report.js"
 
@@ -176,5 +176,16 @@ describe("reporting", () => {
     expect(xml).toContain('failures="1"')
     expect(xml).toContain("bad &lt;tag&gt; &amp; &quot;quote&quot;")
     expect(xml).toContain("impl &lt;&amp;&gt;")
+  })
+})
+
+describe("joinPath", () => {
+  it("joins a base URL or path, with any number of trailing slashes, to a path", () => {
+    for (const base of ["http://127.0.0.1:8080", "http://127.0.0.1:8080/", "http://127.0.0.1:8080///"]) {
+      expect(joinPath(base, "/relay/v1/accounts")).toBe("http://127.0.0.1:8080/relay/v1/accounts")
+    }
+    expect(joinPath("/__control/", "/profile")).toBe("/__control/profile")
+    expect(joinPath("", "/profile")).toBe("/profile")
+    expect(joinPath(`http://h${"/".repeat(100_000)}`, "/p")).toBe("http://h/p")
   })
 })

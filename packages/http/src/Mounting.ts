@@ -29,9 +29,16 @@ export interface Mounting {
   readonly basePath: string
 }
 
+/** `path` without its trailing slashes: a loop, because `/\/+$/` retries from every slash, quadratic on a run of them. */
+const withoutTrailingSlashes = (path: string): string => {
+  let end = path.length
+  while (end > 0 && path[end - 1] === "/") end--
+  return path.slice(0, end)
+}
+
 /** "/custody/" and "custody" both mean "/custody"; "" and "/" mean no base path. */
 export const normalizeBasePath = (basePath: string | undefined): string => {
-  const trimmed = (basePath ?? "").replace(/\/+$/, "")
+  const trimmed = withoutTrailingSlashes(basePath ?? "")
   if (trimmed === "") return ""
   const path = trimmed.startsWith("/") ? trimmed : `/${trimmed}`
   if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(path)) throw new Error(`basePath ${JSON.stringify(basePath)} must be path segments of letters, digits and ._~-`)

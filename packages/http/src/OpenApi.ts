@@ -117,7 +117,7 @@ export const make = (routes: ReadonlyArray<Route>, options: { readonly basePath?
     const operationId = operationIdOf(route)
     const name = pascal(operationId)
     const permission = Permission.requiredPermission[route.operation]
-    const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+    const pathParameters = [...route.path.matchAll(/\{([^{}]+)\}/g)].map((m) => ({
       name: m[1],
       in: "path",
       required: true,

@@ -7,6 +7,7 @@ import { Administration } from "@custody-relay/core"
 import { Redacted } from "effect"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { type CorsOptions, makeHandler, type RelayHandler } from "../src/index.js"
+import { normalizeBasePath } from "../src/Mounting.js"
 import { toNodeListener } from "../src/node.js"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -54,6 +55,14 @@ describe("base path", () => {
   it("refuses a base path that is not plain path segments", () => {
     assert.throws(() => make({ basePath: "/a b" }), /basePath/)
     assert.throws(() => make({ basePath: "/a?b" }), /basePath/)
+  })
+
+  it("GEN-PATH-1: any number of trailing slashes, or none, or a missing leading one, names the same base path", () => {
+    for (const spelling of ["/custody", "custody", "/custody/", "custody///", `/custody${"/".repeat(100_000)}`]) {
+      assert.strictEqual(normalizeBasePath(spelling), "/custody", spelling.slice(0, 12))
+    }
+    for (const none of [undefined, "", "/", "///"]) assert.strictEqual(normalizeBasePath(none), "")
+    assert.strictEqual(normalizeBasePath("/a/b/"), "/a/b")
   })
 })
 

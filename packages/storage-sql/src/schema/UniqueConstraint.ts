@@ -50,13 +50,16 @@ export const uniqueIndexes: ReadonlyArray<UniqueConstraint> = [
 
 const all = [...primaryKeys, ...uniqueIndexes]
 
+const LISTED = "constraint failed: "
+
 /** The constraint SQLite means by "UNIQUE constraint failed: table.a, table.b" (or by an index name). */
 export const fromSqliteMessage = (message: string): string => {
   const named = /index '([^']+)'/.exec(message)
   if (named?.[1] !== undefined) return named[1]
-  const listed = /constraint failed: (.+)$/.exec(message)
-  if (listed?.[1] === undefined) return "unknown"
-  const qualified = listed[1].split(",").map((column) => column.trim())
+  const after = message.indexOf(LISTED)
+  const listed = after === -1 ? "" : message.slice(after + LISTED.length)
+  if (listed === "") return "unknown"
+  const qualified = listed.split(",").map((column) => column.trim())
   const table = qualified[0]?.split(".")[0]
   const columns = qualified.map((column) => column.slice(column.indexOf(".") + 1))
   const found = all.find((c) => c.table === table && c.columns.join(",") === columns.join(","))

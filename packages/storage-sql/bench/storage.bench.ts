@@ -13,10 +13,12 @@
  *
  * SQLite runs on a file in a temporary directory; PostgreSQL on a temporary database of RELAY_BENCH_PG_URL (or
  * RELAY_TEST_PG_URL), skipped when neither is set. RELAY_BENCH_ROWS=10000,100000 narrows step 3;
- * RELAY_BENCH_STORES=postgres (or sqlite) runs one engine. RELAY_BENCH_PG_PREPARED sets how many statements each
+ * RELAY_BENCH_STORES=postgres (or sqlite) runs one engine; RELAY_BENCH_STEPS=4 runs step 4 alone (a comma list of 1,
+ * 3 and 4; step 2 runs with step 1). RELAY_BENCH_PG_PREPARED sets how many statements each
  * PostgreSQL connection keeps prepared (pool.preparedStatements; 0 sends every statement unnamed).
  * 4. Deep pages at random, alone and during writes of the same client, at the largest size (RELAY_BENCH_DEEP_SECONDS
- *    each, default 10); then the first page the same way, the floor any read gets on this machine under that load.
+ *    each, default 10), on PostgreSQL once more with another client's transaction held open throughout; then the
+ *    first page the same way, the floor any read gets on this machine under that load.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -46,6 +48,7 @@ const LATENCY_SAMPLES = 40
 const sizes = (process.env["RELAY_BENCH_ROWS"] ?? "10000,100000,1000000").split(",").map(Number)
 const postgresUrl = process.env["RELAY_BENCH_PG_URL"] ?? process.env["RELAY_TEST_PG_URL"]
 const storeNames = (process.env["RELAY_BENCH_STORES"] ?? "sqlite,postgres").split(",")
+const steps = (process.env["RELAY_BENCH_STEPS"] ?? "1,2,3,4").split(",")
 
 interface Store {
   readonly name: string
@@ -53,6 +56,11 @@ interface Store {
   readonly db: Kysely<Database>
   /** Raw better-sqlite3 handle for the hand-written SQLite baseline, when the engine is SQLite. */
   readonly raw?: BetterSqlite3.Database
+  /**
+   * Opens a transaction on a connection of its own that holds a transaction id until released, as a report or a
+   * `pg_dump` does: every snapshot's oldest running transaction stays at it (PostgreSQL).
+   */
+  readonly holdTransaction?: () => Promise<() => Promise<void>>
   readonly close: () => Promise<void>
 }
 
@@ -136,6 +144,16 @@ const openPostgresStore = async (url: string): Promise<Store> => {
     name: "PostgreSQL 15 (local)",
     engine: PostgresEngine,
     db,
+    holdTransaction: async () => {
+      const held = new pg.Client({ connectionString: target.toString() })
+      await held.connect()
+      await held.query("begin")
+      await held.query("select pg_current_xact_id()")
+      return async () => {
+        await held.query("commit")
+        await held.end()
+      }
+    },
     close: async () => {
       await db.destroy()
       await admin.query(`drop database ${name} with (force)`)
@@ -409,8 +427,11 @@ const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
     ["deep, at random", () => 2 + Math.floor(Math.random() * (lastPage - 1))],
     ["page 1", () => 1]
   ] as const
+  // On PostgreSQL the writers once more with another client's transaction open throughout (a report, a backup).
+  const conditions = [{ writers: 0, held: false }, { writers: 2, held: false }, ...(store.holdTransaction === undefined ? [] : [{ writers: 2, held: true }])]
   for (const [pages, nextPage] of series) {
-    for (const writers of [0, 2]) {
+    for (const { writers, held } of conditions) {
+      const release = held ? await store.holdTransaction!() : undefined
       const samples: Array<number> = []
       let writes = 0
       const until = performance.now() + DEEP_SECONDS * 1000
@@ -429,12 +450,13 @@ const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
         }
       }
       await Promise.all([reader(), reader(), ...Array.from({ length: writers }, writer)])
+      await release?.()
       const over = samples.filter((ms) => ms > 10).length
       row([
         store.name,
         size.toLocaleString("en"),
         pages,
-        writers,
+        held ? `${writers}, a transaction held open` : writers,
         samples.length,
         [50, 95, 99, 99.9].map((p) => percentile(samples, p).toFixed(2)).join(" / "),
         Math.max(...samples).toFixed(2),
@@ -468,20 +490,25 @@ const main = async () => {
     }
   }
 
-  console.log(`\nInitiate and list page, operations per second (one at a time; best of ${ROUNDS} rounds of ${INITIATIONS / ROUNDS} initiations, ${LIST_PAGES / ROUNDS} pages)\n`)
-  row(["store", "operation", "core ops/s", "hand-written kysely ops/s", "hand-written better-sqlite3 ops/s", "core / kysely"])
-  row(["---", "---", "---:", "---:", "---:", "---:"])
-  await onEachStore((store) => benchInitiateAndList(store))
-
-  console.log(`\nList-page latency in ms, p50 / p95 of ${LATENCY_SAMPLES}, as one client's transactions grow (page size 20)\n`)
-  row(["store", "rows", "page 1 + total", "rows only", "COUNT(*) instead", "group=pending + total", "account+asset + total", "page 251 + total", "page 5000 + total", "middle page, first call", "middle page + total", "last page + total", "seeding"])
-  row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
-  await onEachStore((store) => benchLatency(store))
-  const deepRows = sizes.at(-1) ?? 0
-  console.log(`\nDeep pages at random, then page 1 (2 readers, ${DEEP_SECONDS} s), alone and during writes of the same client (initiations through the core), ${deepRows.toLocaleString("en")} rows, ms\n`)
-  row(["store", "rows", "pages read", "writers", "pages", "p50 / p95 / p99 / p99.9", "longest", "pages over 10 ms", "writes/s"])
-  row(["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
-  await onEachStore((store) => benchDeepPagesUnderWrites(store, deepRows))
+  if (steps.includes("1")) {
+    console.log(`\nInitiate and list page, operations per second (one at a time; best of ${ROUNDS} rounds of ${INITIATIONS / ROUNDS} initiations, ${LIST_PAGES / ROUNDS} pages)\n`)
+    row(["store", "operation", "core ops/s", "hand-written kysely ops/s", "hand-written better-sqlite3 ops/s", "core / kysely"])
+    row(["---", "---", "---:", "---:", "---:", "---:"])
+    await onEachStore((store) => benchInitiateAndList(store))
+  }
+  if (steps.includes("3")) {
+    console.log(`\nList-page latency in ms, p50 / p95 of ${LATENCY_SAMPLES}, as one client's transactions grow (page size 20)\n`)
+    row(["store", "rows", "page 1 + total", "rows only", "COUNT(*) instead", "group=pending + total", "account+asset + total", "page 251 + total", "page 5000 + total", "middle page, first call", "middle page + total", "last page + total", "seeding"])
+    row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+    await onEachStore((store) => benchLatency(store))
+  }
+  if (steps.includes("4")) {
+    const deepRows = sizes.at(-1) ?? 0
+    console.log(`\nDeep pages at random, then page 1 (2 readers, ${DEEP_SECONDS} s), alone and during writes of the same client (initiations through the core), ${deepRows.toLocaleString("en")} rows, ms\n`)
+    row(["store", "rows", "pages read", "writers", "pages", "p50 / p95 / p99 / p99.9", "longest", "pages over 10 ms", "writes/s"])
+    row(["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
+    await onEachStore((store) => benchDeepPagesUnderWrites(store, deepRows))
+  }
   console.log(`\nnode ${process.version}, ${new Date().toISOString()}; ${Money.canonical("1")} ETH per initiation`)
 }
 

@@ -18,8 +18,11 @@
  *   - SQLite: `PRAGMA data_version`, which moves when another connection (another process on the file) commits;
  *     a new version forgets every boundary. SQLite runs one unit at a time, so a unit's snapshot is the newest.
  *   - PostgreSQL: other nodes write all the time, so a node keeps, per client, the snapshot its boundaries are exact
- *     in, and reads the client's list changes (migration 8's log, written by a trigger) of every transaction at or
- *     after that snapshot's oldest running one. Units of a node run side by side on their own snapshots, so a unit
+ *     in, and reads the client's list changes (migration 8's log, written by a trigger) of every transaction that
+ *     snapshot did not see committed: those it counted as running, and those from its next transaction id on. (Not
+ *     of every transaction from its oldest running one: another client's long transaction, a report or a backup,
+ *     holds that back, and every unit would read again each change since and forget the boundaries after it, though
+ *     they counted it long ago.) Units of a node run side by side on their own snapshots, so a unit
  *     uses and adds boundaries only when its snapshot sees everything the kept one saw (`seesAllOf`): it forgets
  *     the boundaries at or after each change, then its snapshot becomes the kept one. Under writes a reader often
  *     began just before another took a newer snapshot: its snapshot misses a commit the kept one saw, so it was
@@ -61,22 +64,30 @@ import * as StorageFailure from "./StorageFailure.js"
 
 /**
  * What a unit learned of other writers, read after its snapshot was taken (see SqlEngine.listChanges).
- * `DataVersion`: SQLite's data version. `Snapshot`: PostgreSQL's snapshot (its oldest running and next transaction
- * ids, those running when it was taken, and its text to tell two apart) and the client's list changes by
- * transactions at or after `since`, the kept snapshot's oldest running transaction when the unit asked
- * (undefined: none was kept).
+ * `DataVersion`: SQLite's data version. `Snapshot`: PostgreSQL's snapshot (its next transaction id, those running
+ * when it was taken, and its text to tell two apart) and the client's list changes by the transactions `unseenBy`
+ * did not see committed, `unseenBy` being the snapshot kept when the unit asked (undefined: none was kept, and no
+ * change is read).
  */
 export type Sighting =
   | { readonly _tag: "DataVersion"; readonly version: number }
   | {
     readonly _tag: "Snapshot"
-    readonly since: bigint | undefined
-    readonly xmin: bigint
+    readonly unseenBy: SeenCommits | undefined
     readonly xmax: bigint
     readonly running: ReadonlyArray<bigint>
     readonly snapshot: string
     readonly changes: ReadonlyArray<SortKey>
   }
+
+/**
+ * The commits a PostgreSQL snapshot saw: those of every transaction below `xmax` (the next id when it was taken) but
+ * the ones `running` then (a finished transaction never runs again).
+ */
+export interface SeenCommits {
+  readonly xmax: bigint
+  readonly running: ReadonlySet<bigint>
+}
 
 /**
  * How long a client's kept PostgreSQL snapshot may go unused before its boundaries are forgotten: the list-change
@@ -88,10 +99,7 @@ export const SNAPSHOT_KEPT_MILLIS = 10 * 60_000
 export const LIST_CHANGES_KEPT_MILLIS = 60 * 60_000
 
 /** The snapshot a client's boundaries are exact in (PostgreSQL). */
-interface KeptSnapshot {
-  readonly xmin: bigint
-  readonly xmax: bigint
-  readonly running: ReadonlySet<bigint>
+interface KeptSnapshot extends SeenCommits {
   readonly snapshot: string
   seenAt: number
   /** The snapshots kept before it, newest first, at most `EARLIER_SNAPSHOTS` (see `EarlierSnapshot`). */
@@ -104,9 +112,7 @@ interface KeptSnapshot {
  * this snapshot too. A unit on a snapshot older than the kept one uses those boundaries when its snapshot sees
  * every commit this one saw (see the module's comment).
  */
-interface EarlierSnapshot {
-  readonly xmax: bigint
-  readonly running: ReadonlySet<bigint>
+interface EarlierSnapshot extends SeenCommits {
   readonly changedFrom: SortKey | undefined
 }
 
@@ -135,14 +141,15 @@ type Use =
  * commit between the two sees the same.
  */
 export const seesAllOf = (
-  snapshot: { readonly xmax: bigint; readonly running: ReadonlyArray<bigint> },
-  kept: { readonly xmax: bigint; readonly running: ReadonlySet<bigint> }
+  snapshot: { readonly xmax: bigint; readonly running: Iterable<bigint> },
+  kept: SeenCommits
 ): boolean => {
   if (snapshot.xmax < kept.xmax) {
     if (kept.xmax - snapshot.xmax > BigInt(kept.running.size)) return false
     for (let xid = snapshot.xmax; xid < kept.xmax; xid++) if (!kept.running.has(xid)) return false
   }
-  return snapshot.running.every((xid) => xid >= kept.xmax || kept.running.has(xid))
+  for (const xid of snapshot.running) if (xid < kept.xmax && !kept.running.has(xid)) return false
+  return true
 }
 
 /** A row's place in the list order: the list is sorted by (created_at, id). */
@@ -443,12 +450,12 @@ export class PageBoundaries {
   }
 
   /**
-   * What a unit asks the log for: the oldest running transaction of the snapshot `clientId`'s boundaries are kept
-   * in, or undefined when none is (PostgreSQL; SQLite asks nothing).
+   * What a unit asks the log for the changes unseen by: the snapshot `clientId`'s boundaries are kept in, or
+   * undefined when none is (PostgreSQL; SQLite asks nothing).
    */
-  since(clientId: string, now: number = Date.now()): bigint | undefined {
+  keptSnapshot(clientId: string, now: number = Date.now()): SeenCommits | undefined {
     const kept = this.#snapshots.get(clientId)
-    return kept === undefined || now - kept.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : kept.xmin
+    return kept === undefined || now - kept.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : kept
   }
 
   /** Boundaries kept in total, for tests and benchmarks. */
@@ -652,7 +659,6 @@ export class PageBoundaries {
     const found = this.#snapshots.get(clientId)
     const kept = found === undefined || now - found.seenAt > SNAPSHOT_KEPT_MILLIS ? undefined : found
     const taken = (earlier: ReadonlyArray<EarlierSnapshot>): KeptSnapshot => ({
-      xmin: sighting.xmin,
       xmax: sighting.xmax,
       running: new Set(sighting.running),
       snapshot: sighting.snapshot,
@@ -666,12 +672,11 @@ export class PageBoundaries {
     } else if (sighting.snapshot === kept.snapshot) {
       kept.seenAt = now
       next = kept
-    } else if (sighting.since !== undefined && sighting.since <= kept.xmin && seesAllOf(sighting, kept)) {
-      // What this snapshot sees and the kept one did not was committed after the kept one was taken, by a
-      // transaction running then or begun since: at or after the kept one's oldest running transaction, so among
-      // the changes read (from `since`, the oldest running transaction of the snapshot kept when the unit asked;
-      // another unit may have moved the kept one on since, only ever to one with an oldest running transaction at
-      // or after it, or to a fresh one after forgetting all).
+    } else if (sighting.unseenBy !== undefined && seesAllOf(kept, sighting.unseenBy) && seesAllOf(sighting, kept)) {
+      // What this snapshot sees and the kept one did not is among the changes read: they are those of every
+      // transaction the snapshot kept when the unit asked did not see committed, and the kept one sees all that one
+      // saw (another unit may have moved it on since: to a newer one, which does, or to a fresh one after forgetting
+      // all, which may not).
       // The kept snapshot and those before it become earlier ones, each with the least key changed since it.
       let least: SortKey | undefined = undefined
       for (const key of sighting.changes) {

@@ -5,7 +5,7 @@
  */
 import type { Storage } from "@custody-relay/core"
 import { type CompiledQuery, type ControlledTransaction, type Expression, type Kysely, PostgresIntrospector, sql, SqliteIntrospector } from "kysely"
-import type { Sighting } from "./PageBoundaries.js"
+import type { SeenCommits, Sighting } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
 import type { SessionOpener } from "./SqlSession.js"
 
@@ -56,9 +56,9 @@ export interface SqlEngine {
 
 /** One statement, run in the read unit after its snapshot is taken, and what its rows say. */
 export interface ListChanges {
-  /** `since`: what the client's kept boundaries ask for (PageBoundaries.since). */
-  readonly query: (clientId: string, since: bigint | undefined) => CompiledQuery<Readonly<Record<string, unknown>>>
-  readonly sighting: (rows: ReadonlyArray<Readonly<Record<string, unknown>>>, since: bigint | undefined) => Sighting
+  /** `unseenBy`: the snapshot the client's boundaries are kept in, whose unseen changes they ask for (PageBoundaries.keptSnapshot). */
+  readonly query: (clientId: string, unseenBy: SeenCommits | undefined) => CompiledQuery<Readonly<Record<string, unknown>>>
+  readonly sighting: (rows: ReadonlyArray<Readonly<Record<string, unknown>>>, unseenBy: SeenCommits | undefined) => Sighting
   /** Deletes what no node can still ask for, where the engine keeps a log (PostgreSQL; SqlLayer runs it). */
   readonly prune?: CompiledQuery
 }

@@ -61,6 +61,25 @@ export const temporaryPostgresDatabase = Effect.acquireRelease(
   ({ name }) => Effect.promise(() => admin(postgresUrl ?? "", (client) => client.query(`drop database if exists ${name} with (force)`)))
 )
 
+/**
+ * Another client's transaction on the server of `url`, holding a transaction id until the scope closes, as a report
+ * or a backup does: every snapshot taken meanwhile counts it as running.
+ */
+export const heldTransaction = (url: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      await client.query("begin")
+      await client.query("select pg_current_xact_id()")
+      return client
+    }),
+    (client) => Effect.promise(async () => {
+      await client.query("commit")
+      await client.end()
+    })
+  )
+
 /** A fresh directory for SQLite files, removed with the scope. */
 export const temporaryDirectory = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "relay-sqlite-"))),

@@ -21,6 +21,7 @@ import {
   type ListReads,
   MayAskNewerSnapshot,
   PageBoundaries,
+  type SeenCommits,
   seesAllOf,
   type Sighting,
   SNAPSHOT_KEPT_MILLIS,
@@ -90,12 +91,18 @@ const readsOver = (list: ReadonlyArray<Row>, answer: <A>(value: () => A) => Effe
 
 /** A PostgreSQL sighting, its snapshot's text written as PostgreSQL writes it: `xmin:xmax:running,...`. */
 const snapshotSighting = (
-  since: bigint | undefined,
+  unseenBy: SeenCommits | undefined,
   xmin: bigint,
   xmax: bigint,
   running: ReadonlyArray<bigint>,
   changes: ReadonlyArray<SortKey>
-): Sighting => ({ _tag: "Snapshot", since, xmin, xmax, running, snapshot: `${xmin}:${xmax}:${running.join(",")}`, changes })
+): Sighting => ({ _tag: "Snapshot", unseenBy, xmax, running, snapshot: `${xmin}:${xmax}:${running.join(",")}`, changes })
+
+/** Whether a change by transaction `xid` is one `by` did not see committed: what PostgresEngine's log query reads. */
+const unseen = (by: SeenCommits, xid: bigint) => xid >= by.xmax || by.running.has(xid)
+
+/** The commits a snapshot `xmin:xmax:running` saw. */
+const saw = (xmax: number, running: ReadonlyArray<number> = []): SeenCommits => ({ xmax: BigInt(xmax), running: new Set(running.map(BigInt)) })
 
 /** A list of 1,000 rows keyed by their place, and its reads, counting the rows each skips; `during` runs inside the next read, once. */
 const numberedList = Array.from({ length: 1_000 }, (_, i) => ({ created_at: String(i).padStart(6, "0"), id: "x" }))
@@ -186,8 +193,8 @@ const run = (
   }
   const sighting = (): Sighting => {
     if (engine === "sqlite") return { _tag: "DataVersion", version }
-    const since = boundaries.since("client", 0)
-    return snapshotSighting(since, nextXid, nextXid, [], since === undefined ? [] : log.filter((entry) => entry.xid >= since).map((entry) => entry.key))
+    const unseenBy = boundaries.keptSnapshot("client", 0)
+    return snapshotSighting(unseenBy, nextXid, nextXid, [], unseenBy === undefined ? [] : log.filter((entry) => unseen(unseenBy, entry.xid)).map((entry) => entry.key))
   }
   type PageStep = Extract<Step, { kind: "page" }>
   let next = 0
@@ -443,7 +450,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
   it("units on concurrent PostgreSQL snapshots, other nodes writing between and during them: every page is its own snapshot's slice", async () => {
     // Other nodes' write transactions begin (taking the next id), commit in any order, and each changes one row:
     // an insert anywhere in the order, or a move to a status group, logged with its id. Units of this node start
-    // at any point (asking for the changes since the kept snapshot, taking their snapshot), and every read they
+    // at any point (asking for the changes the kept snapshot did not see, taking their snapshot), and every read they
     // make waits until the schedule lets it through, so units overlap each other and the commits.
     type Change = { readonly kind: "insert"; readonly at: number; readonly group: Row["group"] } | { readonly kind: "move"; readonly which: number; readonly group: Row["group"] }
     type Event =
@@ -484,7 +491,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
         const failures: Array<string> = []
         const units: Array<Promise<void>> = []
         const unit = async (s: Extract<Event, { kind: "unit" }>) => {
-          const since = boundaries.since("client", 0)
+          const unseenBy = boundaries.keptSnapshot("client", 0)
           const prefix = commits.length
           const runningIds = running.map((writer) => writer.xid)
           const xmax = nextXid
@@ -503,8 +510,8 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
           const guess = s.position % 2 === 0 ? boundaries.guess(`client|${s.group}`, { page, limit: s.limit }, readsOver(list, waited)) : undefined
           await gate()
           const guessed = guess === undefined ? undefined : await Effect.runPromise(guess)
-          const changes = since === undefined ? [] : commits.slice(0, prefix).filter((writer) => seen.has(writer.xid) && writer.xid >= since).map((writer) => writer.row)
-          const sighting = snapshotSighting(since, xmin, xmax, runningIds, changes)
+          const changes = unseenBy === undefined ? [] : commits.slice(0, prefix).filter((writer) => seen.has(writer.xid) && unseen(unseenBy, writer.xid)).map((writer) => writer.row)
+          const sighting = snapshotSighting(unseenBy, xmin, xmax, runningIds, changes)
           const found = await Effect.runPromise(boundaries.page(`client|${s.group}`, "client", sighting, list.length, { page, limit: s.limit }, readsOver(list, waited), 0, guessed))
           const ids = found.map((row) => row.id)
           if (JSON.stringify(ids) !== JSON.stringify(expected)) failures.push(JSON.stringify({ unit: s, page, ids, expected }))
@@ -540,12 +547,15 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     const list = numberedList
     /** A snapshot as PostgreSQL writes it, `xmin:xmax:running`; by default its oldest running transaction runs. */
     const snapshot = (
-      since: bigint | undefined,
+      unseenBy: SeenCommits | undefined,
       xmin: number,
       xmax: number,
       changes: ReadonlyArray<SortKey> = [],
       running: ReadonlyArray<number> = xmin < xmax ? [xmin] : []
-    ): Sighting => snapshotSighting(since, BigInt(xmin), BigInt(xmax), running.map(BigInt), changes)
+    ): Sighting => snapshotSighting(unseenBy, BigInt(xmin), BigInt(xmax), running.map(BigInt), changes)
+    /** The snapshot every test here keeps first, 10:12:10 (transaction 11 committed, 10 running). */
+    const K1 = saw(12, [10])
+    const keptXmax = (boundaries: PageBoundaries, now = 0) => boundaries.keptSnapshot("client", now)?.xmax
     const middle = { page: 25, limit: 20 }
     const expectedMiddle = list.slice(500, 520).reverse().map((row) => row.created_at)
     const pageOf = (boundaries: PageBoundaries, sighting: Sighting, reads: ReturnType<typeof counting>["reads"], now = 0) =>
@@ -554,20 +564,20 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
     it("the first unit keeps its snapshot; one on the same snapshot or a newer one uses the boundaries", () => {
       const boundaries = new PageBoundaries(10)
       const { skipped, reads } = counting()
-      assert.isUndefined(boundaries.since("client", 0))
+      assert.isUndefined(keptXmax(boundaries))
       assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 10, 12), reads), expectedMiddle)
-      assert.strictEqual(boundaries.since("client", 0), 10n)
+      assert.strictEqual(keptXmax(boundaries), 12n)
       assert.isAbove(boundaries.size(), 0)
       // The same; one taken after the kept one's running transaction ended; one in which it still runs, with a
-      // newer one (each sees every commit the kept one saw); and one whose changes were read from an earlier kept
-      // snapshot's oldest running transaction (another unit moved the kept one on meanwhile).
-      for (const sighting of [snapshot(10n, 10, 12), snapshot(10n, 12, 12), snapshot(12n, 15, 16), snapshot(15n, 15, 18, [], [15, 17]), snapshot(12n, 19, 19)]) {
+      // newer one (each sees every commit the kept one saw); and one whose changes were read as unseen by an earlier
+      // kept snapshot (another unit moved the kept one on meanwhile).
+      for (const sighting of [snapshot(K1, 10, 12), snapshot(K1, 12, 12), snapshot(saw(12), 15, 16), snapshot(saw(16, [15]), 15, 18, [], [15, 17]), snapshot(saw(12), 19, 19)]) {
         skipped.length = 0
         assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
         assert.deepStrictEqual(skipped, [0], "a seek to a boundary and no walk")
       }
       // Unused for longer than SNAPSHOT_KEPT_MILLIS (the log may have been pruned since): nothing kept.
-      assert.isUndefined(boundaries.since("client", SNAPSHOT_KEPT_MILLIS + 1))
+      assert.isUndefined(keptXmax(boundaries, SNAPSHOT_KEPT_MILLIS + 1))
     })
 
     it("a newer snapshot forgets the boundaries at or after each change it read, and only those", () => {
@@ -575,7 +585,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       const { reads } = counting()
       pageOf(boundaries, snapshot(undefined, 10, 12), reads)
       const kept = boundaries.size()
-      pageOf(boundaries, snapshot(10n, 12, 13, [list[900]!]), reads)
+      pageOf(boundaries, snapshot(K1, 12, 13, [list[900]!]), reads)
       assert.isBelow(boundaries.size(), kept)
       assert.isAbove(boundaries.size(), 0)
     })
@@ -586,15 +596,35 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       pageOf(boundaries, snapshot(undefined, 10, 12), reads)
       const kept = boundaries.size()
       // Kept: 10:12:10, so transaction 11 had committed. Older: taken before 11 began (xmax 10), or while 11 ran
-      // (running 11); and two whose changes may miss some (read from after the kept oldest running transaction, or
-      // none read): each reads the page from the nearer end, walking 480 rows.
-      for (const sighting of [snapshot(10n, 8, 10), snapshot(10n, 11, 13), snapshot(11n, 14, 15), snapshot(undefined, 14, 15)]) {
+      // (running 11); and two whose changes may miss some (read as unseen by a snapshot that saw transaction 10
+      // committed, which the kept one did not, or none read): each reads the page from the nearer end, walking 480 rows.
+      for (const sighting of [snapshot(K1, 8, 10), snapshot(K1, 11, 13), snapshot(saw(14), 14, 15), snapshot(undefined, 14, 15)]) {
         skipped.length = 0
         assert.deepStrictEqual(pageOf(boundaries, sighting, reads), expectedMiddle)
         assert.deepStrictEqual(skipped, [480], sighting._tag === "Snapshot" ? sighting.snapshot : "")
         assert.strictEqual(boundaries.size(), kept)
-        assert.strictEqual(boundaries.since("client", 0), 10n)
+        assert.strictEqual(keptXmax(boundaries), 12n)
       }
+    })
+
+    it("a unit whose changes were read as unseen by a snapshot the kept one does not see all of (kept since, fresh, after the one it asked with went unused too long) neither uses nor adds boundaries", () => {
+      const boundaries = new PageBoundaries(10)
+      // K1 (10:12:10) saw transaction 11 commit, which inserted the list's oldest row.
+      pageOf(boundaries, snapshot(undefined, 10, 12), counting().reads)
+      const asked = boundaries.keptSnapshot("client", 0)
+      // K1 goes unused for longer than SNAPSHOT_KEPT_MILLIS; then a unit on a snapshot taken while 11 ran (10:12:10,11,
+      // its list without 11's row) keeps its own, fresh, and walks to the middle page.
+      const later = SNAPSHOT_KEPT_MILLIS + 1
+      const before11 = numberedList.slice(1).map((row) => ({ ...row, group: "pending" as const }))
+      const fresh = Effect.runSync(boundaries.page("l", "client", snapshot(undefined, 10, 12, [], [10, 11]), before11.length, middle, readsOver(before11), later))
+      assert.deepStrictEqual(fresh.map((row) => row.created_at), before11.slice(499, 519).reverse().map((row) => row.created_at))
+      const kept = boundaries.size()
+      // A unit that asked while K1 was kept, on a newer snapshot (13:13:): its changes are those of 10 and 12 (none
+      // here), not 11's, which the fresh kept snapshot did not see. Its boundaries count one row too few here.
+      const { skipped, reads } = counting()
+      assert.deepStrictEqual(pageOf(boundaries, snapshot(asked, 13, 13), reads, later), expectedMiddle)
+      assert.deepStrictEqual(skipped, [480])
+      assert.strictEqual(boundaries.size(), kept)
     })
 
     it("a guess read from a kept boundary is not used by a unit on an older snapshot, in which the boundary's count is off", () => {
@@ -607,7 +637,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.isDefined(guess)
       const guessed = Effect.runSync(guess!)
       assert.strictEqual(guessed._tag, "Anchored")
-      const found = Effect.runSync(boundaries.page("l", "client", snapshot(10n, 8, 10), older.length, middle, reads, 0, guessed))
+      const found = Effect.runSync(boundaries.page("l", "client", snapshot(K1, 8, 10), older.length, middle, reads, 0, guessed))
       assert.deepStrictEqual(found.map((row) => row.created_at), older.slice(499, 519).reverse().map((row) => row.created_at))
     })
 
@@ -623,13 +653,13 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       const base: Array<Row> = numberedList.map((row) => ({ ...row, group: "pending" }))
       const newer = [...base.slice(0, 900), inserted, ...base.slice(900)]
       const page3 = { page: 3, limit: 20 }
-      const found = Effect.runSync(boundaries.page("l", "client", snapshot(10n, 13, 14, [inserted]), newer.length, page3, readsOver(newer), 0))
+      const found = Effect.runSync(boundaries.page("l", "client", snapshot(K1, 13, 14, [inserted]), newer.length, page3, readsOver(newer), 0))
       assert.deepStrictEqual(found, newer.slice(941, 961).reverse())
-      assert.strictEqual(boundaries.since("client", 0), 13n)
+      assert.strictEqual(keptXmax(boundaries), 14n)
       const kept = boundaries.size()
       // A unit taken while 10 and 12 ran (10:13:10,12), which asked while K1 was kept: it misses 12, which K2 saw,
       // and sees all K1 saw. Its list is the one without the new row.
-      const older = snapshot(10n, 10, 13, [], [10, 12])
+      const older = snapshot(K1, 10, 13, [], [10, 12])
       const { skipped, reads } = counting()
       // The middle page, before the new row: from K1's boundary at 500, a seek and no walk.
       assert.deepStrictEqual(pageOf(boundaries, older, reads), expectedMiddle)
@@ -652,17 +682,17 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       assert.isTrue(error?._tag === "Some" && isNewerSnapshotWanted(error.value))
       // It added no boundary, and the kept snapshot is still K2.
       assert.strictEqual(boundaries.size(), kept)
-      assert.strictEqual(boundaries.since("client", 0), 13n)
+      assert.strictEqual(keptXmax(boundaries), 14n)
       // A unit that misses a commit K1 saw too (taken before 11 ended: 10:12:10,11) uses none.
       skipped.length = 0
-      assert.deepStrictEqual(pageOf(boundaries, snapshot(10n, 10, 12, [], [10, 11]), reads), expectedMiddle)
+      assert.deepStrictEqual(pageOf(boundaries, snapshot(K1, 10, 12, [], [10, 11]), reads), expectedMiddle)
       assert.deepStrictEqual(skipped, [480])
       // A unit newer than K2 that read no changes (it asked while nothing was kept) sees commits after K2 it knows
       // nothing of: it uses none either.
       skipped.length = 0
       assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 20, 21), reads), expectedMiddle)
       assert.deepStrictEqual(skipped, [480])
-      assert.strictEqual(boundaries.since("client", 0), 13n)
+      assert.strictEqual(keptXmax(boundaries), 14n)
     })
 
     it("a unit that cannot use the boundaries asks to run again on a newer snapshot where the storage lets it and its page is more than a step from both ends; else it reads from the nearer end (PAGE-4)", () => {
@@ -681,7 +711,7 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
         throw Cause.squash(exit.cause)
       }
       // An older snapshot (taken while transaction 11 ran), the middle page: it asks, reading nothing.
-      const older = snapshot(10n, 11, 13)
+      const older = snapshot(K1, 11, 13)
       skipped.length = 0
       assert.strictEqual(asking(older, middle), "newer")
       assert.deepStrictEqual(skipped, [])
@@ -697,14 +727,14 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       const fresh = new PageBoundaries(10)
       const walking = counting()
       walking.duringNextRead(() => {
-        assert.deepStrictEqual(Effect.runSync(fresh.page("l", "client", snapshot(10n, 20, 21), 1_000, middle, counting().reads, 0)).map((row) => row.created_at), expectedMiddle)
+        assert.deepStrictEqual(Effect.runSync(fresh.page("l", "client", snapshot(K1, 20, 21), 1_000, middle, counting().reads, 0)).map((row) => row.created_at), expectedMiddle)
       })
       const exit = Effect.runSyncExit(Effect.provideService(fresh.page("l", "client", snapshot(undefined, 10, 12), 1_000, middle, walking.reads, 0), MayAskNewerSnapshot, true))
       const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
       assert.isTrue(error?._tag === "Some" && isNewerSnapshotWanted(error.value))
       // Run again on a newer snapshot, the unit uses the boundaries: a seek and no walk.
       skipped.length = 0
-      assert.deepStrictEqual(asking(snapshot(10n, 12, 13), middle), expectedMiddle)
+      assert.deepStrictEqual(asking(snapshot(K1, 12, 13), middle), expectedMiddle)
       assert.deepStrictEqual(skipped, [0])
     })
 
@@ -712,15 +742,15 @@ describe("PageBoundaries (PAGE-1, PAGE-4)", () => {
       const boundaries = new PageBoundaries(10)
       const { skipped, reads, duringNextRead } = counting()
       // The first unit's walk: while it reads its first step, a unit on a newer snapshot (it asked for the changes
-      // since the first unit's) brings the kept one up.
+      // the first unit's did not see) brings the kept one up.
       duringNextRead(() => {
-        assert.deepStrictEqual(pageOf(boundaries, snapshot(10n, 20, 21), counting().reads), expectedMiddle)
+        assert.deepStrictEqual(pageOf(boundaries, snapshot(K1, 20, 21), counting().reads), expectedMiddle)
       })
       const before = boundaries.size()
       assert.strictEqual(before, 0)
       assert.deepStrictEqual(pageOf(boundaries, snapshot(undefined, 10, 12), reads), expectedMiddle)
       // The newer unit's snapshot is kept, with its boundaries; the older unit read from the nearer end.
-      assert.strictEqual(boundaries.since("client", 0), 20n)
+      assert.strictEqual(keptXmax(boundaries), 21n)
       assert.deepStrictEqual(skipped.slice(-1), [480])
       const newerOnly = new PageBoundaries(10)
       pageOf(newerOnly, snapshot(undefined, 20, 21), counting().reads)

@@ -5,8 +5,9 @@
  * learns what they changed from here. A trigger, not the store, writes it: every insert, change of status group or
  * delete is logged whoever makes it (another node, an older node, an operator's SQL).
  *
- * `xid` is the writing transaction's id: a reader asks for the changes of transactions at or after the oldest one
- * still running when its boundaries were last brought up to date, which covers every commit since. `recorded_at`
+ * `xid` is the writing transaction's id: a reader asks for the changes of the transactions the snapshot its
+ * boundaries are exact in did not see committed (from that snapshot's next id on, and those running in it), which
+ * covers every commit since. `recorded_at`
  * is for pruning (SqlLayer prunes entries older than `PageBoundaries.LIST_CHANGES_KEPT_MILLIS`); the log is
  * append-only in that order, which a BRIN index serves at almost no write cost. SQLite needs none: one file, and
  * `PRAGMA data_version` says when another connection committed.

@@ -28,26 +28,28 @@ export const PostgresEngine: SqlEngine = {
   classify: classifyPostgresError,
   listChanges: {
     // The read unit's snapshot (REPEATABLE READ: the unit's one snapshot), and migration 8's log of the client's
-    // list changes by transactions at or after `since`: none when there is no `since` (a null compares to nothing).
-    query: (clientId, since) =>
+    // list changes by the transactions `unseenBy` did not see committed: from its next transaction id on, and those
+    // running when it was taken (two ranges of the client's index). None when there is no `unseenBy` (a null
+    // compares to nothing).
+    query: (clientId, unseenBy) =>
       CompiledQuery.raw(
-        `select pg_snapshot_xmin(now.s)::text as xmin, pg_snapshot_xmax(now.s)::text as xmax, now.s::text as snapshot,
-          c.created_at, c.id
+        `select now.s::text as snapshot, c.created_at, c.id
         from (select pg_current_snapshot() as s) as now
-        left join transaction_list_changes as c on c.client_id = $1 and c.xid >= $2::xid8`,
-        [clientId, since === undefined ? null : since.toString()]
+        left join transaction_list_changes as c on c.client_id = $1 and (c.xid >= $2::xid8 or c.xid = any($3::xid8[]))`,
+        unseenBy === undefined ? [clientId, null, null] : [clientId, unseenBy.xmax.toString(), `{${[...unseenBy.running].join(",")}}`]
       ),
-    sighting: (rows, since) => {
+    sighting: (rows, unseenBy) => {
       const [first] = rows
       if (first === undefined) throw new Error("pg_current_snapshot() answered no row")
+      const snapshot = first["snapshot"] as string
+      // The snapshot's text is xmin:xmax:running,running,...
+      const [, xmax, running] = snapshot.split(":")
       return {
         _tag: "Snapshot",
-        since,
-        xmin: BigInt(first["xmin"] as string),
-        xmax: BigInt(first["xmax"] as string),
-        // The snapshot's text is xmin:xmax:running,running,...
-        running: ((first["snapshot"] as string).split(":")[2] ?? "").split(",").filter((xid) => xid !== "").map(BigInt),
-        snapshot: first["snapshot"] as string,
+        unseenBy,
+        xmax: BigInt(xmax!),
+        running: (running ?? "").split(",").filter((xid) => xid !== "").map(BigInt),
+        snapshot,
         changes: rows.flatMap((row) =>
           row["id"] === null ? [] : [{ created_at: row["created_at"] as string, id: row["id"] as string }]
         )

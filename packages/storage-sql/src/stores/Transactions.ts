@@ -71,8 +71,8 @@ export const store = (
         // Only a read unit holds one snapshot on every engine (a PostgreSQL write unit reads each statement afresh).
         ...(pageBoundaries === undefined || mode !== "read" ? {} : { laterPage: () => Effect.suspend(() => {
           const listKey = JSON.stringify(values)
-          const since = pageBoundaries.since(clientId)
-          const changes = engine.listChanges.query(clientId, since)
+          const unseenBy = pageBoundaries.keptSnapshot(clientId)
+          const changes = engine.listChanges.query(clientId, unseenBy)
           const around: ListReads<TransactionsTable> = {
             after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
             upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
@@ -91,7 +91,7 @@ export const store = (
           return Effect.map(
             Effect.all([rows({ compile: () => changes }), guess ?? Effect.succeed(undefined)], { concurrency: 2 }),
             ([found, guessed]) => (total: number) =>
-              pageBoundaries.page(listKey, clientId, engine.listChanges.sighting(found, since), total, request, around, Date.now(), guessed)
+              pageBoundaries.page(listKey, clientId, engine.listChanges.sighting(found, unseenBy), total, request, around, Date.now(), guessed)
           )
         }) })
       }, TransactionRow.decode, request, mode)

@@ -2,7 +2,8 @@
  * What a stranger installs: the five packed tarballs, installed with npm into an empty folder with no workspace in
  * sight, do what the examples do (a Promise-only flow, the handler on node:http, an Effect program on SQLite),
  * compile in a consumer that emits its own declarations (no TS2883: every type it uses can be named), and the
- * `custody-relay` bin migrates a database, creates credentials with `admin`, and serves them: 200.
+ * `custody-relay` bin migrates a database, creates credentials with `admin`, and serves them: 200, and the API
+ * reference's renderer from its own build.
  */
 import { execFile, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
@@ -136,6 +137,12 @@ export const conformance = () => runConformance({ target: { baseUrl: "http://127
       })
       const answer = await fetch(`${url}/relay/v1/accounts`, { headers: { "x-api-key": key.keyId, "x-api-secret": key.secret } })
       assert.strictEqual(answer.status, 200)
+      // The API reference's renderer ships in the server's build; its npm package, and the Vue application it brings,
+      // is not installed.
+      const reference = await fetch(`${url}/docs/reference.js`)
+      assert.strictEqual(reference.status, 200)
+      assert.isAbove((await reference.text()).length, 1_000_000)
+      assert.isFalse(existsSync(join(app(), "node_modules", "@scalar")))
     } finally {
       server.kill("SIGTERM")
     }

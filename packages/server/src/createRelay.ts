@@ -8,24 +8,12 @@
  * await relay.close()
  * ```
  */
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
 import { CustodyProvider, type OutboxWorker, Relay, type RelayConfig, type Storage, type Webhooks } from "@custody-relay/core"
 import { type CorsOptions, makeHandler, type RateLimitOptions, type RelayHandler } from "@custody-relay/http"
 import type { Logger, LogLevel } from "effect"
+import * as ApiReferenceScript from "./ApiReferenceScript.js"
 import { nodeSecretDigest } from "./NodeSecretDigest.js"
 import * as StorageLayer from "./StorageLayer.js"
-
-/**
- * Scalar's prebuilt browser bundle, read once: the API reference page loads it from this server, never from a CDN.
- * The package exports no path to it, so it is found beside the package's resolved entry.
- */
-let script: string | undefined
-const referenceScript = (): string => {
-  script ??= readFileSync(join(dirname(createRequire(import.meta.url).resolve("@scalar/api-reference")), "browser", "standalone.js"), "utf8")
-  return script
-}
 
 export interface RelayOptions {
   /** A SQLite file path, ":memory:" (the default) or a postgres:// URL. */
@@ -104,7 +92,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.basePath === undefined ? {} : { basePath: options.basePath }),
     ...(options.cors === undefined ? {} : { cors: options.cors }),
-    ...(options.apiReference === false ? {} : { reference: { script: referenceScript() } }),
+    ...(options.apiReference === false ? {} : { reference: { script: ApiReferenceScript.read() } }),
     ...(options.logger === undefined ? {} : { logger: options.logger })
   })
   try {

@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
 import type { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import type { KeptApiUsers } from "./KeptApiUsers.js"
-import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
+import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, OutboxEntriesTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SessionOpener, SqlSession, WriteCheck } from "./SqlSession.js"
@@ -207,6 +207,8 @@ export class RowsRead {
   readonly accounts = new Map<string, AccountsTable>()
   readonly whitelisted_addresses = new Map<string, WhitelistedAddressesTable>()
   readonly transactions = new Map<string, TransactionsTable>()
+  /** Outbox entries read by id or leased: settling or leasing one updates it. */
+  readonly outbox_entries = new Map<string, OutboxEntriesTable>()
   /**
    * A client's webhook subscriptions as this unit listed them: every event a command appends fans out to them
    * (initiate appends two), and one look per unit serves all (a subscription written in the unit forgets them).
@@ -223,6 +225,7 @@ export class RowsRead {
     this.accounts.clear()
     this.whitelisted_addresses.clear()
     this.transactions.clear()
+    this.outbox_entries.clear()
     this.webhook_subscriptions.clear()
     this.pending_events.length = 0
   }

@@ -7,7 +7,7 @@ import type { Outbox } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { OutboxEntriesTable } from "../schema/Database.js"
-import { type StoreArguments } from "../SqlUnit.js"
+import { keepingRead, type StoreArguments, updating } from "../SqlUnit.js"
 
 const encode = (entry: Outbox.OutboxEntry): OutboxEntriesTable => ({
   id: entry.id,
@@ -37,21 +37,23 @@ const decode = (row: OutboxEntriesTable): Outbox.OutboxEntry => ({
   updatedAt: row.updated_at as Outbox.OutboxEntry["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, statements: { first, rows, writeLater }, compiled: { writes } }: StoreArguments): Outbox.OutboxStore => {
-  const locks = mode === "write" && engine.locksRowsForWrite
+export const store = (
+  { db, engine, mode, statements: { first, rows, writeLater }, compiled: { writes }, read, locking }: StoreArguments
+): Outbox.OutboxStore => {
+  const locks = locking === 1
+  const entryRead = keepingRead(mode, read.outbox_entries, decode)
+  // An entry this unit read (by id or leasing) is locked where the engine locks rows, so its update is sure to match
+  // and goes with the COMMIT (SqlSession.queue), not a round trip before it.
+  const update = updating(writeLater, locking)
   return {
     insertOutboxEntry(entry) {
       return writeLater(writes.insertOutboxEntry(encode(entry)), 1, `outbox_entries ${entry.id}`, true)
     },
     getOutboxEntry(id) {
-      return Effect.map(
-        first(db.selectFrom("outbox_entries").selectAll().where("id", "=", id).$if(locks, (qb) => qb.forUpdate())),
-        (row) => (row === undefined ? Option.none() : Option.some(decode(row)))
-      )
+      return Effect.map(first(db.selectFrom("outbox_entries").selectAll().where("id", "=", id).$if(locks, (qb) => qb.forUpdate())), entryRead)
     },
     updateOutboxEntry(entry) {
-      const { id, ...changes } = encode(entry)
-      return writeLater(db.updateTable("outbox_entries").set(changes).where("id", "=", id), 1, `outbox_entries ${id}`, false)
+      return update(read.outbox_entries, encode(entry), ({ id, ...changes }) => db.updateTable("outbox_entries").set(changes).where("id", "=", id), "outbox_entries")
     },
     dueOutboxEntries(now, limit) {
       return Effect.map(
@@ -65,7 +67,7 @@ export const store = ({ db, engine, mode, statements: { first, rows, writeLater 
             .limit(engine.opaque.integer(limit))
             .$if(locks, (qb) => qb.forUpdate().skipLocked())
         ),
-        (found) => found.map(decode)
+        (found) => found.flatMap((row) => Option.toArray(entryRead(row)))
       )
     },
     listOutboxEntries(subjectId) {

@@ -616,7 +616,11 @@ export const submitToProvider = Effect.fnUntraced(function*(entry: Outbox.Outbox
   yield* Storage.run("write", (unit) => recordSubmission(unit, entry, tx.id, providerTransactionId, provider.progressReporting, now))
 })
 
-/** In one unit: the provider's id on a transaction still open, the start of following it, the entry settled. */
+/**
+ * In one unit: the provider's id on a transaction still open, the start of following it, the entry settled. The
+ * transaction is read with the look at its client's webhook subscriptions its event needs (the entry names the
+ * client), as a client's command reads.
+ */
 const recordSubmission = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   entry: Outbox.OutboxEntry,
@@ -625,7 +629,7 @@ const recordSubmission = Effect.fnUntraced(function*(
   progressReporting: ProgressReporting,
   now: Timestamp.Timestamp
 ) {
-  const current = yield* findAny(unit, transactionId).pipe(Effect.orDie)
+  const current = yield* DomainEvent.readingAhead(unit, entry.clientId, findAny(unit, transactionId)).pipe(Effect.orDie)
   if (current.providerTransactionId === null && Transaction.isOpen(current.status)) {
     yield* unit.updateTransaction({ ...current, providerTransactionId, updatedAt: now })
     yield* DomainEvent.append(unit, {

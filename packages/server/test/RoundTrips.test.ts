@@ -4,7 +4,7 @@
  * database, so this is the figure that matters when the database is not on the same host (issue 17).
  * Needs RELAY_TEST_PG_URL; without it the suite says why and is skipped.
  */
-import { Relay } from "@custody-relay/core"
+import { Relay, Storage, Transactions } from "@custody-relay/core"
 import { makeHandler, type RelayHandler } from "@custody-relay/http"
 import { Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -119,6 +119,32 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
       expect(status, decision).toBe(200)
       expect(trips, decision).toBe(expected[decision])
     }
+  })
+
+  it("TXN-SHAPE-2: the provider's id recorded after the outbox hands it an approved transfer: the transaction read (outside any unit), then one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
+    /** An approved transfer's submission, carried out as the outbox worker (left out of this relay) would; its round trips. */
+    const submission = async () => {
+      const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", btcTransfer())
+      expect(initiated.status).toBe(201)
+      const { id } = (await initiated.json()) as { id: string }
+      expect(await call("POST", `/relay/v1/transactions/${id}/approve`, "approver-1")).toBe(200)
+      const [entry] = await relay.runtime.runPromise(Storage.run("read", (unit) => unit.listOutboxEntries(id)))
+      expect(entry?.kind).toBe("submitTransfer")
+      // The read unit's COMMIT is not waited for: counted (and so drained) here, before the submission's own.
+      await proxy.count(async () => {})
+      const trips = await proxy.count(() => relay.runtime.runPromise(Transactions.submitToProvider(entry!)))
+      const submitted = await relay.runtime.runPromise(Transactions.inspect(id))
+      expect(submitted.providerTransactionId).not.toBeNull()
+      return trips
+    }
+    // The first prepares the statements on the connection (as a node's first submissions do).
+    await submission()
+    const trips = await submission()
+    // The look before calling the provider: a read unit, BEGIN with its statement, then its COMMIT. Then the write
+    // unit, whose writes go with its next read or its COMMIT: BEGIN with the transaction locked and the client's
+    // subscriptions; the provider's id with the entry's read (locked, to settle it); the entry settled and the event
+    // with COMMIT (the entry's update is sure to match the row the unit holds locked).
+    expect(trips).toBe(2 + 3)
   })
 
   it("ACC-CREATE, ACC-APPR-1, WL-CREATE: creating and approving an account and whitelisting an address: one write unit each, its first read with the one look at the client's webhook subscriptions", async () => {

@@ -450,8 +450,8 @@ export class PageBoundaries {
   }
 
   /**
-   * What a unit asks the log for the changes unseen by: the snapshot `clientId`'s boundaries are kept in, or
-   * undefined when none is (PostgreSQL; SQLite asks nothing).
+   * The snapshot `clientId`'s boundaries are kept in, whose unseen changes a unit asks the log for; undefined when
+   * none is kept (PostgreSQL; SQLite asks nothing).
    */
   keptSnapshot(clientId: string, now: number = Date.now()): SeenCommits | undefined {
     const kept = this.#snapshots.get(clientId)

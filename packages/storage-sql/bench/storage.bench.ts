@@ -39,6 +39,7 @@ import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
+import { holdTransaction } from "../test/Dialects.js"
 import { approvedDestination, fundedAccount, newClient, newCredential, principalOf } from "../test/proofs/ProofWorld.js"
 
 const INITIATIONS = 3_000
@@ -144,16 +145,7 @@ const openPostgresStore = async (url: string): Promise<Store> => {
     name: "PostgreSQL 15 (local)",
     engine: PostgresEngine,
     db,
-    holdTransaction: async () => {
-      const held = new pg.Client({ connectionString: target.toString() })
-      await held.connect()
-      await held.query("begin")
-      await held.query("select pg_current_xact_id()")
-      return async () => {
-        await held.query("commit")
-        await held.end()
-      }
-    },
+    holdTransaction: () => holdTransaction(target.toString()),
     close: async () => {
       await db.destroy()
       await admin.query(`drop database ${name} with (force)`)

@@ -62,23 +62,23 @@ export const temporaryPostgresDatabase = Effect.acquireRelease(
 )
 
 /**
- * Another client's transaction on the server of `url`, holding a transaction id until the scope closes, as a report
- * or a backup does: every snapshot taken meanwhile counts it as running.
+ * Another client's transaction on the server of `url`, holding a transaction id until released, as a report or a
+ * backup does: every snapshot taken meanwhile counts it as running. Resolves to its release.
  */
+export const holdTransaction = async (url: string): Promise<() => Promise<void>> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query("begin")
+  await client.query("select pg_current_xact_id()")
+  return async () => {
+    await client.query("commit")
+    await client.end()
+  }
+}
+
+/** `holdTransaction` for the scope. */
 export const heldTransaction = (url: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const client = new pg.Client({ connectionString: url })
-      await client.connect()
-      await client.query("begin")
-      await client.query("select pg_current_xact_id()")
-      return client
-    }),
-    (client) => Effect.promise(async () => {
-      await client.query("commit")
-      await client.end()
-    })
-  )
+  Effect.acquireRelease(Effect.promise(() => holdTransaction(url)), (release) => Effect.promise(release))
 
 /** A fresh directory for SQLite files, removed with the scope. */
 export const temporaryDirectory = Effect.acquireRelease(

@@ -13,13 +13,21 @@
  * runtime or a service manager reads it (default: file, the server writes the file itself).
  * BENCH_DURATION (seconds per round, default 5), BENCH_ROUNDS (default 5), BENCH_WARMUP (seconds, default 10),
  * BENCH_CONNECTIONS (default 10).
+ *
+ * Two identical servers differ by a few percent a request (each process's heap and code land differently), more
+ * than a line costs, so the turns above bound the line's cost but cannot resolve it. BENCH_WHERE=profile measures it
+ * directly instead: one server from source at the first of BENCH_LEVELS, under V8's sampling profiler (`--cpu-prof`,
+ * a sample every 100 µs), loaded for BENCH_WARMUP and then BENCH_DURATION seconds; of the samples of the last
+ * BENCH_DURATION seconds in which the server was busy, the share spent in http's JsonLogLines module (building,
+ * gathering and writing lines) and everything it called. From source only: in the built chunks a module's
+ * functions carry no name of it.
  */
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { type DemoServer, demoLoad, demoOf, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { cpuMicros, type DemoServer, demoLoad, demoOf, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
@@ -31,6 +39,9 @@ const levels = (process.env["BENCH_LEVELS"] ?? "Info,Warn").split(",")
 const sink = process.env["BENCH_LOG_SINK"] ?? "file"
 if (sink !== "file" && sink !== "pipe") throw new Error(`BENCH_LOG_SINK must be file or pipe, not ${sink}`)
 const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
+
+const where = process.env["BENCH_WHERE"] ?? "servers"
+if (where !== "servers" && where !== "profile") throw new Error(`BENCH_WHERE must be servers or profile, not ${where}`)
 
 interface Server extends DemoServer {
   readonly level: string
@@ -68,7 +79,79 @@ const run = async () => {
   }
 }
 
-run().catch((error: unknown) => {
+interface CpuProfile {
+  readonly nodes: ReadonlyArray<{ readonly id: number; readonly callFrame: { readonly url: string; readonly functionName: string }; readonly children?: ReadonlyArray<number> }>
+  readonly startTime: number
+  readonly endTime: number
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+/**
+ * Of `profile`'s busy samples (idle ones left out) in its last `windowMicros`, the share taken in functions of
+ * modules whose URL matches `module`, or in what they called.
+ */
+const shareIn = (profile: CpuProfile, module: RegExp, windowMicros: number): number => {
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parents = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id)
+  const within = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parents.get(at)) {
+      if (module.test(nodes.get(at)?.callFrame.url ?? "")) return true
+    }
+    return false
+  }
+  // Each delta is the time from the sample before (from startTime for the first); a sample stands for the time until
+  // the next one.
+  let busy = 0
+  let inModule = 0
+  let at = profile.startTime
+  profile.samples.forEach((id, index) => {
+    at += profile.timeDeltas[index] ?? 0
+    const micros = profile.timeDeltas[index + 1] ?? 0
+    if (at < profile.endTime - windowMicros || nodes.get(id)?.callFrame.functionName === "(idle)") return
+    busy += micros
+    if (within(id)) inModule += micros
+  })
+  return inModule / busy
+}
+
+const profiled = async () => {
+  if (built) throw new Error("BENCH_WHERE=profile runs the server from source (the built chunks carry no module names)")
+  const directory = mkdtempSync(join(tmpdir(), "relay-logging-profile-"))
+  const level = levels[0] ?? "Info"
+  try {
+    const started = await startServer({
+      command: [process.execPath, "--import", "tsx", "--conditions=@custody-relay/source", "--cpu-prof", `--cpu-prof-dir=${directory}`, "--cpu-prof-interval=100", main],
+      logFile: join(directory, "server.log"),
+      ready: READY,
+      through: sink,
+      env: { RELAY_DATABASE: join(directory, "relay.db"), PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" }
+    })
+    const server = demoOf(started.output)
+    await demoLoad(scenario, server, { seconds: warmup, connections })
+    const before = cpuMicros(started.child.pid)
+    const result = await demoLoad(scenario, server, { seconds: duration, connections })
+    const cpuPerRequest = ((cpuMicros(started.child.pid) ?? 0) - (before ?? 0)) / result.requests.total
+    const exited = new Promise((resolve) => started.child.once("exit", resolve))
+    started.child.kill("SIGINT")
+    await exited
+    // The main thread's profile (thread 0); the checkpoint worker writes one of its own.
+    const file = readdirSync(directory).find((name) => /\.0\.\d+\.cpuprofile$/.test(name))
+    if (file === undefined) throw new Error(`no profile of the main thread in ${directory}: ${readdirSync(directory).join(", ")}`)
+    const profile = JSON.parse(readFileSync(join(directory, file), "utf8")) as CpuProfile
+    const share = shareIn(profile, /\/JsonLogLines\.ts$/, duration * 1_000_000)
+    process.stdout.write(
+      `\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay from source (tsx's loader), under --cpu-prof; SQLite; ${scenario}; ${connections} connections; ${warmup} s of warm-up, then ${duration} s profiled; log level ${level}; output ${sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"}\n\n` +
+        `${result.requests.average.toFixed(0)} requests a second; CPU ${cpuPerRequest.toFixed(1)} µs a request (every thread)\n` +
+        `the main thread's busy time in JsonLogLines.ts and what it called: ${(share * 100).toFixed(2)}%\n`
+    )
+  } finally {
+    rmSync(directory, { recursive: true, force: true })
+  }
+}
+
+;(where === "profile" ? profiled : run)().catch((error: unknown) => {
   console.error(error)
   process.exit(1)
 })

@@ -224,6 +224,9 @@ const writesOf = (db: Kysely<Database>) => ({
   ),
   updateTransaction: byColumns(({ id, ...changes }: Changes<TransactionsTable>) =>
     db.updateTable("transactions").set(changes).where("id", "=", id)
+  ),
+  updateOutboxEntry: byColumns(({ id, ...changes }: Changes<OutboxEntriesTable>) =>
+    db.updateTable("outbox_entries").set(changes).where("id", "=", id)
   )
 })
 

@@ -53,7 +53,7 @@ export const store = (
       return Effect.map(first(db.selectFrom("outbox_entries").selectAll().where("id", "=", id).$if(locks, (qb) => qb.forUpdate())), entryRead)
     },
     updateOutboxEntry(entry) {
-      return update(read.outbox_entries, encode(entry), ({ id, ...changes }) => db.updateTable("outbox_entries").set(changes).where("id", "=", id), "outbox_entries")
+      return update(read.outbox_entries, encode(entry), writes.updateOutboxEntry, "outbox_entries")
     },
     dueOutboxEntries(now, limit) {
       return Effect.map(

@@ -40,6 +40,10 @@ const sink = process.env["BENCH_LOG_SINK"] ?? "file"
 if (sink !== "file" && sink !== "pipe") throw new Error(`BENCH_LOG_SINK must be file or pipe, not ${sink}`)
 const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
 
+/** A server's environment: its own SQLite file with the demo data, at `level`, never rate-limited. */
+const serverEnv = (database: string, level: string) => ({ RELAY_DATABASE: database, PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" })
+const outputText = sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"
+
 const where = process.env["BENCH_WHERE"] ?? "servers"
 if (where !== "servers" && where !== "profile") throw new Error(`BENCH_WHERE must be servers or profile, not ${where}`)
 
@@ -55,10 +59,10 @@ const run = async () => {
   try {
     for (const level of levels) {
       const log = join(directory, `${servers.length}.log`)
-      const started = await startServer({ command, logFile: log, ready: READY, through: sink, env: { RELAY_DATABASE: join(directory, `${servers.length}.db`), PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" } })
+      const started = await startServer({ command, logFile: log, ready: READY, through: sink, env: serverEnv(join(directory, `${servers.length}.db`), level) })
       servers.push({ level: `${level} (server ${servers.length + 1})`, child: started.child, log, ...demoOf(started.output) })
     }
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; ${scenario}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; ${scenario}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${outputText}\n\n`)
     const logBefore = statSync(servers[0]?.log ?? "").size
     // Every request of server 1, warm-up included, for the bytes of log each one wrote.
     let requestsAtFirst = 0
@@ -126,7 +130,7 @@ const profiled = async () => {
       logFile: join(directory, "server.log"),
       ready: READY,
       through: sink,
-      env: { RELAY_DATABASE: join(directory, "relay.db"), PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" }
+      env: serverEnv(join(directory, "relay.db"), level)
     })
     const server = demoOf(started.output)
     await demoLoad(scenario, server, { seconds: warmup, connections })
@@ -142,7 +146,7 @@ const profiled = async () => {
     const profile = JSON.parse(readFileSync(join(directory, file), "utf8")) as CpuProfile
     const share = shareIn(profile, /\/JsonLogLines\.ts$/, duration * 1_000_000)
     process.stdout.write(
-      `\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay from source (tsx's loader), under --cpu-prof; SQLite; ${scenario}; ${connections} connections; ${warmup} s of warm-up, then ${duration} s profiled; log level ${level}; output ${sink === "pipe" ? "through a pipe to cat, to a file" : "to a file"}\n\n` +
+      `\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay from source (tsx's loader), under --cpu-prof; SQLite; ${scenario}; ${connections} connections; ${warmup} s of warm-up, then ${duration} s profiled; log level ${level}; output ${outputText}\n\n` +
         `${result.requests.average.toFixed(0)} requests a second; CPU ${cpuPerRequest.toFixed(1)} µs a request (every thread)\n` +
         `the main thread's busy time in JsonLogLines.ts and what it called: ${(share * 100).toFixed(2)}%\n`
     )

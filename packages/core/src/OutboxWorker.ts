@@ -87,7 +87,8 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
 const lease = Effect.fnUntraced(function*(options: WorkerOptions) {
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
-  const seen = yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 1))
+  // One statement, its answer checked again by the leasing unit: a lookup (no transaction of its own).
+  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1))
   if (seen.length === 0) return seen
   return yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options))
 })

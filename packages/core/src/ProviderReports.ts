@@ -21,15 +21,16 @@ export type ProviderReport =
 
 /** Applies one report to the record its request was about. An unknown request id is refused. */
 export const apply = operation("ProviderReports.apply")(function*(report: ProviderReport) {
-  const found = yield* Storage.run("read", (unit) => unit.getOutboxEntry(report.requestId))
+  // One record, read on its own: a lookup (no transaction).
+  const found = yield* Storage.run("lookup", (unit) => unit.getOutboxEntry(report.requestId))
   if (Option.isNone(found)) return yield* InvalidRequest.field("requestId", "names no request the relay made")
   const request = found.value
   if (report.kind === "transfer") {
     if (request.kind !== "submitTransfer") return yield* InvalidRequest.field("requestId", "names no transfer submission")
-    return yield* Effect.asVoid(Transactions.applyProviderProgress(request.subjectId, report.progress))
+    return yield* Effect.asVoid(Transactions.applyReportedProgress(request, report.progress))
   }
   if (request.kind !== "registerWhitelistedAddress") {
     return yield* InvalidRequest.field("requestId", "names no address registration")
   }
-  return yield* Effect.asVoid(WhitelistedAddresses.applyReview(request.subjectId, report.review))
+  return yield* Effect.asVoid(WhitelistedAddresses.applyReportedReview(request, report.review))
 })

@@ -4,7 +4,7 @@
  * place where a transaction changes state and where balances follow: initiation reserves, a failed-group ending
  * releases, completion settles and credits an internal destination. No balance can go negative.
  */
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Option, Result } from "effect"
 import * as Account from "./Account.js"
 import { requireUuid } from "./Accounts.js"
 import { type Asset, requireAsset } from "./Asset.js"
@@ -539,26 +539,41 @@ const statusAtStage: Record<"pending_policy" | "signed" | "broadcast" | "complet
 const order = Transaction.statuses
 
 /**
- * Brings a transaction up to what the provider reports, one step of the table at a time (each step its own
- * event), in `unit`. A report behind the transaction, or about one no longer pending, changes nothing.
+ * The events that bring a transaction at `status` up to what the provider reports, one step of the table each, in
+ * order: none for a report behind it, or for a transaction no longer pending or not yet handed to the provider.
+ * A unit applies them to what it holds locked (`catchUp`); a look before the unit uses them to know whether the
+ * unit will append events, and so should read what the events need with its first read.
  */
+const stepsToward = (
+  status: Transaction.TransactionStatus,
+  progress: TransferProgress
+): ReadonlyArray<Transaction.TransactionEvent> => {
+  if (!Transaction.isOpen(status) || status === "AWAITING_SIGNATURE") return []
+  if (progress.stage === "rejected" || progress.stage === "failed") {
+    return [progress.stage === "rejected" && status === "PENDING_PROVIDER_APPROVAL" ? "providerReject" : "fail"]
+  }
+  const target = order.indexOf(statusAtStage[progress.stage])
+  const events: Array<Transaction.TransactionEvent> = []
+  for (let at: Transaction.TransactionStatus | undefined = status; at !== undefined && order.indexOf(at) < target;) {
+    const event: Transaction.TransactionEvent | undefined = towardCompletion[at]
+    if (event === undefined) break
+    events.push(event)
+    at = Result.getOrUndefined(StateMachine.transition(Transaction.machine, at, event))
+  }
+  return events
+}
+
+/** Brings a transaction up to what the provider reports (`stepsToward`), in `unit`, each step its own event. */
 const catchUp = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   tx: Transaction.Transaction,
   progress: TransferProgress,
   now: Timestamp.Timestamp
 ) {
-  if (!Transaction.isOpen(tx.status) || tx.status === "AWAITING_SIGNATURE") return tx
-  if (progress.stage === "rejected" || progress.stage === "failed") {
-    const event = progress.stage === "rejected" && tx.status === "PENDING_PROVIDER_APPROVAL" ? "providerReject" : "fail"
-    return yield* applyEvent(unit, tx, event, now, DomainEvent.provider, progress.subStatus)
-  }
-  const target = statusAtStage[progress.stage]
+  const subStatus = progress.stage === "rejected" || progress.stage === "failed" ? progress.subStatus : undefined
   let next = tx
-  while (order.indexOf(next.status) < order.indexOf(target)) {
-    const event = towardCompletion[next.status]
-    if (event === undefined) break
-    next = yield* applyEvent(unit, next, event, now, DomainEvent.provider)
+  for (const event of stepsToward(tx.status, progress)) {
+    next = yield* applyEvent(unit, next, event, now, DomainEvent.provider, subStatus)
   }
   return next
 })
@@ -574,21 +589,39 @@ export const applyProviderProgress = operation("Transactions.applyProviderProgre
 ) {
   id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now
-  return yield* Storage.run("write", (unit) => catchUpTo(unit, id, progress, now))
+  return yield* Storage.run("write", (unit) => catchUpTo(unit, findAny(unit, id), progress, now))
 })
 
-/** Catches the transaction with this id up to `progress`, in `unit`, and stores it if that changed it. */
+/**
+ * A pushed report about the transfer `submission` (the outbox entry that handed it to the provider) applied as
+ * `applyProviderProgress` does. The entry names the client, so the transaction is read with the look at the
+ * client's webhook subscriptions its events need: a provider pushes a report when the transfer moved.
+ */
+export const applyReportedProgress = Effect.fnUntraced(function*(submission: Outbox.OutboxEntry, progress: TransferProgress) {
+  const now = yield* Timestamp.now
+  return yield* Storage.run("write", (unit) =>
+    catchUpTo(unit, DomainEvent.readingAhead(unit, submission.clientId, findAny(unit, submission.subjectId)), progress, now))
+})
+
+/** Catches the transaction `read` finds up to `progress`, in `unit`, and stores it if that changed it. */
 const catchUpTo = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
-  id: string,
+  read: Effect.Effect<Transaction.Transaction, NotFound | Storage.StorageError>,
   progress: TransferProgress,
   now: Timestamp.Timestamp
 ) {
-  const current = yield* findAny(unit, id)
+  const current = yield* read
   const next = yield* catchUp(unit, current, progress, now)
   if (next !== current) yield* unit.updateTransaction(next)
   return next
 })
+
+/**
+ * An outbox effect's look at its transaction before it calls the provider: a lookup (no transaction of its own),
+ * since the unit after the call reads the transaction again, locked, and decides on that.
+ */
+const lookBefore = (entry: Outbox.OutboxEntry) =>
+  Storage.run("lookup", (unit) => findAny(unit, entry.subjectId)).pipe(Effect.orDie)
 
 const followEvery = (config: { readonly providerPollMillis: number }, now: number) =>
   Timestamp.fromMillis(now + config.providerPollMillis)
@@ -598,7 +631,7 @@ const followEvery = (config: { readonly providerPollMillis: number }, now: numbe
  * records the provider's id and starts following it. A transaction cancelled or failed meanwhile is not sent.
  */
 export const submitToProvider = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
-  const tx = yield* inspect(entry.subjectId).pipe(Effect.orDie)
+  const tx = yield* lookBefore(entry)
   if (tx.status !== "PENDING_PROVIDER_APPROVAL" || tx.providerTransactionId !== null) {
     return yield* Storage.run("write", (unit) => Outbox.settle(unit, entry, Outbox.done))
   }
@@ -648,7 +681,7 @@ const recordSubmission = Effect.fnUntraced(function*(
 
 /** Outbox effect: asks the provider where a submitted transfer stands and catches the transaction up. */
 export const followAtProvider = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
-  const tx = yield* inspect(entry.subjectId).pipe(Effect.orDie)
+  const tx = yield* lookBefore(entry)
   if (!Transaction.isOpen(tx.status) || tx.providerTransactionId === null) {
     return yield* Storage.run("write", (unit) => Outbox.settle(unit, entry, Outbox.done))
   }
@@ -657,7 +690,9 @@ export const followAtProvider = Effect.fnUntraced(function*(entry: Outbox.Outbox
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   const followAgainAt = followEvery(config, nowMillis)
-  yield* Storage.run("write", (unit) => recordProgress(unit, entry, tx.id, progress, now, followAgainAt))
+  // Read ahead only when the report moves the transaction as it stood at the look: most polls move nothing.
+  const moves = stepsToward(tx.status, progress).length > 0
+  yield* Storage.run("write", (unit) => recordProgress(unit, entry, tx.id, progress, now, followAgainAt, moves))
 })
 
 /** In one unit: the transaction caught up to the provider's progress, the entry settled or due again if still open. */
@@ -667,9 +702,12 @@ const recordProgress = Effect.fnUntraced(function*(
   transactionId: string,
   progress: TransferProgress,
   now: Timestamp.Timestamp,
-  followAgainAt: Timestamp.Timestamp
+  followAgainAt: Timestamp.Timestamp,
+  /** The report moves the transaction as the look found it: read the client's subscriptions with it. */
+  moves: boolean
 ) {
-  const current = yield* findAny(unit, transactionId).pipe(Effect.orDie)
+  const read = findAny(unit, transactionId)
+  const current = yield* (moves ? DomainEvent.readingAhead(unit, entry.clientId, read) : read).pipe(Effect.orDie)
   const next = yield* catchUp(unit, current, progress, now).pipe(Effect.orDie)
   if (next !== current) yield* unit.updateTransaction(next)
   yield* Outbox.settle(unit, entry, Transaction.isOpen(next.status) ? Outbox.again(followAgainAt) : Outbox.done)

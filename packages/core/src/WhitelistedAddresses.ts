@@ -148,21 +148,41 @@ export const archive = (id: string) => transition(id, "archive")
 /** The provider's verdict on an address it reviewed (a pushed callback, see ProviderReports); "pending" changes nothing. */
 export const applyReview = operation("WhitelistedAddresses.applyReview")(function*(id: string, review: AddressReview) {
   id = yield* requireUuid("id", id)
-  return yield* Storage.run("write", (unit) =>
-    Effect.flatMap(findAny(unit, id), (entry) =>
-      entry.status !== "PENDING" || review === "pending"
-        ? Effect.succeed(entry)
-        : transitionIn(unit, entry, review === "approved" ? "approve" : "reject", DomainEvent.provider)))
+  return yield* Storage.run("write", (unit) => reviewIn(unit, findAny(unit, id), review))
 })
 
-const inspect = (id: string) => Storage.run("read", (unit) => findAny(unit, id))
+/**
+ * A pushed verdict about the address `registration` (the outbox entry that registered it with the provider)
+ * applied as `applyReview` does. The entry names the client, so the address is read with the look at the
+ * client's webhook subscriptions its event needs: a provider pushes a verdict, not "pending".
+ */
+export const applyReportedReview = (registration: Outbox.OutboxEntry, review: AddressReview) =>
+  Storage.run("write", (unit) =>
+    reviewIn(unit, DomainEvent.readingAhead(unit, registration.clientId, findAny(unit, registration.subjectId)), review))
+
+/** The verdict applied to the address `read` finds, in `unit`, if it is still pending. */
+const reviewIn = (
+  unit: Storage.StorageUnit,
+  read: Effect.Effect<WhitelistedAddress.WhitelistedAddress, NotFound | Storage.StorageError>,
+  review: AddressReview
+) =>
+  Effect.flatMap(read, (entry) =>
+    entry.status !== "PENDING" || review === "pending"
+      ? Effect.succeed(entry)
+      : transitionIn(unit, entry, review === "approved" ? "approve" : "reject", DomainEvent.provider))
+
+/**
+ * An outbox effect's look at its address before it calls the provider: a lookup (no transaction of its own), since
+ * the unit after the call reads the address again, locked, and decides on that.
+ */
+const lookBefore = (outboxEntry: Outbox.OutboxEntry) => Effect.orDie(Storage.run("lookup", (unit) => findAny(unit, outboxEntry.subjectId)))
 
 /**
  * Outbox effect: registers the address with the provider (request id: the entry's id), then records the
  * provider's own id and, for a polled provider, starts following its review.
  */
 export const registerAtProvider = Effect.fnUntraced(function*(outboxEntry: Outbox.OutboxEntry) {
-  const entry = yield* Effect.orDie(inspect(outboxEntry.subjectId))
+  const entry = yield* lookBefore(outboxEntry)
   const asset = yield* Effect.orDie(requireAsset(entry.assetType))
   const provider = yield* CustodyProvider
   const { providerId } = yield* provider.registerWhitelistedAddress({
@@ -182,7 +202,9 @@ const recordRegistration = Effect.fnUntraced(function*(
   providerId: string,
   progressReporting: ProgressReporting
 ) {
-  const current = yield* Effect.orDie(findAny(unit, entry.id))
+  const read = findAny(unit, entry.id)
+  // Read ahead when the look found the provider's id new: the unit then appends its event.
+  const current = yield* Effect.orDie(entry.providerId !== providerId ? DomainEvent.readingAhead(unit, entry.clientId, read) : read)
   if (current.providerId !== providerId) {
     yield* unit.updateWhitelistedAddress({ ...current, providerId, updatedAt: yield* Timestamp.now })
     yield* DomainEvent.append(unit, {
@@ -203,7 +225,7 @@ const recordRegistration = Effect.fnUntraced(function*(
 
 /** Outbox effect: asks the provider where its review of the address stands, and applies its verdict. */
 export const followReview = Effect.fnUntraced(function*(outboxEntry: Outbox.OutboxEntry) {
-  const entry = yield* Effect.orDie(inspect(outboxEntry.subjectId))
+  const entry = yield* lookBefore(outboxEntry)
   if (entry.status !== "PENDING") return yield* Storage.run("write", (unit) => Outbox.settle(unit, outboxEntry, Outbox.done))
   const review = yield* (yield* CustodyProvider).addressReview(entry.providerId)
   const { providerPollMillis } = yield* RelayConfig
@@ -220,7 +242,9 @@ const recordReview = Effect.fnUntraced(function*(
   nowMillis: number,
   providerPollMillis: number
 ) {
-  const current = yield* Effect.orDie(findAny(unit, entry.id))
+  const read = findAny(unit, entry.id)
+  // Read ahead when the verdict is one: the unit then appends its event (the look found the entry pending).
+  const current = yield* Effect.orDie(review !== "pending" ? DomainEvent.readingAhead(unit, entry.clientId, read) : read)
   if (current.status === "PENDING" && review !== "pending") {
     yield* Effect.orDie(transitionIn(unit, current, review === "approved" ? "approve" : "reject", DomainEvent.provider))
   }

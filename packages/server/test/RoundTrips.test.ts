@@ -4,9 +4,9 @@
  * database, so this is the figure that matters when the database is not on the same host (issue 17).
  * Needs RELAY_TEST_PG_URL; without it the suite says why and is skipped.
  */
-import { Relay, Storage, Transactions } from "@custody-relay/core"
+import { Chain, CustodyProvider, type Outbox, OutboxWorker, ProviderReports, Relay, Storage, Transactions, WhitelistedAddresses } from "@custody-relay/core"
 import { makeHandler, type RelayHandler } from "@custody-relay/http"
-import { Logger } from "effect"
+import { Effect, Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
 import { seedDemo } from "../src/seedDemo.js"
@@ -140,11 +140,132 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     // The first prepares the statements on the connection (as a node's first submissions do).
     await submission()
     const trips = await submission()
-    // The look before calling the provider: a read unit, BEGIN with its statement, then its COMMIT. Then the write
-    // unit, whose writes go with its next read or its COMMIT: BEGIN with the transaction locked and the client's
+    // The look before calling the provider: a lookup, one statement outside any transaction. Then the write unit,
+    // whose writes go with its next read or its COMMIT: BEGIN with the transaction locked and the client's
     // subscriptions; the provider's id with the entry's read (locked, to settle it); the entry settled and the event
     // with COMMIT (the entry's update is sure to match the row the unit holds locked).
-    expect(trips).toBe(2 + 3)
+    expect(trips).toBe(1 + 3)
+  })
+
+  /** The relay's provider, but polled, and reporting `progress` for every transfer and `review` for every address. */
+  const asPolledProvider = (progress: CustodyProvider.TransferProgress, review: CustodyProvider.AddressReview) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.flatMap(CustodyProvider.CustodyProvider, (provider) =>
+      Effect.provideService(effect, CustodyProvider.CustodyProvider, {
+        ...provider,
+        progressReporting: "polled",
+        transferProgress: () => Effect.succeed(progress),
+        addressReview: () => Effect.succeed(review)
+      }))
+  const run = <A>(effect: Effect.Effect<A, unknown, Relay.RelayServices>) => relay.runtime.runPromise(effect)
+  /** The one outbox entry of `kind` about `subjectId`, pending. */
+  const pendingEntry = async (subjectId: string, kind: Outbox.EffectKind) => {
+    const entries = await run(Storage.run("read", (unit) => unit.listOutboxEntries(subjectId)))
+    const entry = entries.find((e) => e.kind === kind && e.state === "pending")
+    expect(entry, kind).toBeDefined()
+    // The read unit's COMMIT is not waited for: counted (and so drained) here, before what is counted next.
+    await proxy.count(async () => {})
+    return entry!
+  }
+  /** A transfer approved and handed to the provider; polled: its progress is followed by the outbox. */
+  const submittedTransfer = async (polled: boolean) => {
+    const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", btcTransfer())
+    expect(initiated.status).toBe(201)
+    const { id } = (await initiated.json()) as { id: string }
+    expect(await call("POST", `/relay/v1/transactions/${id}/approve`, "approver-1")).toBe(200)
+    const submission = Transactions.submitToProvider(await pendingEntry(id, "submitTransfer"))
+    await run(polled ? submission.pipe(asPolledProvider({ stage: "pending_policy" }, "pending")) : submission)
+    return id
+  }
+
+  it("TXN-FLOW-1, TXN-SHAPE-4: a followed transfer's poll that moves it: the look, then one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
+    const poll = async (stage: "pending_policy" | "signed") => {
+      const id = await submittedTransfer(true)
+      const entry = await pendingEntry(id, "followTransfer")
+      const trips = await proxy.count(() => run(Transactions.followAtProvider(entry).pipe(asPolledProvider({ stage }, "pending"))))
+      return { trips, status: (await run(Transactions.inspect(id))).status }
+    }
+    // The first prepares the statements on the connection (as a node's first polls do).
+    await poll("signed")
+    // The look before asking the provider: a lookup, one statement. Then the write unit, whose writes go with its
+    // next read or its COMMIT: BEGIN with the transaction locked and the client's subscriptions (the report moves
+    // the transaction as the look found it); the transaction and its event with the entry's read (locked, to settle
+    // it); the entry due again with COMMIT.
+    expect(await poll("signed")).toEqual({ trips: 1 + 3, status: "BROADCASTING" })
+    // A poll that moves nothing appends no event and reads no subscription: BEGIN with the transaction locked; the
+    // entry's read; the entry due again with COMMIT.
+    expect(await poll("pending_policy")).toEqual({ trips: 1 + 3, status: "PENDING_PROVIDER_APPROVAL" })
+  })
+
+  it("TXN-FLOW-1: a transfer's progress pushed by the provider: the request's entry read, then one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
+    const pushed = async () => {
+      const id = await submittedTransfer(false)
+      const [submitted] = await run(Storage.run("read", (unit) => unit.listOutboxEntries(id)))
+      await proxy.count(async () => {})
+      const trips = await proxy.count(() => run(ProviderReports.apply({ kind: "transfer", requestId: submitted!.id, progress: { stage: "signed" } })))
+      return { trips, status: (await run(Transactions.inspect(id))).status }
+    }
+    await pushed()
+    // The request's outbox entry, a lookup (one statement, no transaction); then the unit: BEGIN with the transaction locked and the
+    // client's subscriptions; the transaction and its event with COMMIT.
+    expect(await pushed()).toEqual({ trips: 1 + 2, status: "BROADCASTING" })
+  })
+
+  it("WL-STATE-1, WL-FLOW-1: an address registered with the provider and its review, polled and pushed: each one write unit, its first read with the one look at the client's webhook subscriptions", async () => {
+    let n = 0
+    const whitelisted = async () => {
+      const created = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/whitelisted-addresses", {
+        name: `Round trips ${++n}`,
+        address: Chain.Bitcoin.addressFromSeed(new TextEncoder().encode(`round trips ${n}`)),
+        assetType: "BTC"
+      })
+      expect(created.status, await created.clone().text()).toBe(201)
+      return ((await created.json()) as { id: string }).id
+    }
+    const registered = async (polled: boolean) => {
+      const id = await whitelisted()
+      const entry = await pendingEntry(id, "registerWhitelistedAddress")
+      const registration = WhitelistedAddresses.registerAtProvider(entry)
+      const trips = await proxy.count(() => run(polled ? registration.pipe(asPolledProvider({ stage: "pending_policy" }, "pending")) : registration))
+      return { id, entry, trips }
+    }
+    await registered(true)
+    // The look before calling the provider: a lookup (1). The unit: BEGIN with the address locked and the
+    // client's subscriptions; the provider's id, its event and (polled) the follow-up's entry with the entry's read
+    // (locked, to settle it); the entry settled with COMMIT.
+    expect((await registered(true)).trips).toBe(1 + 3)
+    const polledReview = async (review: CustodyProvider.AddressReview) => {
+      const { id } = await registered(true)
+      const entry = await pendingEntry(id, "followWhitelistedAddress")
+      const trips = await proxy.count(() => run(WhitelistedAddresses.followReview(entry).pipe(asPolledProvider({ stage: "pending_policy" }, review))))
+      return trips
+    }
+    await polledReview("approved")
+    // The look (1); the unit: BEGIN with the address locked and the subscriptions; the verdict and its event with the
+    // entry's read; the entry settled with COMMIT.
+    expect(await polledReview("approved")).toBe(1 + 3)
+    // A review still pending appends nothing and reads no subscription.
+    expect(await polledReview("pending")).toBe(1 + 3)
+    const pushedReview = async () => {
+      const { entry } = await registered(false)
+      await proxy.count(async () => {})
+      return proxy.count(() => run(ProviderReports.apply({ kind: "address", requestId: entry.id, review: "approved" })))
+    }
+    await pushedReview()
+    // The request's entry (1); the unit: BEGIN with the address locked and the subscriptions; the verdict and its event
+    // with COMMIT.
+    expect(await pushedReview()).toBe(1 + 2)
+  })
+
+  it("an idle outbox worker's round: one statement, outside any transaction", async () => {
+    // What the tests before left due is carried out first (a round that finds work leases it in a write unit).
+    await run(OutboxWorker.drain())
+    await proxy.count(async () => {})
+    let carried = -1
+    const trips = await proxy.count(async () => {
+      carried = await run(OutboxWorker.runDue())
+    })
+    expect({ carried, trips }).toEqual({ carried: 0, trips: 1 })
   })
 
   it("ACC-CREATE, ACC-APPR-1, WL-CREATE: creating and approving an account and whitelisting an address: one write unit each, its first read with the one look at the client's webhook subscriptions", async () => {

@@ -15,6 +15,8 @@ import type {
   LedgerEntriesTable,
   OutboxEntriesTable,
   TransactionsTable,
+  WebhookDeliveriesTable,
+  WebhookSubscriptionsTable,
   WhitelistedAddressesTable
 } from "./schema/Database.js"
 import type { SortKey } from "./PageBoundaries.js"
@@ -227,6 +229,15 @@ const writesOf = (db: Kysely<Database>) => ({
   ),
   updateOutboxEntry: byColumns(({ id, ...changes }: Changes<OutboxEntriesTable>) =>
     db.updateTable("outbox_entries").set(changes).where("id", "=", id)
+  ),
+  insertWebhookSubscription: byColumns((row: WebhookSubscriptionsTable) => db.insertInto("webhook_subscriptions").values(row)),
+  updateWebhookSubscription: byColumns(({ id, ...changes }: Changes<WebhookSubscriptionsTable>) =>
+    db.updateTable("webhook_subscriptions").set(changes).where("id", "=", id)
+  ),
+  /** One for each subscription an event matches, in the command's own unit (see Webhook.fanOut). */
+  insertWebhookDelivery: byColumns((row: WebhookDeliveriesTable) => db.insertInto("webhook_deliveries").values(row)),
+  updateWebhookDelivery: byColumns(({ id, ...changes }: Changes<WebhookDeliveriesTable>) =>
+    db.updateTable("webhook_deliveries").set(changes).where("id", "=", id)
   )
 })
 

@@ -67,14 +67,14 @@ const decodeDelivery = (row: WebhookDeliveriesTable): Webhook.WebhookDelivery =>
   updatedAt: row.updated_at as Webhook.WebhookDelivery["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, read, statements: { first, rows, writeLater }, compiled: { lookups } }: StoreArguments): Webhook.WebhookStore => {
+export const store = ({ db, engine, mode, read, statements: { first, rows, writeLater }, compiled: { lookups, writes } }: StoreArguments): Webhook.WebhookStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
   // Only a write unit keeps what it listed (see RowsRead): its rows are emptied when each write unit begins.
   const listed = mode === "write" ? read.webhook_subscriptions : undefined
   return {
     insertWebhookSubscription(subscription) {
       listed?.delete(subscription.clientId)
-      return writeLater(db.insertInto("webhook_subscriptions").values(encodeSubscription(subscription)), 1, `webhook_subscriptions ${subscription.id}`, true)
+      return writeLater(writes.insertWebhookSubscription(encodeSubscription(subscription)), 1, `webhook_subscriptions ${subscription.id}`, true)
     },
     getWebhookSubscription(id) {
       return Effect.map(
@@ -84,8 +84,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
     },
     updateWebhookSubscription(subscription) {
       listed?.delete(subscription.clientId)
-      const { id, ...changes } = encodeSubscription(subscription)
-      return writeLater(db.updateTable("webhook_subscriptions").set(changes).where("id", "=", id), 1, `webhook_subscriptions ${id}`, false)
+      return writeLater(writes.updateWebhookSubscription(encodeSubscription(subscription)), 1, `webhook_subscriptions ${subscription.id}`, false)
     },
     listWebhookSubscriptions(clientId) {
       const kept = listed?.get(clientId)
@@ -100,7 +99,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
       )
     },
     insertWebhookDelivery(delivery) {
-      return writeLater(db.insertInto("webhook_deliveries").values(encodeDelivery(delivery)), 1, `webhook_deliveries ${delivery.id}`, true)
+      return writeLater(writes.insertWebhookDelivery(encodeDelivery(delivery)), 1, `webhook_deliveries ${delivery.id}`, true)
     },
     getWebhookDelivery(id) {
       return Effect.map(
@@ -109,8 +108,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
       )
     },
     updateWebhookDelivery(delivery) {
-      const { id, ...changes } = encodeDelivery(delivery)
-      return writeLater(db.updateTable("webhook_deliveries").set(changes).where("id", "=", id), 1, `webhook_deliveries ${id}`, false)
+      return writeLater(writes.updateWebhookDelivery(encodeDelivery(delivery)), 1, `webhook_deliveries ${delivery.id}`, false)
     },
     listWebhookDeliveries(subscriptionId, limit) {
       return Effect.map(

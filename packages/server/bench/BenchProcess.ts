@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { constants } from "node:os"
+import { fileURLToPath } from "node:url"
 
 export interface AutocannonResult {
   readonly requests: { readonly average: number; readonly total: number }
@@ -143,6 +144,19 @@ export const startServer = (options: {
       reject(new Error(`${options.command.join(" ")} exited with ${code}:\n${readFileSync(options.logFile, "utf8")}`))
     })
   })
+
+/**
+ * Starts delayProxy.mjs in front of PostgreSQL at `target` (its output to `logFile`): every chunk held `millis`
+ * milliseconds each way, as a database on another host would answer. Its process, and the port it listens on.
+ */
+export const delayProxy = async (target: URL, millis: number, logFile: string): Promise<{ readonly child: ChildProcess; readonly port: string }> => {
+  const started = await startServer({
+    command: [process.execPath, fileURLToPath(new URL("./delayProxy.mjs", import.meta.url)), target.hostname, target.port || "5432", String(millis)],
+    logFile,
+    ready: /listening \d+/
+  })
+  return { child: started.child, port: grab(started.output, /listening (\d+)/) }
+}
 
 /** The first group of `pattern` in `output`, or an error that shows the output. */
 export const grab = (output: string, pattern: RegExp): string => {

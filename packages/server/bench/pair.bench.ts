@@ -23,8 +23,7 @@ import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { type DemoServer, demoLoad, demoOf, demoScenarioOf, grab, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { delayProxy, type DemoServer, demoLoad, demoOf, demoScenarioOf, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
@@ -42,17 +41,6 @@ const children: Array<ChildProcess> = []
 
 const load = (server: Server, seconds: number) => demoLoad(scenario, server, { seconds, connections })
 
-/** Starts delayProxy.mjs in front of PostgreSQL at `target` (its output to `logFile`); the port it listens on. */
-const delayProxy = async (target: URL, millis: number, logFile: string): Promise<string> => {
-  const started = await startServer({
-    command: [process.execPath, fileURLToPath(new URL("./delayProxy.mjs", import.meta.url)), target.hostname, target.port || "5432", String(millis)],
-    logFile,
-    ready: /listening \d+/
-  })
-  children.push(started.child)
-  return grab(started.output, /listening (\d+)/)
-}
-
 const run = async () => {
   if (trees.length === 0) {
     process.stdout.write("set BENCH_PAIR to the work trees to compare, comma-separated (each built with pnpm build)\n")
@@ -60,7 +48,9 @@ const run = async () => {
   }
   const directory = mkdtempSync(join(tmpdir(), "relay-pair-"))
   const databases: Array<{ readonly drop: () => Promise<void> }> = []
-  const proxyPort = pgUrl === undefined || pgDelayMillis <= 0 ? undefined : await delayProxy(new URL(pgUrl), pgDelayMillis, join(directory, "delay.log"))
+  const proxy = pgUrl === undefined || pgDelayMillis <= 0 ? undefined : await delayProxy(new URL(pgUrl), pgDelayMillis, join(directory, "delay.log"))
+  if (proxy !== undefined) children.push(proxy.child)
+  const proxyPort = proxy?.port
   try {
     const servers: Array<Server> = []
     for (const tree of trees) {

@@ -1,0 +1,122 @@
+/**
+ * `pnpm --filter @custody-relay/server run bench:outbox`: what carrying an approved transfer to COMPLETED costs the
+ * outbox worker on PostgreSQL reached over a link with a delay, as a database on another host answers. A relay in
+ * this process (its worker stopped) on a database of its own, behind delayProxy.mjs (BENCH_PG_DELAY_MS each way)
+ * and a round-trip counter; a polled simulated provider that settles a transfer at once. Each round initiates and
+ * approves BENCH_TRANSFERS transfers through the HTTP handler, untimed, then times `OutboxWorker.drain()`: the
+ * submission to the provider and the poll that finds the transfer completed, for every transfer, one after another as
+ * one worker carries them out. Prints, for each round and as medians: milliseconds and round trips a transfer, and
+ * transfers a second. Asserts nothing.
+ *
+ * BENCH_PG_URL (default RELAY_TEST_PG_URL), BENCH_PG_DELAY_MS (default 1), BENCH_TRANSFERS (default 100),
+ * BENCH_ROUNDS (default 3).
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { cpus, tmpdir } from "node:os"
+import { join } from "node:path"
+import { CustodyProvider, OutboxWorker, Relay, Transactions } from "@custody-relay/core"
+import { makeHandler } from "@custody-relay/http"
+import { Logger } from "effect"
+import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
+import { seedDemo } from "../src/seedDemo.js"
+import { fromDatabase } from "../src/StorageLayer.js"
+import { asDemoUser } from "../test/DemoRequests.js"
+import { delayProxy, median, postgresDatabase } from "./BenchProcess.js"
+
+const pgUrl = process.env["BENCH_PG_URL"] ?? process.env["RELAY_TEST_PG_URL"]
+const delayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "1")
+const transfers = Number(process.env["BENCH_TRANSFERS"] ?? "100")
+const rounds = Number(process.env["BENCH_ROUNDS"] ?? "3")
+
+interface Round {
+  readonly millisPerTransfer: number
+  readonly tripsPerTransfer: number
+}
+
+const run = async () => {
+  if (pgUrl === undefined) {
+    process.stdout.write("set BENCH_PG_URL (or RELAY_TEST_PG_URL) to a PostgreSQL server the bench may create a database on\n")
+    process.exit(2)
+  }
+  const directory = mkdtempSync(join(tmpdir(), "relay-outbox-bench-"))
+  const database = await postgresDatabase(pgUrl, `relay_outbox_bench_${process.pid}`)
+  const delayed = await delayProxy(new URL(database.url), delayMillis, join(directory, "delay.log"))
+  const target = new URL(database.url)
+  target.hostname = "127.0.0.1"
+  target.port = delayed.port
+  const counter = await countingProxy(target)
+  const relay = makeHandler({
+    layer: Relay.layer(fromDatabase(counter.url, "memory"), {
+      provider: CustodyProvider.layerSimulated({
+        lifecycle: { policyMillis: 0, broadcastMillis: 0, confirmationMillis: 0, addressReviewMillis: 0, failureShare: 0 }
+      })
+    }),
+    outbox: false,
+    logger: Logger.make(() => undefined),
+    logLevel: "Warn"
+  })
+  try {
+    await relay.ready
+    const demo = await relay.runtime.runPromise(seedDemo)
+    const source = demo.accounts.find((a) => a.assetId === "BTC")?.id
+    const transfer = { sourceAccountId: source, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
+    const approvedTransfers = async () => {
+      const ids: Array<string> = []
+      for (let i = 0; i < transfers; i++) {
+        const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", transfer)
+        if (initiated.status !== 201) throw new Error(`initiate: ${initiated.status} ${await initiated.text()}`)
+        const { id } = (await initiated.json()) as { id: string }
+        const approved = await asDemoUser(relay, demo, "approver-1", "POST", `/relay/v1/transactions/${id}/approve`)
+        if (approved.status !== 200) throw new Error(`approve: ${approved.status} ${await approved.text()}`)
+        await approved.text()
+        ids.push(id)
+      }
+      return ids
+    }
+    // Carries out what seeding left (the whitelisted address's registration), and prepares the statements on the
+    // pool's connections, as a node's first transfers do.
+    await approvedTransfers()
+    await relay.runtime.runPromise(OutboxWorker.drain())
+    const results: Array<Round> = []
+    process.stdout.write(
+      `\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; PostgreSQL behind a ${delayMillis} ms delay each way; ` +
+        `${transfers} approved transfers a round, carried to COMPLETED by one worker (submission, then one poll)\n\n`
+    )
+    for (let round = 1; round <= rounds; round++) {
+      const ids = await approvedTransfers()
+      await counter.count(async () => {})
+      let millis = 0
+      const trips = await counter.count(async () => {
+        const started = performance.now()
+        await relay.runtime.runPromise(OutboxWorker.drain())
+        millis = performance.now() - started
+      })
+      for (const id of ids) {
+        const { status } = await relay.runtime.runPromise(Transactions.inspect(id))
+        if (status !== "COMPLETED") throw new Error(`transfer ${id} is ${status} after the drain`)
+      }
+      const result = { millisPerTransfer: millis / transfers, tripsPerTransfer: trips / transfers }
+      results.push(result)
+      process.stdout.write(
+        `round ${round}: ${result.millisPerTransfer.toFixed(2)} ms a transfer, ${result.tripsPerTransfer.toFixed(2)} round trips a transfer, ` +
+          `${(1000 / result.millisPerTransfer).toFixed(1)} transfers a second\n`
+      )
+    }
+    const ms = median(results.map((r) => r.millisPerTransfer))
+    process.stdout.write(
+      `median: ${ms.toFixed(2)} ms a transfer, ${median(results.map((r) => r.tripsPerTransfer)).toFixed(2)} round trips a transfer, ` +
+        `${(1000 / ms).toFixed(1)} transfers a second\n`
+    )
+  } finally {
+    await relay.dispose()
+    await counter.close()
+    delayed.child.kill()
+    await database.drop()
+    rmSync(directory, { recursive: true, force: true })
+  }
+}
+
+run().catch((error: unknown) => {
+  console.error(error)
+  process.exit(1)
+})

@@ -597,7 +597,10 @@ export const applyProviderProgress = operation("Transactions.applyProviderProgre
  * `applyProviderProgress` does. The entry names the client, so the transaction is read with the look at the
  * client's webhook subscriptions its events need: a provider pushes a report when the transfer moved.
  */
-export const applyReportedProgress = Effect.fnUntraced(function*(submission: Outbox.OutboxEntry, progress: TransferProgress) {
+export const applyReportedProgress = operation("Transactions.applyReportedProgress")(function*(
+  submission: Outbox.OutboxEntry,
+  progress: TransferProgress
+) {
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) =>
     catchUpTo(unit, DomainEvent.readingAhead(unit, submission.clientId, findAny(unit, submission.subjectId)), progress, now))

@@ -156,9 +156,13 @@ export const applyReview = operation("WhitelistedAddresses.applyReview")(functio
  * applied as `applyReview` does. The entry names the client, so the address is read with the look at the
  * client's webhook subscriptions its event needs: a provider pushes a verdict, not "pending".
  */
-export const applyReportedReview = (registration: Outbox.OutboxEntry, review: AddressReview) =>
-  Storage.run("write", (unit) =>
+export const applyReportedReview = operation("WhitelistedAddresses.applyReportedReview")(function*(
+  registration: Outbox.OutboxEntry,
+  review: AddressReview
+) {
+  return yield* Storage.run("write", (unit) =>
     reviewIn(unit, DomainEvent.readingAhead(unit, registration.clientId, findAny(unit, registration.subjectId)), review))
+})
 
 /** The verdict applied to the address `read` finds, in `unit`, if it is still pending. */
 const reviewIn = (

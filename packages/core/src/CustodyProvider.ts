@@ -52,8 +52,8 @@ export type AddressReview = "pending" | "approved" | "rejected"
 
 /**
  * How the relay learns of progress: "polled", the outbox worker asks (`transferProgress`, `addressReview`) until
- * the record is settled; "pushed", the embedder's receiver of the provider's own callbacks reports it through the
- * core's operations (`Transactions.applyProviderEvent`, `WhitelistedAddresses.approve`/`reject`).
+ * the record is settled; "pushed", the embedder's receiver of the provider's own callbacks reports it with
+ * `ProviderReports.apply`, naming the request the relay made (its outbox entry's id).
  */
 export type ProgressReporting = "polled" | "pushed"
 

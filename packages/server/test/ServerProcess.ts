@@ -4,15 +4,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { sourceNodeArguments } from "../../storage-sql/test/SourceNodeArguments.js"
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url))
 
-/** Node's arguments that run a file of this repository's TypeScript sources (scripts/source-loader.mjs says how). */
-export const sourceNodeArguments: ReadonlyArray<string> = [
-  "--conditions=@custody-relay/source",
-  "--import",
-  fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
-]
+export { sourceNodeArguments }
 
 export interface ServerProcess {
   readonly url: string

@@ -24,6 +24,7 @@ import {
 import { Effect, type Layer, Redacted } from "effect"
 import { layerPostgres, layerSqlite } from "../../src/index.js"
 import { admin } from "../Dialects.js"
+import { sourceNodeArguments } from "../SourceNodeArguments.js"
 
 export type ProofTarget =
   | { readonly engine: "sqlite"; readonly filename: string }
@@ -172,8 +173,6 @@ export const accountBalance = (accountId: string): Step<Money.DecimalString> =>
 
 const workerPath = fileURLToPath(new URL("./relayWorker.ts", import.meta.url))
 const repositoryRoot = fileURLToPath(new URL("../../../../", import.meta.url))
-/** Runs the TypeScript sources in the worker's process (the file says how). */
-const sourceLoader = fileURLToPath(new URL("../../../../scripts/source-loader.mjs", import.meta.url))
 
 export interface Worker {
   readonly pid: number
@@ -192,12 +191,12 @@ export interface Worker {
 
 /**
  * Starts relayWorker.ts in its own node process, running the TypeScript sources (the same way as the tests):
- * `node --conditions=@custody-relay/source --import scripts/source-loader.mjs relayWorker.ts <mode> <target> <params>`.
+ * `node <sourceNodeArguments> relayWorker.ts <mode> <target> <params>`.
  */
 export const startWorker = (mode: string, target: ProofTarget, params: unknown): Worker => {
   const child = spawn(
     process.execPath,
-    ["--conditions=@custody-relay/source", "--import", sourceLoader, workerPath, mode, JSON.stringify(target), JSON.stringify(params)],
+    [...sourceNodeArguments, workerPath, mode, JSON.stringify(target), JSON.stringify(params)],
     { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"] }
   )
   let stdout = ""

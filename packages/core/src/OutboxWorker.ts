@@ -27,6 +27,13 @@ export interface WorkerOptions {
   readonly leaseMillis: number
   /** Entries leased per round. */
   readonly batch: number
+  /**
+   * Entries of a round carried out at once, so a slow provider call or webhook receiver holds up only its own entry,
+   * not the round's others. Order needs no more than this: a record's second effect is decided only after its first
+   * is recorded (a transfer is followed once submitted), and a delivery waits for any earlier one of its record
+   * (Webhooks.deliver). Each entry's units are short, so they take a write connection only briefly (PostgreSQL).
+   */
+  readonly concurrency: number
   /** Failed attempts before an entry is given up. */
   readonly maxAttempts: number
   /** The first retry's delay; each next one doubles, up to `maxBackoffMillis`, then jittered down to three quarters. */
@@ -42,6 +49,7 @@ export const defaults: WorkerOptions = {
   idleMillis: 200,
   leaseMillis: 60_000,
   batch: 16,
+  concurrency: 4,
   maxAttempts: 20,
   baseBackoffMillis: 500,
   maxBackoffMillis: 8 * 60 * 60 * 1000
@@ -172,7 +180,7 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
 /** One round: leases what is due and carries it out. Answers how many entries it carried out. */
 export const runDue = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
   const due = yield* lease(options)
-  yield* Effect.forEach(due, (entry) => carryOut(options, entry), { discard: true })
+  yield* Effect.forEach(due, (entry) => carryOut(options, entry), { discard: true, concurrency: options.concurrency })
   return due.length
 })
 

@@ -29,6 +29,9 @@ interface ProviderCalls {
   submitted: Array<string>
   failuresLeft: number
   gate: Deferred.Deferred<void> | undefined
+  /** When set, the first submission's call waits on it; the others go on. */
+  holdFirst?: Deferred.Deferred<void>
+  entered?: number
 }
 
 /** The simulated provider, with submissions counted, failing the first `failures` and optionally waiting on a gate. */
@@ -42,6 +45,8 @@ const countingProvider = (calls: ProviderCalls, lifecycle: CustodyProvider.Simul
         submitTransfer: (order) =>
           Effect.gen(function*() {
             if (calls.gate !== undefined) yield* Deferred.await(calls.gate)
+            calls.entered = (calls.entered ?? 0) + 1
+            if (calls.holdFirst !== undefined && calls.entered === 1) yield* Deferred.await(calls.holdFirst)
             if (calls.failuresLeft > 0) {
               calls.failuresLeft--
               return yield* new RelayError.CustodyProviderFailed({ operation: "submitTransfer", detail: "provider unavailable" })
@@ -128,6 +133,27 @@ describe("Outbox", () => {
       yield* Fiber.join(worker)
       assert.strictEqual(calls.submitted.length, 1)
       assert.strictEqual((yield* Transactions.inspect(second.id)).status, "PENDING_PROVIDER_APPROVAL")
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("a slow provider call holds up only its own entry: the round's other entries are carried out meanwhile", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      const first = yield* initiate("0.1")
+      const second = yield* initiate("0.2")
+      calls.holdFirst = yield* Deferred.make<void>()
+      const worker = yield* Effect.forkChild(OutboxWorker.runDue(options))
+      for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
+      // The first transfer's call is still in flight; the second was handed over and recorded beside it.
+      const [held] = yield* entriesOf(first.id)
+      const [handed] = yield* entriesOf(second.id)
+      assert.deepStrictEqual(calls.submitted, [handed?.id])
+      assert.deepStrictEqual([held?.state, handed?.state], ["pending", "done"])
+      assert.isNotNull((yield* Transactions.inspect(second.id)).providerTransactionId)
+      yield* Deferred.succeed(calls.holdFirst, undefined)
+      yield* Fiber.join(worker)
+      assert.deepStrictEqual([...calls.submitted].sort(), [held?.id, handed?.id].sort())
     }).pipe(Effect.provide(world(calls)))
   })
 

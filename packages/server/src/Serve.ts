@@ -43,6 +43,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
       failureShare: config.simulatedFailurePercent / 100
     },
     providerPollMillis: config.providerPollMillis,
+    outbox: { concurrency: config.outboxConcurrency },
     webhooks: { allowPrivateTargets: config.webhooksAllowPrivateTargets },
     databaseSettings: {
       startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,

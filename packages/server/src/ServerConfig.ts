@@ -2,7 +2,7 @@
  * The server's configuration from the environment, checked at start-up so a typo stops the process with a clear
  * message instead of running with a default nobody chose.
  */
-import { RelayConfig } from "@custody-relay/core"
+import { OutboxWorker, RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
 import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
 
@@ -31,6 +31,8 @@ export interface ServerConfig {
   /** The share of simulated transfers that fail after broadcast, in percent. */
   readonly simulatedFailurePercent: number
   readonly providerPollMillis: number
+  /** Outbox entries the worker carries out at once (OutboxWorker.WorkerOptions.concurrency). */
+  readonly outboxConcurrency: number
   /** Whether webhook subscriptions may target loopback and private addresses (off: see Webhooks.WebhookSettings). */
   readonly webhooksAllowPrivateTargets: boolean
   /** How long to wait for an unreachable database at start-up, retrying. */
@@ -117,6 +119,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
     simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
     providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", relayDefaults.providerPollMillis, 10, 3_600_000),
+    outboxConcurrency: integer(env, "RELAY_OUTBOX_CONCURRENCY", OutboxWorker.defaults.concurrency, 1, OutboxWorker.defaults.batch),
     webhooksAllowPrivateTargets: oneOf(env, "RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS", ["true", "false"], "false") === "true",
     databaseStartupTimeoutSeconds: integer(env, "RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS", 60, 0, 86_400),
     basePath: env["RELAY_BASE_PATH"] ?? "",

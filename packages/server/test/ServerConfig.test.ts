@@ -23,6 +23,7 @@ describe("configFromEnv", () => {
       simulatedStepMillis: 1000,
       simulatedFailurePercent: 0,
       providerPollMillis: 1000,
+      outboxConcurrency: 4,
       webhooksAllowPrivateTargets: false,
       databaseStartupTimeoutSeconds: 60,
       basePath: "",
@@ -62,6 +63,7 @@ describe("configFromEnv", () => {
       RELAY_SIMULATED_STEP_MILLIS: "250",
       RELAY_SIMULATED_FAILURE_PERCENT: "10",
       RELAY_PROVIDER_POLL_MILLIS: "100",
+      RELAY_OUTBOX_CONCURRENCY: "8",
       RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS: "5",
       RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
       RELAY_PG_POOL_MAX: "20",
@@ -89,6 +91,7 @@ describe("configFromEnv", () => {
       simulatedStepMillis: 250,
       simulatedFailurePercent: 10,
       providerPollMillis: 100,
+      outboxConcurrency: 8,
       webhooksAllowPrivateTargets: true,
       databaseStartupTimeoutSeconds: 5,
       basePath: "/custody",
@@ -97,7 +100,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

@@ -2,21 +2,22 @@
  * `pnpm --filter @custody-relay/server run bench:outbox`: what carrying an approved transfer to COMPLETED costs the
  * outbox worker on PostgreSQL reached over a link with a delay, as a database on another host answers. A relay in
  * this process (its worker stopped) on a database of its own, behind delayProxy.mjs (BENCH_PG_DELAY_MS each way)
- * and a round-trip counter; a polled simulated provider that settles a transfer at once. Each round initiates and
- * approves BENCH_TRANSFERS transfers through the HTTP handler, untimed, then times `OutboxWorker.drain()`: the
- * submission to the provider and the poll that finds the transfer completed, for every transfer, one after another as
- * one worker carries them out. Prints, for each round and as medians: milliseconds and round trips a transfer, and
- * transfers a second. Asserts nothing.
+ * and a round-trip counter; a polled simulated provider that settles a transfer at once, each of its calls answered
+ * after BENCH_PROVIDER_MS. Each round initiates and approves BENCH_TRANSFERS transfers through the HTTP handler,
+ * untimed, then times `OutboxWorker.drain()` with each worker concurrency of BENCH_CONCURRENCY in turn: the
+ * submission to the provider and the poll that finds the transfer completed, for every transfer. Prints, for each
+ * round and as medians: milliseconds and round trips a transfer, and transfers a second. Asserts nothing.
  *
- * BENCH_PG_URL (default RELAY_TEST_PG_URL), BENCH_PG_DELAY_MS (default 1), BENCH_TRANSFERS (default 100),
- * BENCH_ROUNDS (default 3).
+ * BENCH_PG_URL (default RELAY_TEST_PG_URL), BENCH_PG_DELAY_MS (default 1), BENCH_PROVIDER_MS (default 0),
+ * BENCH_CONCURRENCY (comma-separated, default the worker's own), BENCH_TRANSFERS (default 100), BENCH_ROUNDS
+ * (default 3).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { CustodyProvider, OutboxWorker, Relay, Transactions } from "@custody-relay/core"
 import { makeHandler } from "@custody-relay/http"
-import { Logger } from "effect"
+import { Context, Duration, Effect, Layer, Logger } from "effect"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
@@ -27,8 +28,27 @@ const pgUrl = process.env["BENCH_PG_URL"] ?? process.env["RELAY_TEST_PG_URL"]
 const delayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "1")
 const transfers = Number(process.env["BENCH_TRANSFERS"] ?? "100")
 const rounds = Number(process.env["BENCH_ROUNDS"] ?? "3")
+const providerMillis = Number(process.env["BENCH_PROVIDER_MS"] ?? "0")
+const concurrencies = (process.env["BENCH_CONCURRENCY"] ?? String(OutboxWorker.defaults.concurrency)).split(",").map(Number)
+
+/** The simulated provider settling at once, each call of the worker's answered after `providerMillis`. */
+const provider = Layer.effectContext(
+  Effect.gen(function*() {
+    const simulated = yield* CustodyProvider.CustodyProvider
+    const controls = yield* CustodyProvider.SimulatedProviderControls
+    const answering = <A, E>(call: Effect.Effect<A, E>) => Effect.delay(call, Duration.millis(providerMillis))
+    return Context.make(CustodyProvider.CustodyProvider, {
+      ...simulated,
+      submitTransfer: (order) => answering(simulated.submitTransfer(order)),
+      transferProgress: (id) => answering(simulated.transferProgress(id))
+    }).pipe(Context.add(CustodyProvider.SimulatedProviderControls, controls))
+  })
+).pipe(Layer.provide(CustodyProvider.layerSimulated({
+  lifecycle: { policyMillis: 0, broadcastMillis: 0, confirmationMillis: 0, addressReviewMillis: 0, failureShare: 0 }
+})))
 
 interface Round {
+  readonly concurrency: number
   readonly millisPerTransfer: number
   readonly tripsPerTransfer: number
 }
@@ -46,12 +66,10 @@ const run = async () => {
   target.port = delayed.port
   const counter = await countingProxy(target)
   const relay = makeHandler({
-    layer: Relay.layer(fromDatabase(counter.url, "memory"), {
-      provider: CustodyProvider.layerSimulated({
-        lifecycle: { policyMillis: 0, broadcastMillis: 0, confirmationMillis: 0, addressReviewMillis: 0, failureShare: 0 }
-      })
-    }),
+    layer: Relay.layer(fromDatabase(counter.url, "memory"), { provider }),
     outbox: false,
+    // The untimed setup sends two requests a transfer; the bench measures the worker, not the limit.
+    rateLimit: { limit: 1_000_000_000, windowSeconds: 60 },
     logger: Logger.make(() => undefined),
     logLevel: "Warn"
   })
@@ -80,33 +98,37 @@ const run = async () => {
     const results: Array<Round> = []
     process.stdout.write(
       `\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; PostgreSQL behind a ${delayMillis} ms delay each way; ` +
-        `${transfers} approved transfers a round, carried to COMPLETED by one worker (submission, then one poll)\n\n`
+        `the provider answers after ${providerMillis} ms; ${transfers} approved transfers a round, carried to COMPLETED by one worker ` +
+        `(submission, then one poll), at concurrency ${concurrencies.join(", ")} in turn\n\n`
     )
-    for (let round = 1; round <= rounds; round++) {
+    for (let round = 1; round <= rounds; round++) for (const concurrency of concurrencies) {
       const ids = await approvedTransfers()
       await counter.count(async () => {})
       let millis = 0
       const trips = await counter.count(async () => {
         const started = performance.now()
-        await relay.runtime.runPromise(OutboxWorker.drain())
+        await relay.runtime.runPromise(OutboxWorker.drain({ ...OutboxWorker.defaults, concurrency }))
         millis = performance.now() - started
       })
       for (const id of ids) {
         const { status } = await relay.runtime.runPromise(Transactions.inspect(id))
         if (status !== "COMPLETED") throw new Error(`transfer ${id} is ${status} after the drain`)
       }
-      const result = { millisPerTransfer: millis / transfers, tripsPerTransfer: trips / transfers }
+      const result = { concurrency, millisPerTransfer: millis / transfers, tripsPerTransfer: trips / transfers }
       results.push(result)
       process.stdout.write(
-        `round ${round}: ${result.millisPerTransfer.toFixed(2)} ms a transfer, ${result.tripsPerTransfer.toFixed(2)} round trips a transfer, ` +
+        `round ${round}, concurrency ${concurrency}: ${result.millisPerTransfer.toFixed(2)} ms a transfer, ${result.tripsPerTransfer.toFixed(2)} round trips a transfer, ` +
           `${(1000 / result.millisPerTransfer).toFixed(1)} transfers a second\n`
       )
     }
-    const ms = median(results.map((r) => r.millisPerTransfer))
-    process.stdout.write(
-      `median: ${ms.toFixed(2)} ms a transfer, ${median(results.map((r) => r.tripsPerTransfer)).toFixed(2)} round trips a transfer, ` +
-        `${(1000 / ms).toFixed(1)} transfers a second\n`
-    )
+    for (const concurrency of concurrencies) {
+      const at = results.filter((r) => r.concurrency === concurrency)
+      const ms = median(at.map((r) => r.millisPerTransfer))
+      process.stdout.write(
+        `median, concurrency ${concurrency}: ${ms.toFixed(2)} ms a transfer, ${median(at.map((r) => r.tripsPerTransfer)).toFixed(2)} round trips a transfer, ` +
+          `${(1000 / ms).toFixed(1)} transfers a second\n`
+      )
+    }
   } finally {
     await relay.dispose()
     await counter.close()

@@ -95,12 +95,13 @@ Guarantees:
   repeat (after a crash between the call and its recording) is recognised by the provider.
 - **Never under a lock.** The worker leases due entries in one short unit, calls the provider with no unit
   open, and records the result in the unit that applies it.
-- **Slow calls overlap.** The worker carries out up to ${OutboxWorker.defaults.concurrency} entries of a round
-  (of ${OutboxWorker.defaults.batch} leased) at once (\`OutboxWorker.run({ concurrency })\`,
-  \`makeHandler({ outbox: { concurrency } })\`), so one provider call or webhook receiver that takes seconds to
-  answer does not hold up the transfers and deliveries beside it.
-  Order needs no more: a record's next effect is decided only after its last one is recorded (a transfer is
-  followed once its submission is), and a delivery waits for any earlier one of its record.
+- **Slow calls overlap.** The worker carries out the entries of a round (up to ${OutboxWorker.defaults.batch} leased)
+  in lanes, up to ${OutboxWorker.defaults.concurrency} at once (\`OutboxWorker.run({ concurrency })\`,
+  \`makeHandler({ outbox: { concurrency } })\`): one client's webhook deliveries in one lane, in order, and every
+  other entry in a lane of its own. So one provider call or webhook receiver that takes seconds to answer does not
+  hold up the transfers, addresses and other clients' deliveries beside it. Order needs no more: a record's next
+  provider effect is decided only after its last one is recorded (a transfer is followed once its submission is),
+  and a delivery waits for any earlier one of its record.
 - **Shared by nodes.** Several processes on one PostgreSQL database lease with \`FOR UPDATE SKIP LOCKED\` and a
   lease time (${minutes(OutboxWorker.defaults.leaseMillis)}), so two never carry out one entry at the same time; a process that dies
   mid-call leaves a lease that expires, and the entry is carried out again.

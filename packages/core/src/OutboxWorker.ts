@@ -28,10 +28,9 @@ export interface WorkerOptions {
   /** Entries leased per round. */
   readonly batch: number
   /**
-   * Entries of a round carried out at once, so a slow provider call or webhook receiver holds up only its own entry,
-   * not the round's others. Order needs no more than this: a record's second effect is decided only after its first
-   * is recorded (a transfer is followed once submitted), and a delivery waits for any earlier one of its record
-   * (Webhooks.deliver). Each entry's units are short, so they take a write connection only briefly (PostgreSQL).
+   * Lanes of a round carried out at once (see `lanesOf`), so a slow provider call or webhook receiver holds up only
+   * its own lane, not the round's others. Each entry's units are short, so they take a write connection only briefly
+   * (PostgreSQL).
    */
   readonly concurrency: number
   /** Failed attempts before an entry is given up. */
@@ -177,10 +176,32 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
     )
   )
 
+/**
+ * A round's entries in lanes, each carried out in lease order: one client's webhook deliveries share a lane, every
+ * other entry is a lane of its own. A record's deliveries then go out one after another in the round that leased
+ * them, as a delivery would otherwise wait for any earlier one of its record still pending (Webhooks.deliver) and be
+ * tried again later. Order needs no more: a record's next provider effect is decided only after its last one is
+ * recorded (a transfer is followed once its submission is).
+ */
+export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<ReadonlyArray<Outbox.OutboxEntry>> => {
+  const lanes = new Map<string, Array<Outbox.OutboxEntry>>()
+  for (const entry of due) {
+    const key = entry.kind === "deliverWebhook" ? `deliveries of ${entry.clientId}` : entry.id
+    const lane = lanes.get(key)
+    if (lane === undefined) lanes.set(key, [entry])
+    else lane.push(entry)
+  }
+  return [...lanes.values()]
+}
+
 /** One round: leases what is due and carries it out. Answers how many entries it carried out. */
 export const runDue = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
   const due = yield* lease(options)
-  yield* Effect.forEach(due, (entry) => carryOut(options, entry), { discard: true, concurrency: options.concurrency })
+  yield* Effect.forEach(
+    lanesOf(due),
+    (lane) => Effect.forEach(lane, (entry) => carryOut(options, entry), { discard: true }),
+    { discard: true, concurrency: options.concurrency }
+  )
   return due.length
 })
 

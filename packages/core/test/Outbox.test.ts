@@ -157,6 +157,23 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it("a round's lanes: one client's webhook deliveries in one lane, in lease order; every other entry alone", () => {
+    const at = "2026-11-28T00:00:00.000Z" as Outbox.OutboxEntry["createdAt"]
+    const entry = (id: string, kind: Outbox.EffectKind, clientId: string): Outbox.OutboxEntry => ({
+      id, kind, clientId: clientId as Outbox.OutboxEntry["clientId"], subjectId: `subject of ${id}`, state: "pending", attempts: 0,
+      nextAttemptAt: at, leasedUntil: null, lastError: null, createdAt: at, updatedAt: at
+    })
+    const round = [
+      entry("1", "deliverWebhook", "a"),
+      entry("2", "submitTransfer", "a"),
+      entry("3", "deliverWebhook", "b"),
+      entry("4", "deliverWebhook", "a"),
+      entry("5", "submitTransfer", "a"),
+      entry("6", "followWhitelistedAddress", "b")
+    ]
+    assert.deepStrictEqual(OutboxWorker.lanesOf(round).map((lane) => lane.map((e) => e.id)), [["1", "4"], ["2"], ["3"], ["5"], ["6"]])
+  })
+
   it.effect("a provider call that outlasts half its lease is abandoned as a failed attempt, before another worker could take it", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
     return Effect.gen(function*() {

@@ -31,7 +31,7 @@ export interface ServerConfig {
   /** The share of simulated transfers that fail after broadcast, in percent. */
   readonly simulatedFailurePercent: number
   readonly providerPollMillis: number
-  /** Outbox entries the worker carries out at once (OutboxWorker.WorkerOptions.concurrency). */
+  /** Lanes of outbox entries the worker carries out at once (OutboxWorker.WorkerOptions.concurrency). */
   readonly outboxConcurrency: number
   /** Whether webhook subscriptions may target loopback and private addresses (off: see Webhooks.WebhookSettings). */
   readonly webhooksAllowPrivateTargets: boolean

@@ -83,6 +83,12 @@ const setup = Effect.gen(function*() {
   return { principal, source, initiate }
 })
 
+/** Two transfers initiated, each reaching its quorum at once (no approvals needed here): two submissions due. */
+const twoTransfers = Effect.gen(function*() {
+  const { initiate } = yield* setup
+  return { first: yield* initiate("0.1"), second: yield* initiate("0.2") }
+})
+
 /** A transfer and a new whitelisted address, both handed to the provider (and, when it is polled, followed). */
 const transferAndAddress = Effect.gen(function*() {
   const { initiate, principal } = yield* setup
@@ -105,9 +111,7 @@ describe("Outbox", () => {
   it.effect("a provider that fails 3 times and then succeeds gets each transfer exactly once; the entry shows its attempts", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 3, gate: undefined }
     return Effect.gen(function*() {
-      const { initiate } = yield* setup
-      const first = yield* initiate("0.1")
-      const second = yield* initiate("0.2")
+      const { first, second } = yield* twoTransfers
       yield* settleAll
       const entries = [...(yield* entriesOf(first.id)), ...(yield* entriesOf(second.id))]
       assert.deepStrictEqual(entries.map((e) => [e.kind, e.state]), [["submitTransfer", "done"], ["submitTransfer", "done"]])
@@ -139,9 +143,7 @@ describe("Outbox", () => {
   it.effect("a slow provider call holds up only its own entry: the round's other entries are carried out meanwhile", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
     return Effect.gen(function*() {
-      const { initiate } = yield* setup
-      const first = yield* initiate("0.1")
-      const second = yield* initiate("0.2")
+      const { first, second } = yield* twoTransfers
       calls.holdFirst = yield* Deferred.make<void>()
       const worker = yield* Effect.forkChild(OutboxWorker.runDue(options))
       for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow

@@ -196,13 +196,24 @@ export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<R
 
 /** One round: leases what is due and carries it out. Answers how many entries it carried out. */
 export const runDue = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
+  const leasedAt = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const due = yield* lease(options)
+  let carried = 0
+  // An attempt may take half a lease (carryOut), so one begun later than half a lease after leasing could outlive the
+  // lease, and another worker could take the entry meanwhile. An entry a lane reaches that late is left: its lease
+  // runs out and a later round leases it again.
+  const carryOutInLease = (entry: Outbox.OutboxEntry) =>
+    Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (nowMillis) => {
+      if (nowMillis - leasedAt >= options.leaseMillis / 2) return Effect.void
+      carried++
+      return carryOut(options, entry)
+    })
   yield* Effect.forEach(
     lanesOf(due),
-    (lane) => Effect.forEach(lane, (entry) => carryOut(options, entry), { discard: true }),
+    (lane) => Effect.forEach(lane, carryOutInLease, { discard: true }),
     { discard: true, concurrency: options.concurrency }
   )
-  return due.length
+  return carried
 })
 
 /** Rounds until nothing is due: for tests and for draining before a shutdown. */

@@ -194,6 +194,28 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it.effect("an entry its lane reaches half a lease or more after leasing is left for a later round, never carried out past its lease", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { first, second } = yield* twoTransfers
+      calls.holdFirst = yield* Deferred.make<void>()
+      // One lane at a time: the second transfer's submission waits behind the first's held call.
+      const worker = yield* Effect.forkChild(OutboxWorker.runDue({ ...options, concurrency: 1 }))
+      yield* TestClock.adjust(options.leaseMillis / 2 + 1)
+      yield* Fiber.join(worker)
+      // The first call was abandoned at half the lease; the second was never made.
+      assert.strictEqual(calls.entered, 1)
+      const [abandoned] = yield* entriesOf(first.id)
+      const [left] = yield* entriesOf(second.id)
+      assert.deepStrictEqual([abandoned?.state, abandoned?.attempts], ["pending", 1])
+      assert.deepStrictEqual([left?.state, left?.attempts], ["pending", 0])
+      // Once its lease has run out, a later round carries it out.
+      yield* Deferred.succeed(calls.holdFirst, undefined)
+      yield* settleAll
+      assert.deepStrictEqual([...calls.submitted].sort(), [abandoned?.id, left?.id].sort())
+    }).pipe(Effect.provide(world(calls)))
+  })
+
   it.effect("an effect given up after its last attempt fails the transfer (PROVIDER_ERROR) and releases its funds", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 1000, gate: undefined }
     return Effect.gen(function*() {

@@ -306,7 +306,9 @@ const signatureOf = (subscription: Webhook.WebhookSubscription, messageId: strin
 
 /** Outbox effect: sends one delivery, after any earlier one of the same record, and logs the attempt. */
 export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
-  const found = yield* Storage.run("read", (unit) => findDelivery(unit, entry))
+  // A lookup (no transaction of its own): what it finds is sent once and then logged, and a delivery only ever moves
+  // from pending; on SQLite a read unit would also end the open group commit early.
+  const found = yield* Storage.run("lookup", (unit) => findDelivery(unit, entry))
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   if (Option.isNone(found) || found.value.delivery.state !== "pending" || !found.value.subscription.enabled) {
@@ -354,8 +356,11 @@ const findDelivery = Effect.fnUntraced(function*(
 ) {
   const delivery = yield* unit.getWebhookDelivery(entry.subjectId)
   if (Option.isNone(delivery)) return Option.none()
-  const subscription = yield* unit.getWebhookSubscription(delivery.value.subscriptionId)
-  const waiting = yield* unit.hasEarlierPendingDelivery(delivery.value)
+  // Issued together: one round trip where the store sends statements issued together in one (PostgreSQL).
+  const [subscription, waiting] = yield* Effect.all(
+    [unit.getWebhookSubscription(delivery.value.subscriptionId), unit.hasEarlierPendingDelivery(delivery.value)],
+    { concurrency: 2 }
+  )
   return Option.map(subscription, (s) => ({ delivery: delivery.value, subscription: s, waiting }))
 })
 

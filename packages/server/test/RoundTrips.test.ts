@@ -4,7 +4,7 @@
  * database, so this is the figure that matters when the database is not on the same host (issue 17).
  * Needs RELAY_TEST_PG_URL; without it the suite says why and is skipped.
  */
-import { Chain, CustodyProvider, type Outbox, OutboxWorker, ProviderReports, Relay, Storage, Transactions, WhitelistedAddresses } from "@custody-relay/core"
+import { Chain, CustodyProvider, type Outbox, OutboxWorker, ProviderReports, Relay, Storage, Timestamp, Transactions, Webhooks, WhitelistedAddresses } from "@custody-relay/core"
 import { makeHandler, type RelayHandler } from "@custody-relay/http"
 import { Effect, Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -255,6 +255,29 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     // The request's entry (1); the unit: BEGIN with the address locked and the subscriptions; the verdict and its event
     // with COMMIT.
     expect(await pushedReview()).toBe(1 + 2)
+  })
+
+  it("a webhook delivery: the delivery looked at (then its subscription with whether an earlier one waits), then one write unit", async () => {
+    // The admin's first request on this node keeps its credential; its subscription takes every event.
+    expect(await call("GET", "/relay/v1/accounts?limit=1", "admin")).toBe(200)
+    expect(await call("POST", "/relay/v1/webhooks", "admin", { url: "https://hooks.example.com/custody" })).toBe(201)
+    const receiving = Effect.provideService(Webhooks.WebhookTransport, { post: () => Effect.succeed({ status: 200 }) })
+    const delivery = async () => {
+      expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
+      const due = await run(Storage.run("read", (unit) => Effect.flatMap(Timestamp.now, (now) => unit.dueOutboxEntries(now, 100))))
+      const entry = due.find((e) => e.kind === "deliverWebhook")
+      expect(entry).toBeDefined()
+      await proxy.count(async () => {})
+      const trips = await proxy.count(() => run(Webhooks.deliver(entry!).pipe(receiving)))
+      await run(OutboxWorker.drain().pipe(receiving))
+      return trips
+    }
+    // The first prepares the statements on the connection.
+    await delivery()
+    // The look, a lookup: the delivery; then its subscription and the look for an earlier delivery of its record
+    // still pending, issued together. The unit, whose writes go with its next read or its COMMIT: BEGIN with the
+    // delivery's log and the entry's read (locked, to settle it); the entry settled with COMMIT.
+    expect(await delivery()).toBe(2 + 2)
   })
 
   it("an idle outbox worker's round: one statement, outside any transaction", async () => {

@@ -21,7 +21,7 @@ import { Context, Duration, Effect, Layer, Logger } from "effect"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
-import { asDemoUser } from "../test/DemoRequests.js"
+import { approvedDemoTransfer } from "../test/DemoRequests.js"
 import { delayProxy, median, postgresDatabase } from "./BenchProcess.js"
 
 const pgUrl = process.env["BENCH_PG_URL"] ?? process.env["RELAY_TEST_PG_URL"]
@@ -80,15 +80,7 @@ const run = async () => {
     const transfer = { sourceAccountId: source, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
     const approvedTransfers = async () => {
       const ids: Array<string> = []
-      for (let i = 0; i < transfers; i++) {
-        const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", transfer)
-        if (initiated.status !== 201) throw new Error(`initiate: ${initiated.status} ${await initiated.text()}`)
-        const { id } = (await initiated.json()) as { id: string }
-        const approved = await asDemoUser(relay, demo, "approver-1", "POST", `/relay/v1/transactions/${id}/approve`)
-        if (approved.status !== 200) throw new Error(`approve: ${approved.status} ${await approved.text()}`)
-        await approved.text()
-        ids.push(id)
-      }
+      for (let i = 0; i < transfers; i++) ids.push(await approvedDemoTransfer(relay, demo, transfer))
       return ids
     }
     // Carries out what seeding left (the whitelisted address's registration), and prepares the statements on the

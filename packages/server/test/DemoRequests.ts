@@ -22,3 +22,17 @@ export const asDemoUser = (
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   }))
 }
+
+/**
+ * A transfer initiated as the demo's initiator and approved as approver-1, whose one approval is its quorum: the
+ * provider's submission is then due in the outbox. Its id; a refusal of either request throws with what was answered.
+ */
+export const approvedDemoTransfer = async (relay: RelayHandler<unknown>, demo: DemoCredentials, transfer: unknown): Promise<string> => {
+  const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", transfer)
+  if (initiated.status !== 201) throw new Error(`initiate: ${initiated.status} ${await initiated.text()}`)
+  const { id } = (await initiated.json()) as { id: string }
+  const approved = await asDemoUser(relay, demo, "approver-1", "POST", `/relay/v1/transactions/${id}/approve`)
+  if (approved.status !== 200) throw new Error(`approve: ${approved.status} ${await approved.text()}`)
+  await approved.text()
+  return id
+}

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
-import { asDemoUser } from "./DemoRequests.js"
+import { approvedDemoTransfer, asDemoUser } from "./DemoRequests.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase } from "./Tenant.js"
 
 if (!hasPostgres) console.log("RoundTrips.test.ts: skipped because RELAY_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
@@ -121,19 +121,27 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     }
   })
 
+  const run = <A>(effect: Effect.Effect<A, unknown, Relay.RelayServices>) => relay.runtime.runPromise(effect)
+  /** Outbox entries read in a read unit, whose COMMIT (not waited for) is counted, and so drained, here. */
+  const entriesRead = async (read: (unit: Storage.StorageUnit) => Effect.Effect<ReadonlyArray<Outbox.OutboxEntry>, Storage.StorageError>) => {
+    const entries = await run(Storage.run("read", read))
+    await proxy.count(async () => {})
+    return entries
+  }
+  /** The one outbox entry of `kind` about `subjectId`, in `state`. */
+  const outboxEntry = async (subjectId: string, kind: Outbox.EffectKind, state: Outbox.EntryState = "pending") => {
+    const entry = (await entriesRead((unit) => unit.listOutboxEntries(subjectId))).find((e) => e.kind === kind && e.state === state)
+    expect(entry, `${kind} ${state}`).toBeDefined()
+    return entry!
+  }
+
   it("TXN-SHAPE-2: the provider's id recorded after the outbox hands it an approved transfer: the transaction read (outside any unit), then one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
     /** An approved transfer's submission, carried out as the outbox worker (left out of this relay) would; its round trips. */
     const submission = async () => {
-      const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", btcTransfer())
-      expect(initiated.status).toBe(201)
-      const { id } = (await initiated.json()) as { id: string }
-      expect(await call("POST", `/relay/v1/transactions/${id}/approve`, "approver-1")).toBe(200)
-      const [entry] = await relay.runtime.runPromise(Storage.run("read", (unit) => unit.listOutboxEntries(id)))
-      expect(entry?.kind).toBe("submitTransfer")
-      // The read unit's COMMIT is not waited for: counted (and so drained) here, before the submission's own.
-      await proxy.count(async () => {})
-      const trips = await proxy.count(() => relay.runtime.runPromise(Transactions.submitToProvider(entry!)))
-      const submitted = await relay.runtime.runPromise(Transactions.inspect(id))
+      const id = await approvedDemoTransfer(relay, demo, btcTransfer())
+      const entry = await outboxEntry(id, "submitTransfer")
+      const trips = await proxy.count(() => run(Transactions.submitToProvider(entry)))
+      const submitted = await run(Transactions.inspect(id))
       expect(submitted.providerTransactionId).not.toBeNull()
       return trips
     }
@@ -157,23 +165,10 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
         transferProgress: () => Effect.succeed(progress),
         addressReview: () => Effect.succeed(review)
       }))
-  const run = <A>(effect: Effect.Effect<A, unknown, Relay.RelayServices>) => relay.runtime.runPromise(effect)
-  /** The one outbox entry of `kind` about `subjectId`, pending. */
-  const pendingEntry = async (subjectId: string, kind: Outbox.EffectKind) => {
-    const entries = await run(Storage.run("read", (unit) => unit.listOutboxEntries(subjectId)))
-    const entry = entries.find((e) => e.kind === kind && e.state === "pending")
-    expect(entry, kind).toBeDefined()
-    // The read unit's COMMIT is not waited for: counted (and so drained) here, before what is counted next.
-    await proxy.count(async () => {})
-    return entry!
-  }
   /** A transfer approved and handed to the provider; polled: its progress is followed by the outbox. */
   const submittedTransfer = async (polled: boolean) => {
-    const initiated = await asDemoUser(relay, demo, "initiator", "POST", "/relay/v1/transactions/initiate", btcTransfer())
-    expect(initiated.status).toBe(201)
-    const { id } = (await initiated.json()) as { id: string }
-    expect(await call("POST", `/relay/v1/transactions/${id}/approve`, "approver-1")).toBe(200)
-    const submission = Transactions.submitToProvider(await pendingEntry(id, "submitTransfer"))
+    const id = await approvedDemoTransfer(relay, demo, btcTransfer())
+    const submission = Transactions.submitToProvider(await outboxEntry(id, "submitTransfer"))
     await run(polled ? submission.pipe(asPolledProvider({ stage: "pending_policy" }, "pending")) : submission)
     return id
   }
@@ -181,7 +176,7 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
   it("TXN-FLOW-1, TXN-SHAPE-4: a followed transfer's poll that moves it: the look, then one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
     const poll = async (stage: "pending_policy" | "signed") => {
       const id = await submittedTransfer(true)
-      const entry = await pendingEntry(id, "followTransfer")
+      const entry = await outboxEntry(id, "followTransfer")
       const trips = await proxy.count(() => run(Transactions.followAtProvider(entry).pipe(asPolledProvider({ stage }, "pending"))))
       return { trips, status: (await run(Transactions.inspect(id))).status }
     }
@@ -200,9 +195,8 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
   it("TXN-FLOW-1: a transfer's progress pushed by the provider: the request's entry read, then one write unit, the transaction locked with the one look at the client's webhook subscriptions", async () => {
     const pushed = async () => {
       const id = await submittedTransfer(false)
-      const [submitted] = await run(Storage.run("read", (unit) => unit.listOutboxEntries(id)))
-      await proxy.count(async () => {})
-      const trips = await proxy.count(() => run(ProviderReports.apply({ kind: "transfer", requestId: submitted!.id, progress: { stage: "signed" } })))
+      const submitted = await outboxEntry(id, "submitTransfer", "done")
+      const trips = await proxy.count(() => run(ProviderReports.apply({ kind: "transfer", requestId: submitted.id, progress: { stage: "signed" } })))
       return { trips, status: (await run(Transactions.inspect(id))).status }
     }
     await pushed()
@@ -224,7 +218,7 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     }
     const registered = async (polled: boolean) => {
       const id = await whitelisted()
-      const entry = await pendingEntry(id, "registerWhitelistedAddress")
+      const entry = await outboxEntry(id, "registerWhitelistedAddress")
       const registration = WhitelistedAddresses.registerAtProvider(entry)
       const trips = await proxy.count(() => run(polled ? registration.pipe(asPolledProvider({ stage: "pending_policy" }, "pending")) : registration))
       return { id, entry, trips }
@@ -236,7 +230,7 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     expect((await registered(true)).trips).toBe(1 + 3)
     const polledReview = async (review: CustodyProvider.AddressReview) => {
       const { id } = await registered(true)
-      const entry = await pendingEntry(id, "followWhitelistedAddress")
+      const entry = await outboxEntry(id, "followWhitelistedAddress")
       const trips = await proxy.count(() => run(WhitelistedAddresses.followReview(entry).pipe(asPolledProvider({ stage: "pending_policy" }, review))))
       return trips
     }
@@ -264,10 +258,9 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
     const receiving = Effect.provideService(Webhooks.WebhookTransport, { post: () => Effect.succeed({ status: 200 }) })
     const delivery = async () => {
       expect(await call("POST", "/relay/v1/transactions/initiate", "initiator", btcTransfer())).toBe(201)
-      const due = await run(Storage.run("read", (unit) => Effect.flatMap(Timestamp.now, (now) => unit.dueOutboxEntries(now, 100))))
+      const due = await entriesRead((unit) => Effect.flatMap(Timestamp.now, (now) => unit.dueOutboxEntries(now, 100)))
       const entry = due.find((e) => e.kind === "deliverWebhook")
       expect(entry).toBeDefined()
-      await proxy.count(async () => {})
       const trips = await proxy.count(() => run(Webhooks.deliver(entry!).pipe(receiving)))
       await run(OutboxWorker.drain().pipe(receiving))
       return trips

@@ -80,14 +80,19 @@ describe("Idempotency-Key", () => {
   })
 
   it("a retry while the first call is still running waits for it and replays its answer: one transaction", async () => {
-    // A custody provider that takes its time to price the fee keeps the first call in flight.
+    // A custody provider that takes its time to price the fee keeps the first call in flight; the retry is sent
+    // once the first is pricing, so after it holds the key however slowly the machine runs.
+    let pricingBegan = () => {}
+    const pricing = new Promise<void>((resolve) => {
+      pricingBegan = resolve
+    })
     const slowProvider = Layer.effectContext(
       Effect.gen(function*() {
         const simulated = yield* CustodyProvider.CustodyProvider
         const controls = yield* CustodyProvider.SimulatedProviderControls
         return Context.make(CustodyProvider.CustodyProvider, {
           ...simulated,
-          estimateFee: (asset, amount) => Effect.delay(simulated.estimateFee(asset, amount), "300 millis")
+          estimateFee: (asset, amount) => Effect.andThen(Effect.sync(pricingBegan), Effect.delay(simulated.estimateFee(asset, amount), "300 millis"))
         }).pipe(Context.add(CustodyProvider.SimulatedProviderControls, controls))
       })
     ).pipe(Layer.provide(CustodyProvider.layerSimulated()))
@@ -96,7 +101,7 @@ describe("Idempotency-Key", () => {
       const t = await makeTenant(slow)
       const as = slow.as(t.admin)
       const first = as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      await pricing
       const retry = await as.post("/relay/v1/transactions/initiate", transfer(t), { "idempotency-key": "slow" })
       const answered = await first
       expect(answered.status).toBe(201)

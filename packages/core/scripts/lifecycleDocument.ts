@@ -97,9 +97,9 @@ Guarantees:
   open, and records the result in the unit that applies it.
 - **Slow calls overlap.** The worker carries out the entries of a round (up to ${OutboxWorker.defaults.batch} leased)
   in lanes, up to ${OutboxWorker.defaults.concurrency} at once (\`OutboxWorker.run({ concurrency })\`,
-  \`makeHandler({ outbox: { concurrency } })\`): one client's webhook deliveries in one lane, in order, and every
-  other entry in a lane of its own. So one provider call or webhook receiver that takes seconds to answer does not
-  hold up the transfers, addresses and other clients' deliveries beside it. Order needs no more: a record's next
+  \`makeHandler({ outbox: { concurrency } })\`): one webhook subscription's deliveries in one lane, in order, and
+  every other entry in a lane of its own. So one provider call or webhook receiver that takes seconds to answer does
+  not hold up the transfers, addresses and other subscriptions' deliveries beside it, the same client's included. Order needs no more: a record's next
   provider effect is decided only after its last one is recorded (a transfer is followed once its submission is),
   and a delivery waits for any earlier one of its record.
 - **Shared by nodes.** Several processes on one PostgreSQL database lease with \`FOR UPDATE SKIP LOCKED\` and a

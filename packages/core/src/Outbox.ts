@@ -39,6 +39,11 @@ export const OutboxEntry = Schema.Struct({
   clientId: ClientId,
   /** The record the effect is about (a transaction, a whitelisted address). */
   subjectId: Schema.String,
+  /**
+   * Entries of one lane are carried out one after another, in lease order, within a round (OutboxWorker.lanesOf):
+   * a webhook delivery's lane is its subscription. Null: a lane of its own.
+   */
+  lane: Schema.NullOr(Schema.String),
   state: EntryState,
   /** Failed attempts so far. */
   attempts: Schema.Int,
@@ -67,13 +72,13 @@ export interface OutboxStore {
   readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>
 }
 
-/** Writes a new pending entry for `kind` on `subjectId`, due at once (or at `dueAt`). */
+/** Writes a new pending entry for `kind` on `subjectId`, due at once, in `lane` (or a lane of its own). */
 export const enqueue = Effect.fnUntraced(function*(
   unit: OutboxStore,
   kind: EffectKind,
   clientId: ClientId,
   subjectId: string,
-  dueAt?: Timestamp.Timestamp
+  lane: string | null = null
 ) {
   const now = yield* Timestamp.now
   const entry: OutboxEntry = {
@@ -81,9 +86,10 @@ export const enqueue = Effect.fnUntraced(function*(
     kind,
     clientId,
     subjectId,
+    lane,
     state: "pending",
     attempts: 0,
-    nextAttemptAt: dueAt ?? now,
+    nextAttemptAt: now,
     leasedUntil: null,
     lastError: null,
     createdAt: now,

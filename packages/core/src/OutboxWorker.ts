@@ -177,16 +177,22 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
   )
 
 /**
- * A round's entries in lanes, each carried out in lease order: one client's webhook deliveries share a lane, every
- * other entry is a lane of its own. A record's deliveries then go out one after another in the round that leased
- * them, as a delivery would otherwise wait for any earlier one of its record still pending (Webhooks.deliver) and be
- * tried again later. Order needs no more: a record's next provider effect is decided only after its last one is
- * recorded (a transfer is followed once its submission is).
+ * A round's entries in lanes, each carried out in lease order: entries that name one lane share it (a webhook
+ * subscription's deliveries), every other entry is a lane of its own. A record's deliveries then go out one after
+ * another in the round that leased them, as a delivery would otherwise wait for any earlier one of its record still
+ * pending (Webhooks.deliver) and be tried again later; and a slow receiver holds up only its own subscription's.
+ * Deliveries written before entries named their lane (null) keep the lane they had then, their client's. Order needs
+ * no more: a record's next provider effect is decided only after its last one is recorded (a transfer is followed
+ * once its submission is).
  */
 export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<ReadonlyArray<Outbox.OutboxEntry>> => {
   const lanes = new Map<string, Array<Outbox.OutboxEntry>>()
   for (const entry of due) {
-    const key = entry.kind === "deliverWebhook" ? `deliveries of ${entry.clientId}` : entry.id
+    const key = entry.lane !== null
+      ? `lane ${entry.lane}`
+      : entry.kind === "deliverWebhook"
+      ? `deliveries of ${entry.clientId}`
+      : `entry ${entry.id}`
     const lane = lanes.get(key)
     if (lane === undefined) lanes.set(key, [entry])
     else lane.push(entry)

@@ -127,7 +127,8 @@ export const enqueueDelivery = Effect.fnUntraced(function*(
     updatedAt: now
   }
   yield* unit.insertWebhookDelivery(delivery)
-  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id)
+  // Order is kept per subscription (and record): its deliveries share a lane, and one slow receiver holds up no other.
+  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id, subscription.id)
   return delivery
 })
 

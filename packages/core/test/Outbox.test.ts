@@ -1,8 +1,9 @@
 /**
  * The outbox and its worker: a provider that fails N times and then succeeds has each effect carried out exactly
  * once (retries with backoff, under TestClock); a provider call that blocks holds no lock, so a write on the same
- * account completes meanwhile; an effect given up after its last attempt fails its transfer and releases the
- * funds; the live simulated provider carries a transfer to COMPLETED and an address to APPROVED.
+ * account completes meanwhile; a slow provider call or webhook receiver holds up only its own entries; an effect
+ * given up after its last attempt fails its transfer and releases the funds; the live simulated provider carries a
+ * transfer to COMPLETED and an address to APPROVED.
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
@@ -19,6 +20,7 @@ import {
   RelayError,
   Storage,
   Transactions,
+  Webhooks,
   WhitelistedAddresses
 } from "@custody-relay/core"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
@@ -159,21 +161,71 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
-  it("a round's lanes: one client's webhook deliveries in one lane, in lease order; every other entry alone", () => {
+  it.effect("a slow webhook receiver holds up only its own subscription's deliveries: the same client's other subscription's go out meanwhile", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      // The setup's own entries carried out first: the round below leases the transfer's and its deliveries only.
+      yield* settleAll
+      const slow = yield* Webhooks.subscribe(principal, { url: "https://slow.example.com/hook" })
+      const fast = yield* Webhooks.subscribe(principal, { url: "https://fast.example.com/hook" })
+      yield* initiate("0.1")
+      const release = yield* Deferred.make<void>()
+      const posted: Array<string> = []
+      const transport = Webhooks.WebhookTransport.of({
+        post: (url) =>
+          Effect.gen(function*() {
+            posted.push(url)
+            if (url === slow.url) yield* Deferred.await(release)
+            return { status: 200 }
+          })
+      })
+      const receiving = Effect.provideService(Webhooks.WebhookTransport, transport)
+      const deliveries = (subscription: { readonly id: string }) => Webhooks.deliveries(principal, subscription.id, 100)
+      // What the round leases: the deliveries written so far (the transfer's submission in the round appends more).
+      const leased = new Set([...(yield* deliveries(slow)), ...(yield* deliveries(fast))].map((d) => d.id))
+      const stateOf = (subscription: { readonly id: string }) =>
+        Effect.map(deliveries(subscription), (all) => all.filter((d) => leased.has(d.id)).map((d) => d.state))
+      const worker = yield* Effect.forkChild(OutboxWorker.runDue(options).pipe(receiving))
+      let fastStates = yield* stateOf(fast)
+      for (let turn = 0; turn < 1000 && fastStates.includes("pending"); turn++) {
+        yield* Effect.yieldNow
+        fastStates = yield* stateOf(fast)
+      }
+      // The slow receiver's first delivery is still in flight; every delivery to the other one went out beside it.
+      assert.isAbove(fastStates.length, 1)
+      assert.deepStrictEqual(fastStates, fastStates.map(() => "delivered"))
+      assert.deepStrictEqual(posted.filter((url) => url === slow.url), [slow.url])
+      assert.notInclude(yield* stateOf(slow), "delivered")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(worker)
+      yield* OutboxWorker.drain(options).pipe(receiving)
+      for (const subscription of [slow, fast]) {
+        const all = yield* deliveries(subscription)
+        assert.deepStrictEqual(all.map((d) => d.state), all.map(() => "delivered"))
+      }
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it("a round's lanes: one subscription's webhook deliveries in one lane, in lease order; every other entry alone", () => {
     const at = "2026-11-28T00:00:00.000Z" as Outbox.OutboxEntry["createdAt"]
-    const entry = (id: string, kind: Outbox.EffectKind, clientId: string): Outbox.OutboxEntry => ({
-      id, kind, clientId: clientId as Outbox.OutboxEntry["clientId"], subjectId: `subject of ${id}`, state: "pending", attempts: 0,
+    const entry = (id: string, kind: Outbox.EffectKind, clientId: string, lane: string | null = null): Outbox.OutboxEntry => ({
+      id, kind, clientId: clientId as Outbox.OutboxEntry["clientId"], subjectId: `subject of ${id}`, lane, state: "pending", attempts: 0,
       nextAttemptAt: at, leasedUntil: null, lastError: null, createdAt: at, updatedAt: at
     })
     const round = [
-      entry("1", "deliverWebhook", "a"),
+      entry("1", "deliverWebhook", "a", "subscription a1"),
       entry("2", "submitTransfer", "a"),
-      entry("3", "deliverWebhook", "b"),
-      entry("4", "deliverWebhook", "a"),
+      entry("3", "deliverWebhook", "b", "subscription b1"),
+      entry("4", "deliverWebhook", "a", "subscription a1"),
       entry("5", "submitTransfer", "a"),
-      entry("6", "followWhitelistedAddress", "b")
+      entry("6", "followWhitelistedAddress", "b"),
+      entry("7", "deliverWebhook", "a", "subscription a2"),
+      // Written before entries named their lane: their client's.
+      entry("8", "deliverWebhook", "a"),
+      entry("9", "deliverWebhook", "a")
     ]
-    assert.deepStrictEqual(OutboxWorker.lanesOf(round).map((lane) => lane.map((e) => e.id)), [["1", "4"], ["2"], ["3"], ["5"], ["6"]])
+    assert.deepStrictEqual(OutboxWorker.lanesOf(round).map((lane) => lane.map((e) => e.id)), [["1", "4"], ["2"], ["3"], ["5"], ["6"], ["7"], ["8", "9"]])
   })
 
   it.effect("a provider call that outlasts half its lease is abandoned as a failed attempt, before another worker could take it", () => {

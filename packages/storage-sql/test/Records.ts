@@ -132,6 +132,7 @@ export const outboxEntry = (clientId: Ids.ClientId, overrides: Partial<Outbox.Ou
   kind: "submitTransfer",
   clientId,
   subjectId: randomUUID(),
+  lane: null,
   state: "pending",
   attempts: 0,
   nextAttemptAt: at(0),

@@ -7,6 +7,7 @@
  * One layer per suite: every test makes its own client(s), so tests share a database without meeting.
  */
 import { assert, layer } from "@effect/vitest"
+import { randomUUID } from "node:crypto"
 import {
   Account,
   Money,
@@ -466,14 +467,14 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(ids(yield* read((unit) => unit.listEvents({ entityId }, after[2]!.position, 10))), [])
       }))
 
-    it.effect("outbox: entries due by time and lease, oldest first; updates kept; listed by subject", () =>
+    it.effect("outbox: entries due by time and lease, oldest first; updates kept; listed by subject, each with its lane", () =>
       Effect.gen(function*() {
         const client = Records.client()
         const subjectId = Records.account(client.id).id
         // Due-time ordering is global: use instants before every other test's entries.
         const base = -20_000_000_000
         const first = Records.outboxEntry(client.id, { subjectId, nextAttemptAt: Records.at(base) })
-        const second = Records.outboxEntry(client.id, { subjectId, nextAttemptAt: Records.at(base + 1) })
+        const second = Records.outboxEntry(client.id, { subjectId, nextAttemptAt: Records.at(base + 1), kind: "deliverWebhook", lane: randomUUID() })
         const leased = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base), leasedUntil: Records.at(base + 100) })
         const later = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base + 1000) })
         yield* write((unit) => Effect.forEach([second, first, leased, later], unit.insertOutboxEntry, { discard: true }))

@@ -13,6 +13,7 @@ import * as CommandsEventsOutbox from "./0005_commands_events_outbox.js"
 import * as SettingsAndKeyBudgets from "./0006_settings_and_key_budgets.js"
 import * as Webhooks from "./0007_webhooks.js"
 import * as TransactionListChanges from "./0008_transaction_list_changes.js"
+import * as OutboxEntryLanes from "./0009_outbox_entry_lanes.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -24,7 +25,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0005_commands_events_outbox", CommandsEventsOutbox.up],
   ["0006_settings_and_key_budgets", SettingsAndKeyBudgets.up],
   ["0007_webhooks", Webhooks.up],
-  ["0008_transaction_list_changes", TransactionListChanges.up]
+  ["0008_transaction_list_changes", TransactionListChanges.up],
+  ["0009_outbox_entry_lanes", OutboxEntryLanes.up]
 ]
 
 /** Migration names, oldest first. */

@@ -179,6 +179,7 @@ export interface OutboxEntriesTable {
   readonly kind: string
   readonly client_id: string
   readonly subject_id: string
+  readonly lane: string | null
   readonly state: string
   readonly attempts: number
   readonly next_attempt_at: string

@@ -95,13 +95,14 @@ Guarantees:
   repeat (after a crash between the call and its recording) is recognised by the provider.
 - **Never under a lock.** The worker leases due entries in one short unit, calls the provider with no unit
   open, and records the result in the unit that applies it.
-- **Slow calls overlap.** The worker carries out the entries of a round (up to ${OutboxWorker.defaults.batch} leased)
-  in lanes, up to ${OutboxWorker.defaults.concurrency} at once (\`OutboxWorker.run({ concurrency })\`,
-  \`makeHandler({ outbox: { concurrency } })\`): one webhook subscription's deliveries in one lane, in order, and
-  every other entry in a lane of its own. So one provider call or webhook receiver that takes seconds to answer does
-  not hold up the transfers, addresses and other subscriptions' deliveries beside it, the same client's included. Order needs no more: a record's next
-  provider effect is decided only after its last one is recorded (a transfer is followed once its submission is),
-  and a delivery waits for any earlier one of its record.
+- **Slow calls overlap.** The worker carries out leased entries in lanes, up to ${OutboxWorker.defaults.concurrency} at once
+  (\`OutboxWorker.run({ concurrency })\`, \`makeHandler({ outbox: { concurrency } })\`): one webhook subscription's
+  deliveries in one lane, in order, and every other entry in a lane of its own. Whenever a lane is free it leases
+  what is due (up to ${OutboxWorker.defaults.batch} entries), skipping the lanes still being carried out, whose next entries go after them.
+  So one provider call or webhook receiver that takes seconds to answer holds up neither the transfers, addresses
+  and other subscriptions' deliveries leased with it nor those due after it, the same client's included. Order needs
+  no more: a record's next provider effect is decided only after its last one is recorded (a transfer is followed
+  once its submission is), and a delivery waits for any earlier one of its record.
 - **Shared by nodes.** Several processes on one PostgreSQL database lease with \`FOR UPDATE SKIP LOCKED\` and a
   lease time (${minutes(OutboxWorker.defaults.leaseMillis)}), so two never carry out one entry at the same time; a process that dies
   mid-call leaves a lease that expires, and the entry is carried out again.

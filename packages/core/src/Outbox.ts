@@ -65,9 +65,10 @@ export interface OutboxStore {
   readonly updateOutboxEntry: (entry: OutboxEntry) => Op<void>
   /**
    * Up to `limit` pending entries due at `now` whose lease is free, oldest due first, skipping any another unit is
-   * leasing at this moment. The caller marks them leased in the same unit.
+   * leasing at this moment and any in one of `busyLanes` (lanes this worker is still carrying out). The caller marks
+   * them leased in the same unit.
    */
-  readonly dueOutboxEntries: (now: Timestamp.Timestamp, limit: number) => Op<ReadonlyArray<OutboxEntry>>
+  readonly dueOutboxEntries: (now: Timestamp.Timestamp, limit: number, busyLanes?: ReadonlyArray<string>) => Op<ReadonlyArray<OutboxEntry>>
   /** The entries about one record, oldest first. */
   readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>
 }

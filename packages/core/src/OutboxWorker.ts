@@ -9,7 +9,7 @@
  * work, and leases keep them from carrying out one entry at the same time. A process that dies mid-effect
  * leaves a lease that expires, and the entry is carried out again: at least once, idempotent at the provider.
  */
-import { Cause, Duration, Effect, Option, Random } from "effect"
+import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
 import * as Idempotency from "./Idempotency.js"
 import * as Outbox from "./Outbox.js"
@@ -28,8 +28,8 @@ export interface WorkerOptions {
   /** Entries leased per round. */
   readonly batch: number
   /**
-   * Lanes of a round carried out at once (see `lanesOf`), so a slow provider call or webhook receiver holds up only
-   * its own lane, not the round's others. Each entry's units are short, so they take a write connection only briefly
+   * Lanes carried out at once (see `lanesOf` and `run`), so a slow provider call or webhook receiver holds up only its
+   * own lane, not the others. Each entry's units are short, so they take a write connection only briefly
    * (PostgreSQL).
    */
   readonly concurrency: number
@@ -91,13 +91,14 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
  * The due entries, leased to this worker. An idle relay only reads: a write unit (SQLite's write lock, a
  * PostgreSQL transaction that writes) is opened only when something is due.
  */
-const lease = Effect.fnUntraced(function*(options: WorkerOptions) {
+/** Leases to this worker the entries due now, none in `busyLanes`; an answer and the time it was leased at. */
+const lease = Effect.fnUntraced(function*(options: WorkerOptions, busyLanes: ReadonlyArray<string>) {
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   // One statement, its answer checked again by the leasing unit: a lookup (no transaction of its own).
-  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1))
-  if (seen.length === 0) return seen
-  return yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options))
+  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1, busyLanes))
+  const due = seen.length === 0 ? seen : yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options, busyLanes))
+  return { due, leasedAt: nowMillis }
 })
 
 /** Leases to this worker, in one write unit, the entries due now. */
@@ -105,9 +106,10 @@ const leaseDue = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   now: Timestamp.Timestamp,
   nowMillis: number,
-  options: WorkerOptions
+  options: WorkerOptions,
+  busyLanes: ReadonlyArray<string>
 ) {
-  const due = yield* unit.dueOutboxEntries(now, options.batch)
+  const due = yield* unit.dueOutboxEntries(now, options.batch, busyLanes)
   const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
   for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
   return due
@@ -176,6 +178,14 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
     )
   )
 
+/** The lane an entry is carried out in (see `lanesOf`). */
+const laneKeyOf = (entry: Outbox.OutboxEntry): string =>
+  entry.lane !== null
+    ? `lane ${entry.lane}`
+    : entry.kind === "deliverWebhook"
+    ? `deliveries of ${entry.clientId}`
+    : `entry ${entry.id}`
+
 /**
  * A round's entries in lanes, each carried out in lease order: entries that name one lane share it (a webhook
  * subscription's deliveries), every other entry is a lane of its own. A record's deliveries then go out one after
@@ -188,11 +198,7 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
 export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<ReadonlyArray<Outbox.OutboxEntry>> => {
   const lanes = new Map<string, Array<Outbox.OutboxEntry>>()
   for (const entry of due) {
-    const key = entry.lane !== null
-      ? `lane ${entry.lane}`
-      : entry.kind === "deliverWebhook"
-      ? `deliveries of ${entry.clientId}`
-      : `entry ${entry.id}`
+    const key = laneKeyOf(entry)
     const lane = lanes.get(key)
     if (lane === undefined) lanes.set(key, [entry])
     else lane.push(entry)
@@ -200,26 +206,27 @@ export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<R
   return [...lanes.values()]
 }
 
-/** One round: leases what is due and carries it out. Answers how many entries it carried out. */
-export const runDue = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
-  const leasedAt = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-  const due = yield* lease(options)
+/**
+ * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
+ * lease or more after leasing could outlive the lease while another worker takes the entry: such an entry, and the
+ * lane's later ones, are left; their leases run out and a later round leases them again. Answers how many it carried out.
+ */
+const carryOutLane = Effect.fnUntraced(function*(options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) {
   let carried = 0
-  // An attempt may take half a lease (carryOut), so one begun later than half a lease after leasing could outlive the
-  // lease, and another worker could take the entry meanwhile. An entry a lane reaches that late is left: its lease
-  // runs out and a later round leases it again.
-  const carryOutInLease = (entry: Outbox.OutboxEntry) =>
-    Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (nowMillis) => {
-      if (nowMillis - leasedAt >= options.leaseMillis / 2) return Effect.void
-      carried++
-      return carryOut(options, entry)
-    })
-  yield* Effect.forEach(
-    lanesOf(due),
-    (lane) => Effect.forEach(lane, carryOutInLease, { discard: true }),
-    { discard: true, concurrency: options.concurrency }
-  )
+  for (const entry of lane) {
+    const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    if (nowMillis - leasedAt >= options.leaseMillis / 2) break
+    carried++
+    yield* carryOut(options, entry)
+  }
   return carried
+})
+
+/** One round: leases what is due and carries it out, its lanes up to `concurrency` at once. Answers how many entries it carried out. */
+export const runDue = Effect.fnUntraced(function*(options: WorkerOptions = defaults) {
+  const { due, leasedAt } = yield* lease(options, [])
+  const carried = yield* Effect.forEach(lanesOf(due), (lane) => carryOutLane(options, leasedAt, lane), { concurrency: options.concurrency })
+  return carried.reduce((total, n) => total + n, 0)
 })
 
 /** Rounds until nothing is due: for tests and for draining before a shutdown. */
@@ -231,22 +238,58 @@ export const drain = Effect.fnUntraced(function*(options: WorkerOptions = defaul
 
 const HOUSEKEEPING_EVERY_MILLIS = 10 * 60 * 1000
 
-/** The worker for the life of a process: rounds forever, pausing when nothing was due. Interrupt to stop. */
+/**
+ * The worker for the life of a process. Unlike rounds of `runDue`, it never waits for a slow lane to lease again: up
+ * to `concurrency` lanes are carried out at once, and whenever one is free and no leased lane waits for a place, it
+ * leases what is due, skipping the lanes still being carried out (their next entries go after them, in a later
+ * lease). So a provider call or a webhook receiver that takes half a lease to answer holds up only its own lane, not
+ * the transfers approved meanwhile. Pauses when nothing was due. Interrupt to stop (its lanes stop with it; what they
+ * leased is carried out again once the leases run out).
+ */
 export const run = (options: Partial<WorkerOptions> = {}) => {
   const settings = { ...defaults, ...options }
   return Effect.gen(function*() {
     yield* CustodyProvider
+    /** Lanes being carried out: their keys, and the lane their entries name (null: nothing to skip when leasing). */
+    const running = new Map<string, string | null>()
+    /** Lanes leased and waiting for a place, in lease order. */
+    const waiting: Array<{ readonly key: string; readonly leasedAt: number; readonly entries: ReadonlyArray<Outbox.OutboxEntry> }> = []
+    const laneEnded = yield* Latch.make(false)
     let lastHousekeeping = 0
     while (true) {
-      const carried = yield* runDue(settings).pipe(
-        Effect.catchCause((cause) => Effect.as(Effect.logError("outbox round failed", Cause.pretty(cause)), 0))
+      // Closed before looking, so a lane that ends after the look still wakes the wait below.
+      laneEnded.closeUnsafe()
+      for (let i = 0; i < waiting.length && running.size < settings.concurrency;) {
+        const next = waiting[i]!
+        // Lane-less deliveries of a client whose earlier ones are still going out wait for them.
+        if (running.has(next.key)) {
+          i++
+          continue
+        }
+        waiting.splice(i, 1)
+        running.set(next.key, next.entries[0]?.lane ?? null)
+        yield* Effect.forkChild(carryOutLane(settings, next.leasedAt, next.entries).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            running.delete(next.key)
+            laneEnded.openUnsafe()
+          }))
+        ))
+      }
+      if (waiting.length > 0 || running.size >= settings.concurrency) {
+        yield* laneEnded.await
+        continue
+      }
+      const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
+      const { due, leasedAt } = yield* lease(settings, busyLanes).pipe(
+        Effect.catchCause((cause) => Effect.as(Effect.logError("outbox lease failed", Cause.pretty(cause)), { due: [], leasedAt: 0 }))
       )
+      for (const entries of lanesOf(due)) waiting.push({ key: laneKeyOf(entries[0]!), leasedAt, entries })
       const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
         lastHousekeeping = nowMillis
         yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
       }
-      if (carried === 0) yield* Effect.sleep(Duration.millis(settings.idleMillis))
+      if (due.length === 0) yield* Effect.sleep(Duration.millis(settings.idleMillis))
     }
   })
 }

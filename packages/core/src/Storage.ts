@@ -533,10 +533,13 @@ const makeMemory = Effect.fnUntraced(function*() {
       updateOutboxEntry(entry) {
         return update(staged.outbox, "outbox entry", entry.id, entry)
       },
-      dueOutboxEntries(now, limit) {
+      dueOutboxEntries(now, limit, busyLanes = []) {
         return read(() =>
           [...staged.outbox.values()]
-            .filter((e) => e.state === "pending" && e.nextAttemptAt <= now && (e.leasedUntil === null || e.leasedUntil <= now))
+            .filter((e) =>
+              e.state === "pending" && e.nextAttemptAt <= now && (e.leasedUntil === null || e.leasedUntil <= now) &&
+              (e.lane === null || !busyLanes.includes(e.lane))
+            )
             .sort((a, b) => (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id < b.id ? -1 : 1))
             .slice(0, limit)
         )

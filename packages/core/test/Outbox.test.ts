@@ -34,6 +34,8 @@ interface ProviderCalls {
   /** When set, the first submission's call waits on it; the others go on. */
   holdFirst?: Deferred.Deferred<void>
   entered?: number
+  /** Submission calls begun, counted before any gate. */
+  begun?: number
 }
 
 /** The simulated provider, with submissions counted, failing the first `failures` and optionally waiting on a gate. */
@@ -46,6 +48,7 @@ const countingProvider = (calls: ProviderCalls, lifecycle: CustodyProvider.Simul
         ...simulated,
         submitTransfer: (order) =>
           Effect.gen(function*() {
+            calls.begun = (calls.begun ?? 0) + 1
             if (calls.gate !== undefined) yield* Deferred.await(calls.gate)
             calls.entered = (calls.entered ?? 0) + 1
             if (calls.holdFirst !== undefined && calls.entered === 1) yield* Deferred.await(calls.holdFirst)
@@ -158,6 +161,95 @@ describe("Outbox", () => {
       yield* Deferred.succeed(calls.holdFirst, undefined)
       yield* Fiber.join(worker)
       assert.deepStrictEqual([...calls.submitted].sort(), [held?.id, handed?.id].sort())
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("the running worker leases again while a slow lane is still out: a transfer approved meanwhile is handed over at once", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      yield* settleAll
+      calls.entered = 0
+      calls.holdFirst = yield* Deferred.make<void>()
+      const first = yield* initiate("0.1")
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options))
+      const turns = function*(until: () => boolean) {
+        for (let turn = 0; turn < 1000 && !until(); turn++) yield* Effect.yieldNow
+      }
+      yield* turns(() => calls.entered === 1)
+      // The first transfer's provider call is held. A second transfer is approved; the worker, idle for lack of
+      // anything else due, looks again after its pause.
+      const second = yield* initiate("0.2")
+      yield* TestClock.adjust(options.idleMillis)
+      yield* turns(() => calls.submitted.length === 1)
+      const [held] = yield* entriesOf(first.id)
+      const [handed] = yield* entriesOf(second.id)
+      assert.deepStrictEqual(calls.submitted, [handed?.id])
+      assert.deepStrictEqual([held?.state, handed?.state], ["pending", "done"])
+      yield* Deferred.succeed(calls.holdFirst, undefined)
+      yield* turns(() => calls.submitted.length === 2)
+      assert.deepStrictEqual([...calls.submitted].sort(), [held?.id, handed?.id].sort())
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("under the running worker a held webhook receiver's later deliveries wait for its lane, and transfers approved meanwhile are handed over", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      yield* settleAll
+      const slow = yield* Webhooks.subscribe(principal, { url: "https://slow.example.com/hook" })
+      const release = yield* Deferred.make<void>()
+      const posted: Array<string> = []
+      const transport = Webhooks.WebhookTransport.of({
+        post: (url) => Effect.as(Effect.andThen(Effect.sync(() => posted.push(url)), Deferred.await(release)), { status: 200 })
+      })
+      const turns = function*(until: () => boolean) {
+        for (let turn = 0; turn < 1000 && !until(); turn++) yield* Effect.yieldNow
+      }
+      yield* initiate("0.1")
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(Effect.provideService(Webhooks.WebhookTransport, transport)))
+      yield* turns(() => posted.length === 1 && calls.submitted.length === 1)
+      // The receiver holds its first delivery; each transfer approved now, with deliveries of its own to that
+      // receiver, is handed over after the worker's pause, however many there are.
+      for (const amount of ["0.2", "0.3"]) {
+        const handed = calls.submitted.length
+        yield* initiate(amount)
+        yield* TestClock.adjust(options.idleMillis)
+        yield* turns(() => calls.submitted.length === handed + 1)
+        assert.strictEqual(calls.submitted.length, handed + 1, `the transfer of ${amount}`)
+      }
+      // Never a second delivery to it while the first is out.
+      assert.deepStrictEqual(posted, [slow.url])
+      yield* Deferred.succeed(release, undefined)
+      const pending = Effect.map(Webhooks.deliveries(principal, slow.id, 100), (all) => all.filter((d) => d.state !== "delivered").length)
+      for (let pause = 0; pause < 50 && (yield* pending) > 0; pause++) {
+        for (let turn = 0; turn < 100; turn++) yield* Effect.yieldNow
+        yield* TestClock.adjust(options.idleMillis)
+      }
+      assert.strictEqual(yield* pending, 0)
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("the running worker carries out at most `concurrency` lanes at once, however many are due", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      yield* settleAll
+      calls.begun = 0
+      calls.gate = yield* Deferred.make<void>()
+      for (const amount of ["0.1", "0.2", "0.3", "0.4", "0.5"]) yield* initiate(amount)
+      const worker = yield* Effect.forkChild(OutboxWorker.run({ ...options, concurrency: 2 }))
+      for (let pause = 0; pause < 5; pause++) {
+        for (let turn = 0; turn < 100; turn++) yield* Effect.yieldNow
+        yield* TestClock.adjust(options.idleMillis)
+      }
+      assert.strictEqual(calls.begun, 2)
+      yield* Deferred.succeed(calls.gate, undefined)
+      for (let turn = 0; turn < 1000 && calls.submitted.length < 5; turn++) yield* Effect.yieldNow
+      assert.strictEqual(calls.submitted.length, 5)
+      yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(world(calls)))
   })
 

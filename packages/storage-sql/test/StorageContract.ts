@@ -467,7 +467,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(ids(yield* read((unit) => unit.listEvents({ entityId }, after[2]!.position, 10))), [])
       }))
 
-    it.effect("outbox: entries due by time and lease, oldest first; updates kept; listed by subject, each with its lane", () =>
+    it.effect("outbox: entries due by time and lease, oldest first, busy lanes skipped; updates kept; listed by subject, each with its lane", () =>
       Effect.gen(function*() {
         const client = Records.client()
         const subjectId = Records.account(client.id).id
@@ -482,6 +482,8 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         const mine = (entries: ReadonlyArray<{ readonly id: string }>) =>
           ids(entries).filter((id) => [first.id, second.id, leased.id, later.id].includes(id))
         assert.deepStrictEqual(mine(yield* due(base + 10)), [first.id, second.id])
+        // A lane still being carried out is skipped; entries of no lane never are.
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [second.lane!, "another lane"]))), [first.id])
         assert.deepStrictEqual(mine(yield* due(base + 100)), [...[first.id, leased.id].sort(), second.id])
         const settled = { ...first, state: "done" as const, attempts: 2, lastError: "provider said ä", updatedAt: Records.at(5) }
         yield* write((unit) => unit.updateOutboxEntry(settled))

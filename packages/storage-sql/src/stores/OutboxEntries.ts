@@ -57,7 +57,7 @@ export const store = (
     updateOutboxEntry(entry) {
       return update(read.outbox_entries, encode(entry), writes.updateOutboxEntry, "outbox_entries")
     },
-    dueOutboxEntries(now, limit) {
+    dueOutboxEntries(now, limit, busyLanes = []) {
       return Effect.map(
         rows(
           db.selectFrom("outbox_entries").selectAll()
@@ -65,6 +65,7 @@ export const store = (
             .where("state", "=", sql.lit("pending"))
             .where(sql<SqlBool>`${sql.ref("next_attempt_at")} <= ${now}`)
             .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
+            .$if(busyLanes.length > 0, (qb) => qb.where((eb) => eb.or([eb("lane", "is", null), eb("lane", "not in", [...busyLanes])])))
             .orderBy("next_attempt_at").orderBy("id")
             .limit(engine.opaque.integer(limit))
             .$if(locks, (qb) => qb.forUpdate().skipLocked())

@@ -105,6 +105,35 @@ const transferAndAddress = Effect.gen(function*() {
 
 const entriesOf = (subjectId: string) => Storage.run("read", (unit) => unit.listOutboxEntries(subjectId))
 
+/** A webhook transport whose posts to `heldUrl` wait for `release`; every other answers 200 at once. */
+const receiverHolding = Effect.fnUntraced(function*(heldUrl: string) {
+  const release = yield* Deferred.make<void>()
+  const posted: Array<string> = []
+  const transport = Webhooks.WebhookTransport.of({
+    post: (url) =>
+      Effect.gen(function*() {
+        posted.push(url)
+        if (url === heldUrl) yield* Deferred.await(release)
+        return { status: 200 }
+      })
+  })
+  return { release, posted, receiving: Effect.provideService(Webhooks.WebhookTransport, transport) }
+})
+
+/** Yields to the other fibers until `done` holds (or a thousand turns passed). */
+const turnsUntil = Effect.fnUntraced(function*(done: () => boolean) {
+  for (let turn = 0; turn < 1000 && !done(); turn++) yield* Effect.yieldNow
+})
+
+/** The running worker's pauses passed, `times` of them, each after a hundred turns (or until `done` holds). */
+const pauses = <E = never, R = never>(times: number, done: Effect.Effect<boolean, E, R> = Effect.succeed(false)) =>
+  Effect.gen(function*() {
+    for (let pause = 0; pause < times && !(yield* done); pause++) {
+      for (let turn = 0; turn < 100; turn++) yield* Effect.yieldNow
+      yield* TestClock.adjust(options.idleMillis)
+    }
+  })
+
 describe("Outbox", () => {
   it("the default retries of an effect span more than a day, whatever the jitter (a receiver down overnight still gets it)", () => {
     const o = OutboxWorker.defaults
@@ -173,21 +202,18 @@ describe("Outbox", () => {
       calls.holdFirst = yield* Deferred.make<void>()
       const first = yield* initiate("0.1")
       const worker = yield* Effect.forkChild(OutboxWorker.run(options))
-      const turns = function*(until: () => boolean) {
-        for (let turn = 0; turn < 1000 && !until(); turn++) yield* Effect.yieldNow
-      }
-      yield* turns(() => calls.entered === 1)
+      yield* turnsUntil(() => calls.entered === 1)
       // The first transfer's provider call is held. A second transfer is approved; the worker, idle for lack of
       // anything else due, looks again after its pause.
       const second = yield* initiate("0.2")
       yield* TestClock.adjust(options.idleMillis)
-      yield* turns(() => calls.submitted.length === 1)
+      yield* turnsUntil(() => calls.submitted.length === 1)
       const [held] = yield* entriesOf(first.id)
       const [handed] = yield* entriesOf(second.id)
       assert.deepStrictEqual(calls.submitted, [handed?.id])
       assert.deepStrictEqual([held?.state, handed?.state], ["pending", "done"])
       yield* Deferred.succeed(calls.holdFirst, undefined)
-      yield* turns(() => calls.submitted.length === 2)
+      yield* turnsUntil(() => calls.submitted.length === 2)
       assert.deepStrictEqual([...calls.submitted].sort(), [held?.id, handed?.id].sort())
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(world(calls)))
@@ -199,34 +225,24 @@ describe("Outbox", () => {
       const { initiate, principal } = yield* setup
       yield* settleAll
       const slow = yield* Webhooks.subscribe(principal, { url: "https://slow.example.com/hook" })
-      const release = yield* Deferred.make<void>()
-      const posted: Array<string> = []
-      const transport = Webhooks.WebhookTransport.of({
-        post: (url) => Effect.as(Effect.andThen(Effect.sync(() => posted.push(url)), Deferred.await(release)), { status: 200 })
-      })
-      const turns = function*(until: () => boolean) {
-        for (let turn = 0; turn < 1000 && !until(); turn++) yield* Effect.yieldNow
-      }
+      const { posted, receiving, release } = yield* receiverHolding(slow.url)
       yield* initiate("0.1")
-      const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(Effect.provideService(Webhooks.WebhookTransport, transport)))
-      yield* turns(() => posted.length === 1 && calls.submitted.length === 1)
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(receiving))
+      yield* turnsUntil(() => posted.length === 1 && calls.submitted.length === 1)
       // The receiver holds its first delivery; each transfer approved now, with deliveries of its own to that
       // receiver, is handed over after the worker's pause, however many there are.
       for (const amount of ["0.2", "0.3"]) {
         const handed = calls.submitted.length
         yield* initiate(amount)
         yield* TestClock.adjust(options.idleMillis)
-        yield* turns(() => calls.submitted.length === handed + 1)
+        yield* turnsUntil(() => calls.submitted.length === handed + 1)
         assert.strictEqual(calls.submitted.length, handed + 1, `the transfer of ${amount}`)
       }
       // Never a second delivery to it while the first is out.
       assert.deepStrictEqual(posted, [slow.url])
       yield* Deferred.succeed(release, undefined)
       const pending = Effect.map(Webhooks.deliveries(principal, slow.id, 100), (all) => all.filter((d) => d.state !== "delivered").length)
-      for (let pause = 0; pause < 50 && (yield* pending) > 0; pause++) {
-        for (let turn = 0; turn < 100; turn++) yield* Effect.yieldNow
-        yield* TestClock.adjust(options.idleMillis)
-      }
+      yield* pauses(50, Effect.map(pending, (n) => n === 0))
       assert.strictEqual(yield* pending, 0)
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(world(calls)))
@@ -241,13 +257,10 @@ describe("Outbox", () => {
       calls.gate = yield* Deferred.make<void>()
       for (const amount of ["0.1", "0.2", "0.3", "0.4", "0.5"]) yield* initiate(amount)
       const worker = yield* Effect.forkChild(OutboxWorker.run({ ...options, concurrency: 2 }))
-      for (let pause = 0; pause < 5; pause++) {
-        for (let turn = 0; turn < 100; turn++) yield* Effect.yieldNow
-        yield* TestClock.adjust(options.idleMillis)
-      }
+      yield* pauses(5)
       assert.strictEqual(calls.begun, 2)
       yield* Deferred.succeed(calls.gate, undefined)
-      for (let turn = 0; turn < 1000 && calls.submitted.length < 5; turn++) yield* Effect.yieldNow
+      yield* turnsUntil(() => calls.submitted.length === 5)
       assert.strictEqual(calls.submitted.length, 5)
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(world(calls)))
@@ -262,17 +275,7 @@ describe("Outbox", () => {
       const slow = yield* Webhooks.subscribe(principal, { url: "https://slow.example.com/hook" })
       const fast = yield* Webhooks.subscribe(principal, { url: "https://fast.example.com/hook" })
       yield* initiate("0.1")
-      const release = yield* Deferred.make<void>()
-      const posted: Array<string> = []
-      const transport = Webhooks.WebhookTransport.of({
-        post: (url) =>
-          Effect.gen(function*() {
-            posted.push(url)
-            if (url === slow.url) yield* Deferred.await(release)
-            return { status: 200 }
-          })
-      })
-      const receiving = Effect.provideService(Webhooks.WebhookTransport, transport)
+      const { posted, receiving, release } = yield* receiverHolding(slow.url)
       const deliveries = (subscription: { readonly id: string }) => Webhooks.deliveries(principal, subscription.id, 100)
       // What the round leases: the deliveries written so far (the transfer's submission in the round appends more).
       const leased = new Set([...(yield* deliveries(slow)), ...(yield* deliveries(fast))].map((d) => d.id))

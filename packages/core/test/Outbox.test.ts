@@ -125,7 +125,10 @@ const turnsUntil = Effect.fnUntraced(function*(done: () => boolean) {
   for (let turn = 0; turn < 1000 && !done(); turn++) yield* Effect.yieldNow
 })
 
-/** The running worker's pauses passed, `times` of them, each after a hundred turns (or until `done` holds). */
+/**
+ * The running worker's pauses passed, `times` of them, each after a hundred turns (or until `done` holds): whether
+ * the worker was already pausing or only about to, it looks again.
+ */
 const pauses = <E = never, R = never>(times: number, done: Effect.Effect<boolean, E, R> = Effect.succeed(false)) =>
   Effect.gen(function*() {
     for (let pause = 0; pause < times && !(yield* done); pause++) {
@@ -206,8 +209,7 @@ describe("Outbox", () => {
       // The first transfer's provider call is held. A second transfer is approved; the worker, idle for lack of
       // anything else due, looks again after its pause.
       const second = yield* initiate("0.2")
-      yield* TestClock.adjust(options.idleMillis)
-      yield* turnsUntil(() => calls.submitted.length === 1)
+      yield* pauses(10, Effect.sync(() => calls.submitted.length === 1))
       const [held] = yield* entriesOf(first.id)
       const [handed] = yield* entriesOf(second.id)
       assert.deepStrictEqual(calls.submitted, [handed?.id])
@@ -234,8 +236,7 @@ describe("Outbox", () => {
       for (const amount of ["0.2", "0.3"]) {
         const handed = calls.submitted.length
         yield* initiate(amount)
-        yield* TestClock.adjust(options.idleMillis)
-        yield* turnsUntil(() => calls.submitted.length === handed + 1)
+        yield* pauses(10, Effect.sync(() => calls.submitted.length === handed + 1))
         assert.strictEqual(calls.submitted.length, handed + 1, `the transfer of ${amount}`)
       }
       // Never a second delivery to it while the first is out.

@@ -3,7 +3,8 @@
  * and the receiver gets every event, in order per record, each verified with the `standardwebhooks` reference
  * library; a receiver that fails its first attempts still gets each event exactly once after retries (it
  * de-duplicates by webhook-id); a dead receiver's subscription is disabled after the policy's attempts while
- * everything else keeps working; a rotated secret and the old one both sign during the grace period.
+ * everything else keeps working; a rotated secret and the old one both sign during the grace period; a receiver
+ * holding a delivery gets no other until it answers and holds up no transfer approved meanwhile.
  */
 import { createServer, type Server } from "node:http"
 import { Webhook } from "standardwebhooks"
@@ -108,6 +109,55 @@ describe("webhooks", () => {
     }
     // The secret is shown once: never in a read or a log.
     expect((await fixture.as(tenant.admin).get("/relay/v1/webhooks")).text).not.toContain(secret)
+  })
+
+  it("a receiver holding a delivery gets no other until it answers, and holds up no transfer approved meanwhile (the worker leases while a lane is out)", async () => {
+    // The receiver's timeout far beyond this test's waits: only the worker's leasing can hand the transfer over.
+    const fixture = makeFixture({ outbox: fast, webhooks: { allowPrivateTargets: true, timeoutMillis: 120_000 } })
+    fixtures.push(fixture)
+    const tenant = await makeTenant(fixture)
+    let holding = true
+    const held: Array<{ readonly answer: () => void; aborted: boolean }> = []
+    const server: Server = createServer((request, response) => {
+      request.resume()
+      request.on("end", () => {
+        if (!holding) return void response.writeHead(200).end()
+        const open = { answer: () => void response.writeHead(200).end(), aborted: false }
+        response.on("close", () => (open.aborted = !response.writableEnded))
+        held.push(open)
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    close.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    const address = server.address()
+    const url = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/hooks`
+    const as = fixture.as(tenant.admin)
+    const subscribed = await as.post("/relay/v1/webhooks", { url })
+    expect(subscribed.status).toBe(201)
+    const initiated = await as.post("/relay/v1/transactions/initiate", {
+      sourceAccountId: tenant.source,
+      destinationId: tenant.whitelisted,
+      destinationType: "external",
+      amount: "0.25",
+      assetType: "BTC"
+    })
+    const id = String(record(initiated.body)["id"])
+    await until(() => held.length === 1)
+    expect(held.length).toBe(1)
+    // The initiation's delivery is held; the approval's events wait behind it in its lane, the transfer does not.
+    expect((await fixture.as(tenant.approver).post(`/relay/v1/transactions/${id}/approve`, {})).status).toBe(200)
+    const submitted = async () => (await trail(fixture, tenant)).some((e) => e["type"] === "transaction.submitted" && e["entityId"] === id)
+    await until(submitted)
+    expect(await submitted()).toBe(true)
+    expect(held.map((h) => h.aborted)).toEqual([false])
+    holding = false
+    for (const h of held) h.answer()
+    const deliveries = async () =>
+      record((await as.get(`/relay/v1/webhooks/${String(record(subscribed.body)["id"])}/deliveries?limit=100`)).body)["items"] as ReadonlyArray<Record<string, unknown>>
+    await until(async () => (await deliveries()).every((d) => d["state"] === "delivered"))
+    const all = await deliveries()
+    expect(all.length).toBeGreaterThan(3)
+    expect(all.map((d) => d["state"])).toEqual(all.map(() => "delivered"))
   })
 
   it("a receiver that fails its first attempts gets each event exactly once after retries (de-duplicated by webhook-id)", async () => {

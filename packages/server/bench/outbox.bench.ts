@@ -16,13 +16,12 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { CustodyProvider, OutboxWorker, Relay, Transactions } from "@custody-relay/core"
-import { makeHandler } from "@custody-relay/http"
-import { Context, Duration, Effect, Layer, Logger } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
-import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
 import { approvedDemoTransfer } from "../test/DemoRequests.js"
 import { delayProxy, median, postgresDatabase } from "./BenchProcess.js"
+import { seededRelay } from "./SeededRelay.js"
 
 const pgUrl = process.env["BENCH_PG_URL"] ?? process.env["RELAY_TEST_PG_URL"]
 const delayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "1")
@@ -65,19 +64,8 @@ const run = async () => {
   target.hostname = "127.0.0.1"
   target.port = delayed.port
   const counter = await countingProxy(target)
-  const relay = makeHandler({
-    layer: Relay.layer(fromDatabase(counter.url, "memory"), { provider }),
-    outbox: false,
-    // The untimed setup sends two requests a transfer; the bench measures the worker, not the limit.
-    rateLimit: { limit: 1_000_000_000, windowSeconds: 60 },
-    logger: Logger.make(() => undefined),
-    logLevel: "Warn"
-  })
+  const { relay, demo, transfer } = await seededRelay(Relay.layer(fromDatabase(counter.url, "memory"), { provider }), false)
   try {
-    await relay.ready
-    const demo = await relay.runtime.runPromise(seedDemo)
-    const source = demo.accounts.find((a) => a.assetId === "BTC")?.id
-    const transfer = { sourceAccountId: source, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
     const approvedTransfers = async () => {
       const ids: Array<string> = []
       for (let i = 0; i < transfers; i++) ids.push(await approvedDemoTransfer(relay, demo, transfer))

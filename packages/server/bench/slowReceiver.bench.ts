@@ -12,11 +12,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { OutboxWorker, Relay, Transactions, Webhooks } from "@custody-relay/core"
-import { makeHandler } from "@custody-relay/http"
-import { Effect, Layer, Logger } from "effect"
-import { seedDemo } from "../src/seedDemo.js"
+import { Effect, Layer } from "effect"
 import { fromDatabase } from "../src/StorageLayer.js"
 import { approvedDemoTransfer, asDemoUser } from "../test/DemoRequests.js"
+import { seededRelay } from "./SeededRelay.js"
 
 const receiverMillis = Number(process.env["BENCH_RECEIVER_MS"] ?? "2000")
 const transfers = Number(process.env["BENCH_TRANSFERS"] ?? "20")
@@ -32,19 +31,10 @@ const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, m
 
 const run = async () => {
   const directory = mkdtempSync(join(tmpdir(), "relay-slow-receiver-bench-"))
-  const relay = makeHandler({
-    layer: Relay.layer(fromDatabase(join(directory, "relay.db"), "memory"), { webhookTransport: slowReceiver }),
-    rateLimit: { limit: 1_000_000_000, windowSeconds: 60 },
-    logger: Logger.make(() => undefined),
-    logLevel: "Warn"
-  })
+  const { relay, demo, transfer } = await seededRelay(Relay.layer(fromDatabase(join(directory, "relay.db"), "memory"), { webhookTransport: slowReceiver }), {})
   try {
-    await relay.ready
-    const demo = await relay.runtime.runPromise(seedDemo)
     const subscribed = await asDemoUser(relay, demo, "admin", "POST", "/relay/v1/webhooks", { url: "https://receiver.example.com/hooks" })
     if (subscribed.status !== 201) throw new Error(`subscribe: ${subscribed.status} ${await subscribed.text()}`)
-    const source = demo.accounts.find((a) => a.assetId === "BTC")?.id
-    const transfer = { sourceAccountId: source, destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" }
     process.stdout.write(
       `\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; SQLite; the worker at its defaults ` +
         `(concurrency ${OutboxWorker.defaults.concurrency}); a receiver answering every delivery after ${receiverMillis} ms; ` +

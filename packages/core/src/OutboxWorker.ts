@@ -88,10 +88,10 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
   })
 
 /**
- * The due entries, leased to this worker. An idle relay only reads: a write unit (SQLite's write lock, a
- * PostgreSQL transaction that writes) is opened only when something is due.
+ * The entries due now, none in `busyLanes`, leased to this worker; with the time they were leased at. An idle relay
+ * only reads: a write unit (SQLite's write lock, a PostgreSQL transaction that writes) is opened only when something
+ * is due.
  */
-/** Leases to this worker the entries due now, none in `busyLanes`; an answer and the time it was leased at. */
 const lease = Effect.fnUntraced(function*(options: WorkerOptions, busyLanes: ReadonlyArray<string>) {
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)

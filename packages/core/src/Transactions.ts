@@ -710,9 +710,7 @@ const recordProgress = Effect.fnUntraced(function*(
   moves: boolean
 ) {
   const read = findAny(unit, transactionId)
-  const current = yield* (moves ? DomainEvent.readingAhead(unit, entry.clientId, read) : read).pipe(Effect.orDie)
-  const next = yield* catchUp(unit, current, progress, now).pipe(Effect.orDie)
-  if (next !== current) yield* unit.updateTransaction(next)
+  const next = yield* catchUpTo(unit, moves ? DomainEvent.readingAhead(unit, entry.clientId, read) : read, progress, now).pipe(Effect.orDie)
   yield* Outbox.settle(unit, entry, Transaction.isOpen(next.status) ? Outbox.again(followAgainAt) : Outbox.done)
 })
 

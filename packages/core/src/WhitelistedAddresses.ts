@@ -248,13 +248,11 @@ const recordReview = Effect.fnUntraced(function*(
 ) {
   const read = findAny(unit, entry.id)
   // Read ahead when the verdict is one: the unit then appends its event (the look found the entry pending).
-  const current = yield* Effect.orDie(review !== "pending" ? DomainEvent.readingAhead(unit, entry.clientId, read) : read)
-  if (current.status === "PENDING" && review !== "pending") {
-    yield* Effect.orDie(transitionIn(unit, current, review === "approved" ? "approve" : "reject", DomainEvent.provider))
-  }
+  const reviewed = yield* Effect.orDie(reviewIn(unit, review !== "pending" ? DomainEvent.readingAhead(unit, entry.clientId, read) : read, review))
+  // Still pending only while the provider's review is: a verdict moves the entry on.
   yield* Outbox.settle(
     unit,
     outboxEntry,
-    current.status === "PENDING" && review === "pending" ? Outbox.again(Timestamp.fromMillis(nowMillis + providerPollMillis)) : Outbox.done
+    reviewed.status === "PENDING" ? Outbox.again(Timestamp.fromMillis(nowMillis + providerPollMillis)) : Outbox.done
   )
 })

@@ -6,6 +6,7 @@ import type { OutboxWorker, Relay } from "@custody-relay/core"
 import { makeHandler } from "@custody-relay/http"
 import { type Layer, Logger } from "effect"
 import { seedDemo } from "../src/seedDemo.js"
+import { demoBtcTransfer } from "../test/DemoRequests.js"
 
 export const seededRelay = async (
   layer: Layer.Layer<Relay.RelayServices, unknown>,
@@ -21,13 +22,5 @@ export const seededRelay = async (
   })
   await relay.ready
   const demo = await relay.runtime.runPromise(seedDemo)
-  /** 0.00001 BTC from the demo's BTC account to its whitelisted address. */
-  const transfer = {
-    sourceAccountId: demo.accounts.find((a) => a.assetId === "BTC")?.id,
-    destinationId: demo.whitelistedAddressId,
-    destinationType: "external",
-    amount: "0.00001",
-    assetType: "BTC"
-  }
-  return { relay, demo, transfer }
+  return { relay, demo, transfer: demoBtcTransfer(demo) }
 }

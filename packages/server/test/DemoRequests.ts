@@ -23,6 +23,15 @@ export const asDemoUser = (
   }))
 }
 
+/** The body of an initiation on demo data: 0.00001 BTC from the demo's BTC account to its whitelisted address. */
+export const demoBtcTransfer = (demo: DemoCredentials) => ({
+  sourceAccountId: demo.accounts.find((a) => a.assetId === "BTC")?.id,
+  destinationId: demo.whitelistedAddressId,
+  destinationType: "external",
+  amount: "0.00001",
+  assetType: "BTC"
+})
+
 /**
  * A transfer initiated as the demo's initiator and approved as approver-1, whose one approval is its quorum: the
  * provider's submission is then due in the outbox. Its id; a refusal of either request throws with what was answered.

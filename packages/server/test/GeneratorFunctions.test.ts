@@ -25,7 +25,7 @@ import { Effect, Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
-import { asDemoUser } from "./DemoRequests.js"
+import { asDemoUser, demoBtcTransfer } from "./DemoRequests.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase } from "./Tenant.js"
 
 if (!hasPostgres) console.log("GeneratorFunctions.test.ts: PostgreSQL skipped because RELAY_TEST_PG_URL is not set")
@@ -102,7 +102,7 @@ const suite = (name: string, database: () => Promise<string>, rateLimits: "memor
       return { status: response.status, body: text === "" ? undefined : JSON.parse(text) as { readonly id: string } }
     }
     const btc = () => demo.accounts.find((a) => a.assetId === "BTC")?.id ?? ""
-    const transfer = () => ({ sourceAccountId: btc(), destinationId: demo.whitelistedAddressId, destinationType: "external", amount: "0.00001", assetType: "BTC" })
+    const transfer = () => demoBtcTransfer(demo)
     const initiated = async () => {
       const answer = await call("initiator", "POST", "/relay/v1/transactions/initiate", transfer())
       expect(answer.status).toBe(201)

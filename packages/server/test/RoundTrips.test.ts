@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { countingProxy } from "../../storage-sql/test/CountingProxy.js"
 import { seedDemo } from "../src/seedDemo.js"
 import { fromDatabase } from "../src/StorageLayer.js"
-import { approvedDemoTransfer, asDemoUser } from "./DemoRequests.js"
+import { approvedDemoTransfer, asDemoUser, demoBtcTransfer } from "./DemoRequests.js"
 import { dropDatabases, hasPostgres, newPostgresDatabase } from "./Tenant.js"
 
 if (!hasPostgres) console.log("RoundTrips.test.ts: skipped because RELAY_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
@@ -24,14 +24,7 @@ describe.skipIf(!hasPostgres)("round trips to PostgreSQL per request", () => {
   /** Before this suite's database held anything. */
   let createdAt = 0
   const seed = (handler: RelayHandler<unknown>) => handler.runtime.runPromise(seedDemo)
-  /** A small transfer from the demo's BTC account to its whitelisted address. */
-  const btcTransfer = () => ({
-    sourceAccountId: demo.accounts.find((a) => a.assetId === "BTC")?.id,
-    destinationId: demo.whitelistedAddressId,
-    destinationType: "external",
-    amount: "0.00001",
-    assetType: "BTC"
-  })
+  const btcTransfer = () => demoBtcTransfer(demo)
 
   beforeAll(async () => {
     createdAt = Date.now()

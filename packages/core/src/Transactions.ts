@@ -291,9 +291,10 @@ export const calculateFee = (principal: Principal, input: Transaction.TransferIn
   Effect.map(quoteFee(principal, input), FeeEstimate.fromQuote)
 
 /**
- * Initiates a transaction. The request is validated and priced first (the provider's fee, outside any unit of
- * work); then one unit validates again against what it holds locked, reserves amount (plus fee when paid in the
- * same asset) from the source and stores the transaction, so concurrent initiations can never spend one balance
+ * Initiates a transaction. The request is validated first, on what is committed, so a request the relay refuses
+ * never reaches the provider and no provider failure hides its refusal; then priced (the provider's fee, outside any
+ * unit of work); then one unit validates again against what it holds locked, reserves amount (plus fee when paid in
+ * the same asset) from the source and stores the transaction, so concurrent initiations can never spend one balance
  * twice. It enters the source's approval workflow (TXN-INIT-2). Under an idempotency key it runs at most once.
  */
 export const initiate = operation("Transactions.initiate")(function*(

@@ -115,7 +115,7 @@ describe("Transactions", () => {
       assert.strictEqual((yield* Accounts.get(p, source)).availableBalance, "5")
     }).pipe(Effect.provide(layer())))
 
-  it.effect("TXN-VAL-2 TXN-VAL-3 TXN-DEST-1 TXN-DEST-2 TXN-PREC-1: refusals in the documented order", () =>
+  it.effect("TXN-VAL-2 TXN-VAL-3 TXN-DEST-1 TXN-DEST-2 TXN-PREC-1 AUTH-ORDER-1: refusals in the documented order, each decided before the provider is asked", () =>
     Effect.gen(function*() {
       const client = yield* newClient
       const p = yield* principalOf(client)
@@ -154,6 +154,16 @@ describe("Transactions", () => {
           assert.strictEqual(failureTag(yield* Effect.exit(Transactions.calculateFee(p, input))), expected)
         }
       }
+      // A request the relay refuses never reaches the provider: with the provider failing every call, each refusal
+      // is still the same refusal, not a provider failure. Only the funds' check needs the fee, so it comes after.
+      const controls = yield* CustodyProvider.SimulatedProviderControls
+      yield* controls.setFailing(true)
+      for (const [expected, input] of cases) {
+        const refused = expected === "InsufficientFunds" ? "CustodyProviderFailed" : expected
+        assert.strictEqual(failureTag(yield* Effect.exit(Transactions.initiate(p, input))), refused, JSON.stringify(input))
+        assert.strictEqual(failureTag(yield* Effect.exit(Transactions.calculateFee(p, input))), refused, JSON.stringify(input))
+      }
+      yield* controls.setFailing(false)
       assert.strictEqual((yield* Transactions.list(p, {}, { page: 1, limit: 20 })).total, 0)
       assert.strictEqual((yield* Accounts.get(p, source)).availableBalance, "1")
       const insufficient = failureOf(yield* Effect.exit(Transactions.initiate(p, transfer(source, destination, "1"))))

@@ -2,12 +2,12 @@
  * Targets and control modes: a base URL over real loopback HTTP, the in-process TypeScript control interface,
  * black-box mode from pre-made credentials, capability gating, and the vacuity warning.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { type AddressInfo, createServer as createNetServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createRelay } from "@custody-relay/server"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { defineCheck } from "../src/Check.js"
 import { runCli } from "../src/CommandLine.js"
 import { CapabilityMissing, HttpControl, type Control } from "../src/Control.js"
@@ -119,6 +119,7 @@ describe("doctor", () => {
 describe("modes", () => {
   it("reads the target, control and black-box credentials from a --config file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-config-"))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const out: Array<string> = []
     const io = { stdout: (text: string) => void out.push(text), stderr: () => undefined, isTty: false }
     const withControl = join(dir, "control.json")

@@ -2,12 +2,12 @@
  * The kit against our server, in-process: zero failures at default settings, within the time budget, and the
  * machinery end to end (CLI, reporters, expected failures, replay).
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createRelay } from "@custody-relay/server"
 import pg from "pg"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { runCli } from "../src/CommandLine.js"
 import { runConformance } from "../src/Runner.js"
 import type { Report } from "../src/Report.js"
@@ -96,6 +96,7 @@ describe("the kit against our server", () => {
 
   it("runs through the CLI: JSON statement, exit code, expected failures and re-run", async () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-"))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const out: Array<string> = []
     const io = { stdout: (text: string) => void out.push(text), stderr: () => undefined, isTty: false }
     const overrides = { target: { handler: relay.handler }, control: { token } }

@@ -4,11 +4,13 @@
  * credential they print and stop on SIGTERM; the scripts finish their flow.
  */
 import { execFile, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import pg from "pg"
-import { assert, describe, it } from "vitest"
+import { assert, describe, it, onTestFinished } from "vitest"
 
 const examples = fileURLToPath(new URL("..", import.meta.url))
 const tsx = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url))
@@ -20,8 +22,8 @@ const scriptOf = (name: string): string => {
   return script.replace(/^tsx /, "")
 }
 
-const runScript = (name: string, env: Record<string, string> = {}) =>
-  promisify(execFile)(tsx, scriptOf(name).split(" "), { cwd: examples, env: { ...process.env, ...env }, timeout: 60_000 })
+const runScript = (name: string, env: Record<string, string> = {}, args: ReadonlyArray<string> = []) =>
+  promisify(execFile)(tsx, [...scriptOf(name).split(" "), ...args], { cwd: examples, env: { ...process.env, ...env }, timeout: 60_000 })
 
 describe("the framework examples, each a server started with one command", () => {
   for (const name of ["express", "fastify", "hono"]) {
@@ -62,7 +64,10 @@ describe("the script examples", () => {
   })
 
   it("effect-backend: its own SQLite storage layer and outbox worker, a transfer to completion and its events", async () => {
-    const { stdout, stderr } = await runScript("effect-backend")
+    // The example's database in a folder of the test's own (without an argument it makes one and keeps it).
+    const folder = mkdtempSync(join(tmpdir(), "relay-example-"))
+    onTestFinished(() => rmSync(folder, { recursive: true, force: true }))
+    const { stdout, stderr } = await runScript("effect-backend", {}, [join(folder, "relay.db")])
     const out = stdout + stderr
     assert.match(out, /transaction COMPLETED on \S+relay\.db; its events: transaction\.initiated -> transaction\.approved_by_approver -> transaction\.quorum_reached/)
     assert.include(out, "CAD)")

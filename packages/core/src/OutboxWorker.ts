@@ -186,6 +186,18 @@ const laneKeyOf = (entry: Outbox.OutboxEntry): string =>
     ? `deliveries of ${entry.clientId}`
     : `entry ${entry.id}`
 
+/** `lanesOf`'s lanes under their keys (`laneKeyOf`), in the order their first entries were leased. */
+const lanesByKey = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyMap<string, ReadonlyArray<Outbox.OutboxEntry>> => {
+  const lanes = new Map<string, Array<Outbox.OutboxEntry>>()
+  for (const entry of due) {
+    const key = laneKeyOf(entry)
+    const lane = lanes.get(key)
+    if (lane === undefined) lanes.set(key, [entry])
+    else lane.push(entry)
+  }
+  return lanes
+}
+
 /**
  * A round's entries in lanes, each carried out in lease order: entries that name one lane share it (a webhook
  * subscription's deliveries), every other entry is a lane of its own. A record's deliveries then go out one after
@@ -195,16 +207,9 @@ const laneKeyOf = (entry: Outbox.OutboxEntry): string =>
  * no more: a record's next provider effect is decided only after its last one is recorded (a transfer is followed
  * once its submission is).
  */
-export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<ReadonlyArray<Outbox.OutboxEntry>> => {
-  const lanes = new Map<string, Array<Outbox.OutboxEntry>>()
-  for (const entry of due) {
-    const key = laneKeyOf(entry)
-    const lane = lanes.get(key)
-    if (lane === undefined) lanes.set(key, [entry])
-    else lane.push(entry)
-  }
-  return [...lanes.values()]
-}
+export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<ReadonlyArray<Outbox.OutboxEntry>> => [
+  ...lanesByKey(due).values()
+]
 
 /**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
@@ -283,7 +288,7 @@ export const run = (options: Partial<WorkerOptions> = {}) => {
       const { due, leasedAt } = yield* lease(settings, busyLanes).pipe(
         Effect.catchCause((cause) => Effect.as(Effect.logError("outbox lease failed", Cause.pretty(cause)), { due: [], leasedAt: 0 }))
       )
-      for (const entries of lanesOf(due)) waiting.push({ key: laneKeyOf(entries[0]!), leasedAt, entries })
+      for (const [key, entries] of lanesByKey(due)) waiting.push({ key, leasedAt, entries })
       const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
         lastHousekeeping = nowMillis

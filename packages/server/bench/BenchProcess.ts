@@ -1,9 +1,9 @@
 /**
- * What the benchmarks share (this package's and `@custody-relay/http`'s bench:http): autocannon, typed (it ships
- * no types); a server started with its output going to a file, as a deployment sends it, and its ready line read
- * from there; what a relay printed on its first start (demoText); and a PostgreSQL database of a bench's own. A
- * bench never reads a server's output while it measures: a parent that consumed every log line of a server at Info
- * would be measuring itself.
+ * What this package's benchmarks share: autocannon, typed (it ships no types); a server started with its output
+ * going to a file, as a deployment sends it, and its ready line read from there; what a relay printed on its first
+ * start (demoOf); servers taking turns, and the tables that print their figures; and a PostgreSQL database of a
+ * bench's own. A bench never reads a server's output while it measures: a parent that consumed every log line of a
+ * server at Info would be measuring itself.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readFileSync } from "node:fs"
@@ -297,6 +297,65 @@ export const turnsTable = <S>(results: Map<S, Array<Round>>, nameOf: (server: S)
     withCosts ? `${head} CPU µs a request (median) | min | max | ${nameOf(reference)}'s / this |` : head,
     withCosts ? "|---|---|---|---|---|---|---|---|---|" : "|---|---|---|---|---|",
     ...rows,
+    ""
+  ].join("\n")
+}
+
+/** One scenario of a run: each server's median round, by the server's name. */
+export interface ScenarioMedians {
+  readonly scenario: string
+  readonly medians: ReadonlyMap<string, AutocannonResult>
+}
+
+/** A column of quotients: its heading, and the servers whose requests a second it divides. */
+export interface Quotient {
+  readonly heading: string
+  readonly numerator: string
+  readonly denominator: string
+}
+
+/**
+ * Every server of a run side by side, a row per scenario: each server's requests a second, then each quotient; and
+ * under it, each server's p50 / p99 in milliseconds. A server that answered in no scenario has no column, nor has
+ * a quotient that names one; one missing from a single scenario is "-" there.
+ */
+export const sideBySideTables = (
+  rows: ReadonlyArray<ScenarioMedians>,
+  servers: ReadonlyArray<string>,
+  quotients: ReadonlyArray<Quotient>
+): string => {
+  const present = servers.filter((server) => rows.some((row) => row.medians.has(server)))
+  const shown = quotients.filter((quotient) => present.includes(quotient.numerator) && present.includes(quotient.denominator))
+  const line = (cells: ReadonlyArray<string>) => `| ${cells.join(" | ")} |`
+  const rule = (columns: number) => `|${"---|".repeat(columns)}`
+  const rate = (row: ScenarioMedians, server: string) => row.medians.get(server)?.requests.average
+  const quotientOf = (row: ScenarioMedians, quotient: Quotient) => {
+    const numerator = rate(row, quotient.numerator)
+    const denominator = rate(row, quotient.denominator)
+    return numerator === undefined || denominator === undefined || denominator === 0 ? "-" : (numerator / denominator).toFixed(2)
+  }
+  return [
+    line(["scenario", ...present.map((server) => `${server} req/s`), ...shown.map((quotient) => quotient.heading)]),
+    rule(1 + present.length + shown.length),
+    ...rows.map((row) =>
+      line([
+        row.scenario,
+        ...present.map((server) => rate(row, server)?.toFixed(0) ?? "-"),
+        ...shown.map((quotient) => quotientOf(row, quotient))
+      ])
+    ),
+    "",
+    line(["scenario", ...present.map((server) => `${server} p50 / p99 ms`)]),
+    rule(1 + present.length),
+    ...rows.map((row) =>
+      line([
+        row.scenario,
+        ...present.map((server) => {
+          const latency = row.medians.get(server)?.latency
+          return latency === undefined ? "-" : `${latency.p50} / ${latency.p99}`
+        })
+      ])
+    ),
     ""
   ].join("\n")
 }

@@ -1,8 +1,9 @@
 /**
  * `pnpm bench:http`: the relay server (`pnpm start`'s program: node:http adapter, handler, SQLite file) against
  * a minimal hand-written baseline (bench/baseline.ts) on the same database file, side by side in one run, for
- * GET account, GET list and POST initiate. Prints requests per second, latencies and the ratio relay/baseline.
- * It measures and prints; it asserts nothing (never a timed test).
+ * GET account, GET list and POST initiate. Prints one table with every server of the run side by side (requests a
+ * second, the ratios the goals read: relay / baseline, bound / baseline, relay again / relay, relay / each peer),
+ * and one of their latencies. It measures and prints; it asserts nothing (never a timed test).
  *
  * Every server of a scenario is warmed up, then they take turns for BENCH_ROUNDS rounds (default 3), so the
  * machine's noise falls on all of them; each figure is a server's median round, and an answer other than 2xx stops
@@ -34,7 +35,19 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { autocannon, type AutocannonResult, demoInitiation, demoOf, grab, READY, startServer, takeTurns } from "./BenchProcess.js"
+import {
+  autocannon,
+  type AutocannonResult,
+  demoInitiation,
+  demoOf,
+  grab,
+  type Quotient,
+  READY,
+  type ScenarioMedians,
+  sideBySideTables,
+  startServer,
+  takeTurns
+} from "./BenchProcess.js"
 
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 // Rounds in which the servers take turns (BenchProcess.takeTurns); each figure is the server's median round.
@@ -53,6 +66,19 @@ const baselineMain = fileURLToPath(new URL("./baseline.ts", import.meta.url))
 const memoryRelayMain = fileURLToPath(new URL("./memoryRelay.ts", import.meta.url))
 const peerSource = process.env["BENCH_PEER"] ?? fileURLToPath(new URL("../../../../shared/bench-peer", import.meta.url))
 const again = process.env["BENCH_AGAIN"] !== "0"
+
+const PEER = "peer (Fastify, Kysely, zod)"
+const PEER_CACHED = "peer + statement cache"
+/** The servers of a run, in the order of the table's columns. */
+const SERVERS = ["relay", "baseline", "bound", "relay again", PEER, PEER_CACHED]
+/** What the goals read: each against the baseline, the run's noise, and the relay against each peer. */
+const QUOTIENTS: ReadonlyArray<Quotient> = [
+  { heading: "relay / baseline", numerator: "relay", denominator: "baseline" },
+  { heading: "bound / baseline", numerator: "bound", denominator: "baseline" },
+  { heading: "relay again / relay (the run's noise)", numerator: "relay again", denominator: "relay" },
+  { heading: "relay / peer", numerator: "relay", denominator: PEER },
+  { heading: "relay / (peer + cache)", numerator: "relay", denominator: PEER_CACHED }
+]
 
 interface Peer {
   readonly name: string
@@ -80,7 +106,7 @@ const startPeers = async (directory: string): Promise<ReadonlyArray<Peer>> => {
   const copy = join(directory, "bench-peer")
   cpSync(peerSource, copy, { recursive: true, filter: (path) => !path.includes("node_modules") })
   execFileSync("npm", ["ci", "--silent", "--no-audit", "--no-fund"], { cwd: copy, stdio: "ignore" })
-  const variants = [["peer (Fastify, Kysely, zod)", {}], ["peer + statement cache", { PEER_STMT_CACHE: "1" }]] as const
+  const variants = [[PEER, {}], [PEER_CACHED, { PEER_STMT_CACHE: "1" }]] as const
   const peers: Array<Peer> = []
   for (const [name, env] of variants) {
     const started = await start(join(directory, `peer-${peers.length}.log`), ["src/fastify.ts"], { PEER_DATABASE: join(directory, `peer-${peers.length}.db`), PORT: "0", RATE_LIMIT: "1000000000", ...env }, /"ready":true/, [process.execPath], copy)
@@ -141,8 +167,7 @@ const main = async () => {
     const scenarios = only === undefined ? all : all.filter((scenario) => only.includes(scenario.name))
     if (scenarios.length === 0) throw new Error(`BENCH_SCENARIOS names none of: ${all.map((scenario) => scenario.name).join(", ")}`)
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections; every server warmed up for ${warmup} s, then ${rounds} rounds of ${duration} s taking turns, each figure its median round; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
-    const rows: Array<string> = []
-    const peerRows: Array<string> = []
+    const rows: Array<ScenarioMedians> = []
     for (const scenario of scenarios) {
       // The baseline serves the relay's own file, so it answers the relay's request as it is.
       const ofRelay = (name: string, url: string, demo: Demo): Target => {
@@ -172,51 +197,30 @@ const main = async () => {
       // Every server warms up (JIT compilation is not what is measured), then they take turns round by round.
       const results = await takeTurns(targets, load, { warmup, rounds, duration })
       // Each server's median round: its req/s, and the latencies of that round.
-      const middle = (name: string): AutocannonResult | undefined => {
-        const target = targets.find((candidate) => candidate.name === name)
-        const sorted = [...(target === undefined ? [] : results.get(target) ?? [])].sort((a, b) => a.requests.average - b.requests.average)
-        return sorted[Math.floor(sorted.length / 2)]
+      const medians = new Map<string, AutocannonResult>()
+      for (const [target, taken] of results) {
+        const median = [...taken].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(taken.length / 2)]
+        if (median !== undefined) medians.set(target.name, median)
       }
-      const ours = middle("relay")
-      const theirs = middle("baseline")
+      const ours = medians.get("relay")
+      const theirs = medians.get("baseline")
       if (ours === undefined || theirs === undefined) throw new Error("no measurement")
-      const boundResult = middle("bound")
-      const ratio = ours.requests.average / theirs.requests.average
-      const boundRatio = boundResult === undefined ? undefined : boundResult.requests.average / theirs.requests.average
-      const boundCells = boundResult === undefined || boundRatio === undefined
-        ? "| - | - |"
-        : `| ${boundResult.requests.average.toFixed(0)} | ${boundRatio.toFixed(2)} |`
-      const againResult = middle("relay again")
-      const againRatio = againResult === undefined ? undefined : againResult.requests.average / ours.requests.average
-      for (const peer of peers) {
-        const answer = middle(peer.name)
-        if (answer === undefined) continue
-        peerRows.push(`| ${scenario.name} | ${peer.name} | ${answer.requests.average.toFixed(0)} | ${answer.latency.p50} / ${answer.latency.p99} | ${(ours.requests.average / answer.requests.average).toFixed(2)} |`)
-        process.stdout.write(`${scenario.name}: ${peer.name} ${answer.requests.average.toFixed(0)} req/s; relay / peer ${(ours.requests.average / answer.requests.average).toFixed(2)}\n`)
-      }
-      rows.push(
-        `| ${scenario.name} | ${ours.requests.average.toFixed(0)} | ${ours.latency.p50} / ${ours.latency.p99} | ${theirs.requests.average.toFixed(0)} | ${theirs.latency.p50} / ${theirs.latency.p99} | ${ratio.toFixed(2)} ${boundCells} ${againRatio === undefined ? "-" : againRatio.toFixed(2)} |`
-      )
+      rows.push({ scenario: scenario.name, medians })
+      // As each scenario ends, its figures, so a long run shows where it is.
+      const rate = (result: AutocannonResult) => result.requests.average.toFixed(0)
       process.stdout.write(
-        `${scenario.name}: relay ${ours.requests.average.toFixed(0)} req/s, baseline ${theirs.requests.average.toFixed(0)} req/s, ratio ${ratio.toFixed(2)}` +
-          (boundResult === undefined || boundRatio === undefined ? "" : `; bound (in-memory storage) ${boundResult.requests.average.toFixed(0)} req/s, ratio ${boundRatio.toFixed(2)}`) +
-          (againRatio === undefined ? "" : `; relay again / relay ${againRatio.toFixed(2)}`) +
-          "\n"
+        `${scenario.name}: ` +
+          targets.flatMap((target) => {
+            const result = medians.get(target.name)
+            return result === undefined ? [] : [`${target.name} ${rate(result)} req/s`]
+          }).join(", ") +
+          `; relay / baseline ${(ours.requests.average / theirs.requests.average).toFixed(2)}\n`
       )
     }
-    process.stdout.write([
-      "",
-      "| scenario | relay req/s | relay p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | relay / baseline | bound req/s (in-memory storage) | bound / baseline | relay again / relay (the run's noise) |",
-      "|---|---|---|---|---|---|---|---|---|",
-      ...rows,
-      "",
-      ...(peerRows.length === 0 ? ["(no peer: ../shared/bench-peer not found; set BENCH_PEER)"] : [
-        "| scenario | peer | peer req/s | peer p50 / p99 ms | relay / peer |",
-        "|---|---|---|---|---|",
-        ...peerRows
-      ]),
-      ""
-    ].join("\n") + "\n")
+    process.stdout.write(
+      `\n${sideBySideTables(rows, SERVERS, QUOTIENTS)}` +
+        (peers.length > 0 ? "" : process.env["BENCH_PEERS"] === "0" ? "\n(peers left out: BENCH_PEERS=0)\n" : "\n(no peer: ../shared/bench-peer not found; set BENCH_PEER to its folder)\n")
+    )
   } finally {
     relay.child.kill("SIGTERM")
     relayAgain?.child.kill("SIGTERM")

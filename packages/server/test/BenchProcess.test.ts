@@ -1,7 +1,8 @@
 /**
  * The benchmarks' servers die with the bench (bench/BenchProcess.ts): a bench stopped halfway by a signal to its own
  * process leaves no server running to load the machine under the next run. A real bench process (a script that
- * starts a server through `startServer` and waits) and a real signal.
+ * starts a server through `startServer` and waits) and a real signal. And bench:http's table shows every server of
+ * a run side by side (issue 17: relay, baseline, bound and peers as columns of the same run).
  */
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { type AutocannonResult, type Quotient, sideBySideTables } from "../bench/BenchProcess.js"
 import { sourceNodeArguments } from "./ServerProcess.js"
 
 const benchProcess = fileURLToPath(new URL("../bench/BenchProcess.ts", import.meta.url))
@@ -58,4 +60,54 @@ describe("bench servers", () => {
       expect(await eventually(() => !isRunning(server)), `server ${server} still running after the bench's ${signal}`).toBe(true)
     }, 30_000)
   }
+})
+
+describe("bench:http's table", () => {
+  const result = (average: number, p50 = 1, p99 = 2): AutocannonResult => ({
+    requests: { average, total: average * 5 },
+    latency: { p50, p99, max: p99 },
+    non2xx: 0,
+    errors: 0
+  })
+  const servers = ["relay", "baseline", "bound", "peer"]
+  const quotients: ReadonlyArray<Quotient> = [
+    { heading: "relay / baseline", numerator: "relay", denominator: "baseline" },
+    { heading: "bound / baseline", numerator: "bound", denominator: "baseline" },
+    { heading: "relay / peer", numerator: "relay", denominator: "peer" }
+  ]
+
+  it("puts every server of a scenario in one row, its requests a second beside the quotients the goals read", () => {
+    const table = sideBySideTables(
+      [{ scenario: "GET account", medians: new Map([["relay", result(500)], ["baseline", result(1000)], ["bound", result(600)], ["peer", result(200, 3, 9)]]) }],
+      servers,
+      quotients
+    )
+    const [head, , row, , latencyHead, , latencyRow] = table.split("\n")
+    expect(head).toBe("| scenario | relay req/s | baseline req/s | bound req/s | peer req/s | relay / baseline | bound / baseline | relay / peer |")
+    expect(row).toBe("| GET account | 500 | 1000 | 600 | 200 | 0.50 | 0.60 | 2.50 |")
+    expect(latencyHead).toBe("| scenario | relay p50 / p99 ms | baseline p50 / p99 ms | bound p50 / p99 ms | peer p50 / p99 ms |")
+    expect(latencyRow).toBe("| GET account | 1 / 2 | 1 / 2 | 1 / 2 | 3 / 9 |")
+  })
+
+  it("leaves out a server that ran in no scenario, and every quotient that names it", () => {
+    const table = sideBySideTables(
+      [{ scenario: "GET list", medians: new Map([["relay", result(300)], ["baseline", result(600)], ["bound", result(400)]]) }],
+      servers,
+      quotients
+    )
+    expect(table).not.toContain("peer")
+    expect(table.split("\n")[2]).toBe("| GET list | 300 | 600 | 400 | 0.50 | 0.67 |")
+  })
+
+  it("marks a server missing from one scenario only, and its quotients there", () => {
+    const table = sideBySideTables(
+      [
+        { scenario: "GET account", medians: new Map([["relay", result(500)], ["baseline", result(1000)], ["bound", result(600)], ["peer", result(250)]]) },
+        { scenario: "POST initiate", medians: new Map([["relay", result(100)], ["baseline", result(125)], ["bound", result(150)]]) }
+      ],
+      servers,
+      quotients
+    )
+    expect(table.split("\n")[3]).toBe("| POST initiate | 100 | 125 | 150 | - | 0.80 | 1.20 | - |")
+  })
 })

@@ -301,10 +301,27 @@ export const turnsTable = <S>(results: Map<S, Array<Round>>, nameOf: (server: S)
   ].join("\n")
 }
 
-/** One scenario of a run: each server's median round, by the server's name. */
+/**
+ * One scenario of a run, by the server's name: each server's median round (by requests a second), and, where the
+ * bench could read its process, the median of its rounds' CPU time a request.
+ */
 export interface ScenarioMedians {
   readonly scenario: string
   readonly medians: ReadonlyMap<string, AutocannonResult>
+  readonly cpuMicros?: ReadonlyMap<string, number>
+}
+
+/** `takeTurns`' results as a `ScenarioMedians`. */
+export const scenarioMedians = <S>(scenario: string, results: Map<S, Array<Round>>, nameOf: (server: S) => string): ScenarioMedians => {
+  const medians = new Map<string, AutocannonResult>()
+  const cpuMicros = new Map<string, number>()
+  for (const [server, rounds] of results) {
+    const middle = [...rounds].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(rounds.length / 2)]
+    if (middle !== undefined) medians.set(nameOf(server), middle)
+    const costs = rounds.flatMap((round) => round.cpuMicrosPerRequest ?? [])
+    if (costs.length === rounds.length && costs.length > 0) cpuMicros.set(nameOf(server), median(costs))
+  }
+  return { scenario, medians, cpuMicros }
 }
 
 /** A column of quotients: its heading, and the servers whose requests a second it divides. */
@@ -315,9 +332,11 @@ export interface Quotient {
 }
 
 /**
- * Every server of a run side by side, a row per scenario: each server's requests a second, then each quotient; and
- * under it, each server's p50 / p99 in milliseconds. A server that answered in no scenario has no column, nor has
- * a quotient that names one; one missing from a single scenario is "-" there.
+ * Every server of a run side by side, a row per scenario: each server's requests a second, then each quotient; under
+ * it, each server's p50 / p99 in milliseconds; and, where the bench read the servers' processes, each one's CPU time a
+ * request with the same quotients taken of it the other way up (the denominator's CPU over the numerator's), so that
+ * both read alike: above 1, the numerator does better. A server that answered in no scenario has no column, nor has a
+ * quotient that names one; one missing from a single scenario is "-" there.
  */
 export const sideBySideTables = (
   rows: ReadonlyArray<ScenarioMedians>,
@@ -356,7 +375,26 @@ export const sideBySideTables = (
         })
       ])
     ),
-    ""
+    "",
+    ...(rows.some((row) => (row.cpuMicros?.size ?? 0) > 0)
+      ? [
+        line(["scenario", ...present.map((server) => `${server} CPU µs a request`), ...shown.map((quotient) => `${quotient.heading}, by CPU`)]),
+        rule(1 + present.length + shown.length),
+        ...rows.map((row) => {
+          const cpu = (server: string) => row.cpuMicros?.get(server)
+          return line([
+            row.scenario,
+            ...present.map((server) => cpu(server)?.toFixed(1) ?? "-"),
+            ...shown.map((quotient) => {
+              const numerator = cpu(quotient.numerator)
+              const denominator = cpu(quotient.denominator)
+              return numerator === undefined || denominator === undefined || numerator === 0 ? "-" : (denominator / numerator).toFixed(2)
+            })
+          ])
+        }),
+        ""
+      ]
+      : [])
   ].join("\n")
 }
 

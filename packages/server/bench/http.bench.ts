@@ -44,6 +44,7 @@ import {
   type Quotient,
   READY,
   type ScenarioMedians,
+  scenarioMedians,
   sideBySideTables,
   startServer,
   takeTurns
@@ -57,7 +58,10 @@ const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 // The server's default level (one line per request at Info): the goals are measured as a deployment runs by default.
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 
-const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
+// Every server is one node process (the TypeScript ones through the repository's in-thread loader, not tsx, whose
+// command is a wrapper around a second process), so the bench reads each one's CPU time from its own pid.
+const sourceLoader = fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
+const fromSource = [process.execPath, "--conditions=@custody-relay/source", "--import", sourceLoader] as const
 const serverMain = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 // BENCH_RELAY=built runs the relay as a deployment would: plain node on the tsup output (run `pnpm build` first).
 const builtRelay = process.env["BENCH_RELAY"] === "built"
@@ -92,12 +96,13 @@ interface Peer {
 /** What a relay server printed on its first start: its URL, credentials and demo ids. */
 type Demo = ReturnType<typeof demoOf>
 
-/** One server's URL for a scenario, with its credentials and body. */
+/** One server's URL for a scenario, with its credentials and body, and its process. */
 interface Target {
   readonly name: string
   readonly url: string
   readonly headers: Record<string, string>
   readonly body: string | undefined
+  readonly pid: number | undefined
 }
 
 /** The peer (README of bench-peer): a copy installed with its lockfile, one server per variant, its ready line read. */
@@ -117,13 +122,13 @@ const startPeers = async (directory: string): Promise<ReadonlyArray<Peer>> => {
   return peers
 }
 
-/** A server of this bench: run from source with tsx unless `command` says otherwise, its output in `logFile`. */
+/** A server of this bench: run from source unless `command` says otherwise, its output in `logFile`. */
 const start = (
   logFile: string,
   args: ReadonlyArray<string>,
   env: Record<string, string>,
   ready: RegExp,
-  command: readonly [string, ...Array<string>] = [tsx, "--conditions=@custody-relay/source"],
+  command: readonly [string, ...Array<string>] = fromSource,
   cwd?: string
 ) => startServer({ command: [...command, ...args], logFile, ready, env, ...(cwd === undefined ? {} : { cwd }) })
 
@@ -143,7 +148,7 @@ const main = async () => {
   const baseline = await start(join(directory, "baseline.log"), [baselineMain], { BASELINE_DATABASE: database }, /baseline listening on/)
   // Run from source, or on the built packages with the built relay (without the source condition, its imports
   // resolve to dist/).
-  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0", RELAY_LOG_LEVEL: logLevel }, READY, builtRelay ? [tsx] : undefined)
+  const memoryRelay = await start(join(directory, "memory-relay.log"), [memoryRelayMain], { PORT: "0", RELAY_LOG_LEVEL: logLevel }, READY, builtRelay ? [process.execPath, "--import", sourceLoader] : undefined)
   const peers = process.env["BENCH_PEERS"] === "0" ? [] : await startPeers(directory)
   try {
     const relayDemo = demoOf(relay.output)
@@ -166,23 +171,23 @@ const main = async () => {
     ]
     const scenarios = only === undefined ? all : all.filter((scenario) => only.includes(scenario.name))
     if (scenarios.length === 0) throw new Error(`BENCH_SCENARIOS names none of: ${all.map((scenario) => scenario.name).join(", ")}`)
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections; every server warmed up for ${warmup} s, then ${rounds} rounds of ${duration} s taking turns, each figure its median round; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source with tsx"}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${connections} connections; every server warmed up for ${warmup} s, then ${rounds} rounds of ${duration} s taking turns, each figure its median round; relay log level ${logLevel}; relay run ${builtRelay ? "from dist with node" : "from source"}\n\n`)
     const rows: Array<ScenarioMedians> = []
     for (const scenario of scenarios) {
       // The baseline serves the relay's own file, so it answers the relay's request as it is.
-      const ofRelay = (name: string, url: string, demo: Demo): Target => {
+      const ofRelay = (name: string, url: string, demo: Demo, server: ChildProcess): Target => {
         const target: { readonly path: string; readonly body?: string } = scenario.relay(demo)
-        return { name, url: url + target.path, headers: demo.headers, body: target.body }
+        return { name, url: url + target.path, headers: demo.headers, body: target.body, pid: server.pid }
       }
       const targets: ReadonlyArray<Target> = [
-        ofRelay("relay", relayDemo.url, relayDemo),
-        ofRelay("baseline", baselineUrl, relayDemo),
-        ...(againDemo === undefined ? [] : [ofRelay("relay again", againDemo.url, againDemo)]),
+        ofRelay("relay", relayDemo.url, relayDemo, relay.child),
+        ofRelay("baseline", baselineUrl, relayDemo, baseline.child),
+        ...(againDemo === undefined || relayAgain === undefined ? [] : [ofRelay("relay again", againDemo.url, againDemo, relayAgain.child)]),
         // `bound`: the same request on the relay with in-memory storage (see memoryRelay.ts).
-        ofRelay("bound", memoryDemo.url, memoryDemo),
+        ofRelay("bound", memoryDemo.url, memoryDemo, memoryRelay.child),
         ...peers.map((peer) => {
           const target: { readonly path: string; readonly body?: string } = scenario.peer(peer)
-          return { name: peer.name, url: peer.url + target.path, headers: peer.headers, body: target.body }
+          return { name: peer.name, url: peer.url + target.path, headers: peer.headers, body: target.body, pid: peer.child.pid }
         })
       ]
       const load = (target: Target, seconds: number) =>
@@ -195,17 +200,13 @@ const main = async () => {
           ...(target.body === undefined ? {} : { body: target.body })
         })
       // Every server warms up (JIT compilation is not what is measured), then they take turns round by round.
-      const results = await takeTurns(targets, load, { warmup, rounds, duration })
-      // Each server's median round: its req/s, and the latencies of that round.
-      const medians = new Map<string, AutocannonResult>()
-      for (const [target, taken] of results) {
-        const median = [...taken].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(taken.length / 2)]
-        if (median !== undefined) medians.set(target.name, median)
-      }
+      const results = await takeTurns(targets, load, { warmup, rounds, duration, pidOf: (target) => target.pid })
+      const row = scenarioMedians(scenario.name, results, (target) => target.name)
+      const { medians } = row
       const ours = medians.get("relay")
       const theirs = medians.get("baseline")
       if (ours === undefined || theirs === undefined) throw new Error("no measurement")
-      rows.push({ scenario: scenario.name, medians })
+      rows.push(row)
       // As each scenario ends, its figures, so a long run shows where it is.
       const rate = (result: AutocannonResult) => result.requests.average.toFixed(0)
       process.stdout.write(

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import { type AutocannonResult, type Quotient, sideBySideTables } from "../bench/BenchProcess.js"
+import { type AutocannonResult, type Quotient, type Round, scenarioMedians, sideBySideTables } from "../bench/BenchProcess.js"
 import { sourceNodeArguments } from "./ServerProcess.js"
 
 const benchProcess = fileURLToPath(new URL("../bench/BenchProcess.ts", import.meta.url))
@@ -109,5 +109,36 @@ describe("bench:http's table", () => {
       quotients
     )
     expect(table.split("\n")[3]).toBe("| POST initiate | 100 | 125 | 150 | - | 0.80 | 1.20 | - |")
+  })
+
+  it("takes each server's median round by requests a second and the median of its rounds' CPU time a request", () => {
+    const round = (average: number, cpuMicrosPerRequest: number | undefined): Round => ({ ...result(average, average / 100, average / 50), cpuMicrosPerRequest })
+    const row = scenarioMedians(
+      "GET account",
+      new Map([
+        ["relay", [round(500, 90), round(700, 80), round(600, 120)]],
+        ["baseline", [round(1000, 30), round(1200, 28), round(900, 40)]],
+        ["peer", [round(200, undefined), round(210, 300), round(190, 310)]]
+      ]),
+      (server) => server
+    )
+    expect(row.medians.get("relay")?.requests.average).toBe(600)
+    expect(row.medians.get("relay")?.latency).toEqual({ p50: 6, p99: 12, max: 12 })
+    expect(row.cpuMicros?.get("relay")).toBe(90)
+    expect(row.cpuMicros?.get("baseline")).toBe(30)
+    // A round whose CPU time the bench could not read leaves the server without one, rather than a median of fewer.
+    expect(row.cpuMicros?.has("peer")).toBe(false)
+    const lines = sideBySideTables([row], servers, quotients).split("\n")
+    const cpuHead = lines.findIndex((line) => line.includes("CPU µs a request"))
+    expect(lines[cpuHead]).toBe(
+      "| scenario | relay CPU µs a request | baseline CPU µs a request | peer CPU µs a request | relay / baseline, by CPU | relay / peer, by CPU |"
+    )
+    // The baseline's CPU over the relay's: read like relay / baseline, above 1 the relay does better.
+    expect(lines[cpuHead + 2]).toBe("| GET account | 90.0 | 30.0 | - | 0.33 | - |")
+  })
+
+  it("prints no CPU table when the bench read no server's process", () => {
+    expect(sideBySideTables([{ scenario: "GET list", medians: new Map([["relay", result(1)], ["baseline", result(2)]]) }], servers, quotients))
+      .not.toContain("CPU")
   })
 })

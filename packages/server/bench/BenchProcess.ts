@@ -324,7 +324,7 @@ export const scenarioMedians = <S>(scenario: string, results: Map<S, Array<Round
   return { scenario, medians, cpuMicros }
 }
 
-/** A column of quotients: its heading, and the servers whose requests a second it divides. */
+/** A column of quotients: its heading, and the two servers whose figures it divides. */
 export interface Quotient {
   readonly heading: string
   readonly numerator: string

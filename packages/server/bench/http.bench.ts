@@ -3,7 +3,8 @@
  * a minimal hand-written baseline (bench/baseline.ts) on the same database file, side by side in one run, for
  * GET account, GET list and POST initiate. Prints one table with every server of the run side by side (requests a
  * second, the ratios the goals read: relay / baseline, bound / baseline, relay again / relay, relay / each peer),
- * and one of their latencies. It measures and prints; it asserts nothing (never a timed test).
+ * one of their latencies, and one of their CPU time a request with the same ratios (BenchProcess.sideBySideTables).
+ * It measures and prints; it asserts nothing (never a timed test).
  *
  * Every server of a scenario is warmed up, then they take turns for BENCH_ROUNDS rounds (default 3), so the
  * machine's noise falls on all of them; each figure is a server's median round, and an answer other than 2xx stops

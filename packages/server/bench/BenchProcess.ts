@@ -10,6 +10,7 @@ import { closeSync, openSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { constants } from "node:os"
 import { fileURLToPath } from "node:url"
+import { btcTransferOf } from "../test/DemoRequests.js"
 
 export interface AutocannonResult {
   readonly requests: { readonly average: number; readonly total: number }
@@ -195,9 +196,9 @@ export const demoScenarioOf = (name: string | undefined, fallback: DemoScenario)
   return scenario
 }
 
-/** The body of an initiation on demo data: 0.00001 BTC from the Treasury BTC account to the whitelisted address. */
+/** The body of an initiation on demo data (`btcTransferOf`) from the Treasury BTC account to the whitelisted address. */
 export const demoInitiation = (server: Pick<DemoServer, "account" | "whitelisted">): string =>
-  JSON.stringify({ sourceAccountId: server.account, destinationId: server.whitelisted, destinationType: "external", amount: "0.00001", assetType: "BTC" })
+  JSON.stringify(btcTransferOf(server.account, server.whitelisted))
 
 /** `scenario` against a server with demo data for `seconds` at `connections`. */
 export const demoLoad = (

@@ -23,14 +23,18 @@ export const asDemoUser = (
   }))
 }
 
-/** The body of an initiation on demo data: 0.00001 BTC from the demo's BTC account to its whitelisted address. */
-export const demoBtcTransfer = (demo: DemoCredentials) => ({
-  sourceAccountId: demo.accounts.find((a) => a.assetId === "BTC")?.id,
-  destinationId: demo.whitelistedAddressId,
+/** The body of an initiation on demo data: 0.00001 BTC from the BTC account `sourceAccountId` to the whitelisted address `destinationId`. */
+export const btcTransferOf = (sourceAccountId: string | undefined, destinationId: string) => ({
+  sourceAccountId,
+  destinationId,
   destinationType: "external",
   amount: "0.00001",
   assetType: "BTC"
 })
+
+/** `btcTransferOf` from the demo's BTC account to its whitelisted address. */
+export const demoBtcTransfer = (demo: DemoCredentials) =>
+  btcTransferOf(demo.accounts.find((a) => a.assetId === "BTC")?.id, demo.whitelistedAddressId)
 
 /**
  * A transfer initiated as the demo's initiator and approved as approver-1, whose one approval is its quorum: the

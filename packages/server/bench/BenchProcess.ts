@@ -347,54 +347,39 @@ export const sideBySideTables = (
   const present = servers.filter((server) => rows.some((row) => row.medians.has(server)))
   const shown = quotients.filter((quotient) => present.includes(quotient.numerator) && present.includes(quotient.denominator))
   const line = (cells: ReadonlyArray<string>) => `| ${cells.join(" | ")} |`
-  const rule = (columns: number) => `|${"---|".repeat(columns)}`
-  const rate = (row: ScenarioMedians, server: string) => row.medians.get(server)?.requests.average
-  const quotientOf = (row: ScenarioMedians, quotient: Quotient) => {
-    const numerator = rate(row, quotient.numerator)
-    const denominator = rate(row, quotient.denominator)
-    return numerator === undefined || denominator === undefined || denominator === 0 ? "-" : (numerator / denominator).toFixed(2)
-  }
+  const table = (headings: ReadonlyArray<string>, cellsOf: (row: ScenarioMedians) => ReadonlyArray<string>) => [
+    line(["scenario", ...headings]),
+    `|${"---|".repeat(1 + headings.length)}`,
+    ...rows.map((row) => line([row.scenario, ...cellsOf(row)])),
+    ""
+  ]
+  /** A figure of every server, then the quotients of how well each does by it (`merit`: larger is better). */
+  const figures = (
+    heading: string,
+    figureOf: (row: ScenarioMedians, server: string) => number | undefined,
+    digits: number,
+    merit: (figure: number) => number,
+    quotientSuffix: string
+  ) =>
+    table([...present.map((server) => `${server} ${heading}`), ...shown.map((quotient) => `${quotient.heading}${quotientSuffix}`)], (row) => [
+      ...present.map((server) => figureOf(row, server)?.toFixed(digits) ?? "-"),
+      ...shown.map((quotient) => {
+        const numerator = figureOf(row, quotient.numerator)
+        const denominator = figureOf(row, quotient.denominator)
+        const quotientValue = numerator === undefined || denominator === undefined ? Number.NaN : merit(numerator) / merit(denominator)
+        return Number.isFinite(quotientValue) ? quotientValue.toFixed(2) : "-"
+      })
+    ])
+  const latencies = table(present.map((server) => `${server} p50 / p99 ms`), (row) =>
+    present.map((server) => {
+      const latency = row.medians.get(server)?.latency
+      return latency === undefined ? "-" : `${latency.p50} / ${latency.p99}`
+    }))
   return [
-    line(["scenario", ...present.map((server) => `${server} req/s`), ...shown.map((quotient) => quotient.heading)]),
-    rule(1 + present.length + shown.length),
-    ...rows.map((row) =>
-      line([
-        row.scenario,
-        ...present.map((server) => rate(row, server)?.toFixed(0) ?? "-"),
-        ...shown.map((quotient) => quotientOf(row, quotient))
-      ])
-    ),
-    "",
-    line(["scenario", ...present.map((server) => `${server} p50 / p99 ms`)]),
-    rule(1 + present.length),
-    ...rows.map((row) =>
-      line([
-        row.scenario,
-        ...present.map((server) => {
-          const latency = row.medians.get(server)?.latency
-          return latency === undefined ? "-" : `${latency.p50} / ${latency.p99}`
-        })
-      ])
-    ),
-    "",
+    ...figures("req/s", (row, server) => row.medians.get(server)?.requests.average, 0, (rate) => rate, ""),
+    ...latencies,
     ...(rows.some((row) => (row.cpuMicros?.size ?? 0) > 0)
-      ? [
-        line(["scenario", ...present.map((server) => `${server} CPU µs a request`), ...shown.map((quotient) => `${quotient.heading}, by CPU`)]),
-        rule(1 + present.length + shown.length),
-        ...rows.map((row) => {
-          const cpu = (server: string) => row.cpuMicros?.get(server)
-          return line([
-            row.scenario,
-            ...present.map((server) => cpu(server)?.toFixed(1) ?? "-"),
-            ...shown.map((quotient) => {
-              const numerator = cpu(quotient.numerator)
-              const denominator = cpu(quotient.denominator)
-              return numerator === undefined || denominator === undefined || numerator === 0 ? "-" : (denominator / numerator).toFixed(2)
-            })
-          ])
-        }),
-        ""
-      ]
+      ? figures("CPU µs a request", (row, server) => row.cpuMicros?.get(server), 1, (micros) => 1 / micros, ", by CPU")
       : [])
   ].join("\n")
 }

@@ -8,7 +8,7 @@
 import { Storage } from "@custody-relay/core"
 import { describe, it } from "@effect/vitest"
 import { Cause, Effect, type Exit, Fiber, Option } from "effect"
-import { Kysely, PostgresDialect } from "kysely"
+import { CompiledQuery, Kysely, PostgresDialect } from "kysely"
 import pg from "pg"
 import { assert } from "vitest"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -246,6 +246,59 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       const next = yield* trips(storage.transaction("write", (unit) => unit.getClient(client.id)))
       assert.isTrue(next.exit._tag === "Success" && Option.isSome(next.exit.value))
       assert.strictEqual(next.count, 2)
+    })))
+
+  /** What `query` answers in a session opened in `mode` on `db`. */
+  const inSession = <R>(db: Kysely<Database>, mode: Storage.UnitMode, query: string) =>
+    Effect.gen(function*() {
+      const session = yield* PostgresEngine.sessions(db)(mode)
+      const answer = yield* session.execute(CompiledQuery.raw(query) as CompiledQuery<R>)
+      yield* session.commit
+      yield* session.release
+      return answer.rows as ReadonlyArray<R>
+    })
+  const planCacheModeIn = (db: Kysely<Database>, mode: Storage.UnitMode) =>
+    Effect.map(inSession<{ readonly plan_cache_mode: string }>(db, mode, "show plan_cache_mode"), (rows) => rows[0]?.plan_cache_mode)
+
+  it.live("a read unit's statements run on generic plans, each planned once per connection; write units and lookups keep the server's default", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, proxy, storage } = yield* throughProxy
+      assert.strictEqual(yield* planCacheModeIn(db, "read"), "force_generic_plan")
+      assert.strictEqual(yield* planCacheModeIn(db, "write"), "auto")
+      assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+      // Later pages of a list, each in a read unit. pg_prepared_statements is the connection's own, and the pool has
+      // one: every statement with a LIMIT or an OFFSET ran on its generic plan, never planned again for its values
+      // (under the default, each would have been planned for its values at every run).
+      const client = Records.client()
+      const account = Records.account(client.id)
+      yield* storage.transaction("write", (unit) =>
+        Effect.gen(function*() {
+          yield* unit.insertClient(client)
+          yield* unit.insertAccount(account)
+          for (let i = 0; i < 30; i++) yield* unit.insertTransaction(Records.transaction(account, { createdAt: Records.at(i), updatedAt: Records.at(i) }))
+        }))
+      for (let run = 0; run < 8; run++) {
+        const page = yield* storage.transaction("read", (unit) => unit.listTransactions(client.id, {}, { page: 2 + (run % 2), limit: 10 }))
+        assert.strictEqual(page.total, 30)
+        assert.deepStrictEqual(page.items.map((tx) => tx.createdAt), Array.from({ length: 10 }, (_, i) => Records.at(29 - 10 * (1 + (run % 2)) - i)))
+      }
+      const kept = yield* inSession<{ readonly statement: string; readonly generic_plans: string; readonly custom_plans: string }>(
+        db,
+        "lookup",
+        "select statement, generic_plans, custom_plans from pg_prepared_statements where statement like '%\"transactions\"%' and (statement like '%limit%' or statement like '%offset%')"
+      )
+      assert.isNotEmpty(kept)
+      for (const statement of kept) {
+        assert.strictEqual(Number(statement.custom_plans), 0, statement.statement)
+        assert.isAbove(Number(statement.generic_plans), 0, statement.statement)
+      }
+      // On kysely's own transactions (a kysely instance built elsewhere), the same.
+      const elsewhere = yield* Effect.acquireRelease(
+        Effect.sync(() => new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: proxy.url, max: 1 }) }) })),
+        (other) => Effect.promise(() => other.destroy())
+      )
+      assert.strictEqual(yield* planCacheModeIn(elsewhere, "read"), "force_generic_plan")
+      assert.strictEqual(yield* planCacheModeIn(elsewhere, "write"), "auto")
     })))
 
   it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>

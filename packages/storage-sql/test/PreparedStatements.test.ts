@@ -55,8 +55,9 @@ describe.skipIf(postgresSkipReason !== undefined)("statements kept prepared on e
     Effect.scoped(Effect.gen(function*() {
       const { readAccount, sent } = yield* world()
       const first = yield* sent(readAccount)
-      // A read unit's BEGIN and the read; COMMIT was parsed, and kept, by the unit that inserted the account.
-      assert.strictEqual(first.parses, 2)
+      // A read unit's BEGIN, what it sets (PostgresSession's `isolation`) and the read; COMMIT was parsed, and kept,
+      // by the unit that inserted the account.
+      assert.strictEqual(first.parses, 3)
       for (let run = 0; run < 3; run++) {
         const again = yield* sent(readAccount)
         assert.isTrue(Option.isSome(again.value))

@@ -13,10 +13,17 @@ import { isolation, postgresSessions } from "./PostgresSession.js"
 
 export const PostgresEngine: SqlEngine = {
   name: "postgres",
-  begin: (db, mode) =>
-    mode === "read"
-      ? db.startTransaction().setIsolationLevel(isolation.read.level).setAccessMode(isolation.read.accessMode).execute()
-      : db.startTransaction().setIsolationLevel(isolation.write.level).execute(),
+  begin: async (db, mode) => {
+    if (mode === "write") return db.startTransaction().setIsolationLevel(isolation.write.level).execute()
+    const unit = await db.startTransaction().setIsolationLevel(isolation.read.level).setAccessMode(isolation.read.accessMode).execute()
+    try {
+      await unit.executeQuery(CompiledQuery.raw(isolation.read.then))
+    } catch (cause) {
+      await unit.rollback().execute().catch(() => undefined)
+      throw cause
+    }
+    return unit
+  },
   // BEGIN with the first statement, writes with the next one (see PostgresSession).
   sessions: (db) => postgresSessions(db, PostgresEngine),
   // PostgreSQL plans an unnamed statement with its values each time anyway; nothing to hide from its planner.

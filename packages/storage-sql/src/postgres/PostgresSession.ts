@@ -52,15 +52,29 @@ export const pipelineOn = (db: Kysely<Database>, support: PipelineSupport): void
   supportOf.set(db, support)
 }
 
-/** How each unit begins (see PostgresEngine on why), for these sessions and for kysely's. */
+/**
+ * How each unit begins (see PostgresEngine on why), for these sessions and for kysely's; `then`: what a unit sets for
+ * its own statements after BEGIN.
+ *
+ * A read unit's statements run on generic plans. They are a later page of a list, the keys of a walk, the list's
+ * changes and its total: each has one plan whatever its values (the list's index, which holds its equality columns
+ * and its order), and each runs with a parameter for its LIMIT or OFFSET. Under the default `plan_cache_mode`,
+ * PostgreSQL prices a generic plan's unknown LIMIT at a tenth of the rows, finds it dearer than a plan for the values
+ * at hand, and so plans the statement again at every run: 0.1 to 0.5 ms a statement, half of what a deep page cost
+ * the database (docs/benchmarks.md, "a read unit's statements planned once"). Write units and lookups keep the
+ * default: a write's statements are by id and settle on a generic plan after five runs anyway.
+ */
 export const isolation = {
-  read: { level: "repeatable read", accessMode: "read only" },
-  write: { level: "read committed", accessMode: undefined }
+  read: { level: "repeatable read", accessMode: "read only", then: "set local plan_cache_mode = force_generic_plan" },
+  write: { level: "read committed", accessMode: undefined, then: undefined }
 } as const
 
-const BEGIN: Record<"read" | "write", PipelineStatement> = {
-  read: { sql: `begin isolation level ${isolation.read.level} ${isolation.read.accessMode}`, parameters: [] },
-  write: { sql: `begin isolation level ${isolation.write.level}`, parameters: [] }
+const BEGIN: Record<"read" | "write", ReadonlyArray<PipelineStatement>> = {
+  read: [
+    { sql: `begin isolation level ${isolation.read.level} ${isolation.read.accessMode}`, parameters: [] },
+    { sql: isolation.read.then, parameters: [] }
+  ],
+  write: [{ sql: `begin isolation level ${isolation.write.level}`, parameters: [] }]
 }
 const COMMIT: PipelineStatement = { sql: "commit", parameters: [] }
 const ROLLBACK: PipelineStatement = { sql: "rollback", parameters: [] }
@@ -157,7 +171,7 @@ const sendHeld = (
 }
 
 class PipelinedSession implements SqlSession {
-  /** Sent with the next statement: BEGIN (and a credential's re-read) until the first one, then the writes queued since. */
+  /** Sent with the next statement: BEGIN (with what the unit sets, and a credential's re-read) until the first one, then the writes queued since. */
   private held: Array<Held>
   /** Whether anything reached the server, so there is a transaction to roll back. */
   private sent = false
@@ -177,7 +191,7 @@ class PipelinedSession implements SqlSession {
     private readonly mode: "read" | "write",
     credential: CredentialCheck | undefined
   ) {
-    this.held = [BEGIN[mode], ...heldCredential(credential)]
+    this.held = [...BEGIN[mode], ...heldCredential(credential)]
   }
 
   /** Sends what the unit holds, then `lasts`, in one round trip (see `sendHeld`). */

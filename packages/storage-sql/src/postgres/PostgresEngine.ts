@@ -14,10 +14,12 @@ import { isolation, postgresSessions } from "./PostgresSession.js"
 export const PostgresEngine: SqlEngine = {
   name: "postgres",
   begin: async (db, mode) => {
-    if (mode === "write") return db.startTransaction().setIsolationLevel(isolation.write.level).execute()
-    const unit = await db.startTransaction().setIsolationLevel(isolation.read.level).setAccessMode(isolation.read.accessMode).execute()
+    const { accessMode, level, then } = isolation[mode]
+    const begin = db.startTransaction().setIsolationLevel(level)
+    const unit = await (accessMode === undefined ? begin : begin.setAccessMode(accessMode)).execute()
+    if (then === undefined) return unit
     try {
-      await unit.executeQuery(CompiledQuery.raw(isolation.read.then))
+      await unit.executeQuery(CompiledQuery.raw(then))
     } catch (cause) {
       await unit.rollback().execute().catch(() => undefined)
       throw cause

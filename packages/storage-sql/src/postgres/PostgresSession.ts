@@ -56,26 +56,28 @@ export const pipelineOn = (db: Kysely<Database>, support: PipelineSupport): void
  * How each unit begins (see PostgresEngine on why), for these sessions and for kysely's; `then`: what a unit sets for
  * its own statements after BEGIN.
  *
- * A read unit's statements run on generic plans. They are a later page of a list, the keys of a walk, the list's
- * changes and its total: each has one plan whatever its values (the list's index, which holds its equality columns
- * and its order), and each runs with a parameter for its LIMIT or OFFSET. Under the default `plan_cache_mode`,
- * PostgreSQL prices a generic plan's unknown LIMIT at a tenth of the rows, finds it dearer than a plan for the values
- * at hand, and so plans the statement again at every run: 0.1 to 0.5 ms a statement, half of what a deep page cost
- * the database (docs/benchmarks.md, "a read unit's statements planned once"). Write units and lookups keep the
- * default: a write's statements are by id and settle on a generic plan after five runs anyway.
+ * A read unit's statements run on generic plans. They are later pages of lists, the keys of a walk, a list's changes
+ * and its total, and reads by id: each has one plan whatever its values (the index that holds its equality columns
+ * and its order). The list reads bind their LIMIT and OFFSET, and under the default `plan_cache_mode` PostgreSQL
+ * prices a generic plan's unknown LIMIT at a tenth of the rows, finds it dearer than a plan for the values at hand,
+ * and so plans the statement again at every run: 0.1 to 0.5 ms a statement, half of what a deep page cost the
+ * database (docs/benchmarks.md, "a read unit's statements planned once"). Write units and lookups keep the default:
+ * a write's statements are by id and settle on a generic plan after five runs anyway.
  */
 export const isolation = {
   read: { level: "repeatable read", accessMode: "read only", then: "set local plan_cache_mode = force_generic_plan" },
   write: { level: "read committed", accessMode: undefined, then: undefined }
 } as const
 
-const BEGIN: Record<"read" | "write", ReadonlyArray<PipelineStatement>> = {
-  read: [
-    { sql: `begin isolation level ${isolation.read.level} ${isolation.read.accessMode}`, parameters: [] },
-    { sql: isolation.read.then, parameters: [] }
-  ],
-  write: [{ sql: `begin isolation level ${isolation.write.level}`, parameters: [] }]
+/** A unit's BEGIN, and what it sets after it (`isolation`), sent with its first statement. */
+const beginning = (mode: "read" | "write"): ReadonlyArray<PipelineStatement> => {
+  const { accessMode, level, then } = isolation[mode]
+  return [
+    { sql: `begin isolation level ${level}${accessMode === undefined ? "" : ` ${accessMode}`}`, parameters: [] },
+    ...(then === undefined ? [] : [{ sql: then, parameters: [] }])
+  ]
 }
+const BEGIN = { read: beginning("read"), write: beginning("write") }
 const COMMIT: PipelineStatement = { sql: "commit", parameters: [] }
 const ROLLBACK: PipelineStatement = { sql: "rollback", parameters: [] }
 

@@ -81,11 +81,14 @@ export const countOf = (row: { readonly total: number | string | bigint } | unde
 export const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefined): Option.Option<A> =>
   row === undefined ? Option.none() : Option.some(decode(row))
 
+/** The column a list's first page carries its total in (StoreStatements' `firstPage`; PostgresSession reads it too). */
+export const LIST_TOTAL = "list_total"
+
 /**
  * A row of a list's first page, with the list's total beside it (StoreStatements' `firstPage`). Kysely types a
  * scalar subquery as nullable; a count never is.
  */
-export type WithListTotal<Row> = Row & { readonly list_total: number | string | bigint | null }
+export type WithListTotal<Row> = Row & { readonly [LIST_TOTAL]: number | string | bigint | null }
 
 /** How a store reads a list, for {@link pageOf}. */
 export interface PageReads<Row> {

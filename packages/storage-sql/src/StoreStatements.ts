@@ -21,7 +21,7 @@ import type {
 } from "./schema/Database.js"
 import type { SortKey } from "./PageBoundaries.js"
 import type { SqlEngine } from "./SqlEngine.js"
-import type { Changes } from "./SqlUnit.js"
+import { type Changes, LIST_TOTAL } from "./SqlUnit.js"
 import { byColumns, byKey, byRows } from "./StatementTemplate.js"
 
 /** `needle` occurs in `column`: the folded search, as `String.includes` on the folded texts. */
@@ -272,7 +272,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     total: (values: V) => SelectQueryBuilder<Database, keyof Database, { readonly total: number | string }>
   ) =>
     byColumns((values: V & { readonly limit: number }) =>
-      inListOrder(from(values).select(total(values).as("list_total")), "desc").limit(integer(values.limit))
+      inListOrder(from(values).select(total(values).as(LIST_TOTAL)), "desc").limit(integer(values.limit))
     )
   /** Whether a row is beyond a sort key in a list read in `direction`: after it oldest first, at or before it newest first. */
   const beyond = (direction: "asc" | "desc") => sql.raw(direction === "asc" ? ">" : "<=")

@@ -301,6 +301,59 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.strictEqual(yield* planCacheModeIn(elsewhere, "write"), "auto")
     })))
 
+  it.live("a lookup that reads a list's first page runs it on a generic plan, in the same round trip; the setting ends with the round trip, and lookups by id keep the default", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage, trips } = yield* throughProxy
+      const client = Records.client()
+      const account = Records.account(client.id)
+      const transactions = Array.from({ length: 30 }, (_, i) => Records.transaction(account, { createdAt: Records.at(i), updatedAt: Records.at(i) }))
+      yield* storage.transaction("write", (unit) =>
+        Effect.gen(function*() {
+          yield* unit.insertClient(client)
+          yield* unit.insertAccount(account)
+          for (const tx of transactions) yield* unit.insertTransaction(tx)
+        }))
+      // The HTTP API's first pages (Storage.unitForPage): transactions, accounts, and the audit trail's own statement.
+      for (let run = 0; run < 8; run++) {
+        const { count, exit } = yield* trips(storage.transaction("lookup", (unit) => unit.listTransactions(client.id, {}, { page: 1, limit: 10 })))
+        assert.strictEqual(count, 1)
+        const page = yield* exit
+        assert.strictEqual(page.total, 30)
+        assert.deepStrictEqual(page.items.map((tx) => tx.createdAt), Array.from({ length: 10 }, (_, i) => Records.at(29 - i)))
+        assert.strictEqual((yield* storage.transaction("lookup", (unit) => unit.listAccounts(client.id, {}, { page: 1, limit: 10 }))).total, 1)
+        yield* storage.transaction("lookup", (unit) => unit.pageEvents(client.id, {}, { page: 1, limit: 10 }))
+        assert.isTrue(Option.isSome(yield* storage.transaction("lookup", (unit) => unit.getTransaction(transactions[run]!.id))))
+      }
+      // pg_prepared_statements is the connection's own, and the pool has one. Under the default each first page would
+      // have been planned for its values at every run: custom_plans 8.
+      const kept = yield* inSession<{ readonly statement: string; readonly generic_plans: string; readonly custom_plans: string }>(
+        db,
+        "lookup",
+        "select statement, generic_plans, custom_plans from pg_prepared_statements"
+      )
+      const firstPages = kept.filter((statement) => statement.statement.includes("list_total"))
+      assert.lengthOf(firstPages, 3)
+      for (const statement of firstPages) {
+        assert.strictEqual(Number(statement.custom_plans), 0, statement.statement)
+        assert.strictEqual(Number(statement.generic_plans), 8, statement.statement)
+      }
+      // A transaction by id, in lookups of its own: planned for its values until the server's default settles.
+      const byId = kept.filter((statement) => statement.statement.startsWith(`select * from "transactions" where "id" =`))
+      assert.lengthOf(byId, 1)
+      assert.isAbove(Number(byId[0]!.custom_plans), 0)
+      // Nothing stays set on the pooled connection, after a round trip that succeeded or one that failed.
+      assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+      const failed = yield* Effect.exit(Effect.gen(function*() {
+        const session = yield* PostgresEngine.sessions(db)("lookup")
+        yield* Effect.all([
+          session.execute(CompiledQuery.raw(`select 1 as "list_total"`)),
+          session.execute(CompiledQuery.raw("select 1 / 0"))
+        ], { concurrency: 2 })
+      }))
+      assert.isTrue(failed._tag === "Failure")
+      assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+    })))
+
   it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db: migrated, proxy } = yield* throughProxy

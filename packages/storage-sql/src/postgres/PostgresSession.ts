@@ -26,6 +26,7 @@ import type { Database } from "../schema/Database.js"
 import type { SqlEngine } from "../SqlEngine.js"
 import { type CredentialCheck, kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
 import * as StorageFailure from "../StorageFailure.js"
+import { LIST_TOTAL } from "../SqlUnit.js"
 import { type PgParts, Pipeline, type PipelineStatement } from "./Pipeline.js"
 
 /** The part of a pooled pg client a session uses. */
@@ -62,12 +63,27 @@ export const pipelineOn = (db: Kysely<Database>, support: PipelineSupport): void
  * prices a generic plan's unknown LIMIT at a tenth of the rows, finds it dearer than a plan for the values at hand,
  * and so plans the statement again at every run: 0.1 to 0.5 ms a statement, half of what a deep page cost the
  * database (docs/benchmarks.md, "a read unit's statements planned once"). Write units and lookups keep the default:
- * a write's statements are by id and settle on a generic plan after five runs anyway.
+ * a write's statements are by id and settle on a generic plan after five runs anyway. A lookup that reads a list's
+ * first page is the exception (see `plannedOnce`).
  */
 export const isolation = {
   read: { level: "repeatable read", accessMode: "read only", then: "set local plan_cache_mode = force_generic_plan" },
   write: { level: "read committed", accessMode: undefined, then: undefined }
 } as const
+
+/**
+ * Sent before the statements of a lookup's round trip that reads a list's first page (the page with its total, in
+ * the column `list_total`, StoreStatements' `firstPage`): that statement binds its LIMIT too, and under the default
+ * it was planned at every run, which doubled what it cost the database (docs/benchmarks.md, "a first page planned
+ * once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit transaction,
+ * so a setting local to the transaction holds for the statements after it and ends with the round trip, whether it
+ * succeeds or fails: nothing is left on the pooled connection. `SET LOCAL` outside an explicit transaction block
+ * would warn in the server's log at every request; `set_config(..., true)` is the same setting without the warning.
+ * Lookups by id and a list's other reads in a lookup (the outbox's due entries, whose plan may depend on the due
+ * time) keep the default.
+ */
+const plannedOnce: PipelineStatement = { sql: "select set_config('plan_cache_mode', 'force_generic_plan', true)", parameters: [] }
+const readsFirstPage = (statement: PipelineStatement): boolean => statement.sql.includes(`as "${LIST_TOTAL}"`)
 
 /** A unit's BEGIN, and what it sets after it (`isolation`), sent with its first statement. */
 const beginning = (mode: "read" | "write"): ReadonlyArray<PipelineStatement> => {
@@ -299,9 +315,10 @@ export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): Sessi
 const pipelinedLookup = ({ pool, parts }: PipelineSupport, engine: SqlEngine, credential: CredentialCheck | undefined): SqlSession => {
   const run = batching(async (statements) => {
     const held = heldCredential(credential)
+    const planning = statements.some(readsFirstPage) ? [plannedOnce] : []
     const client = await pool.connect()
     try {
-      const results = await sendHeld(client, parts, held, statements)
+      const results = await sendHeld(client, parts, [...held, ...planning], statements)
       client.release()
       return results
     } catch (cause) {

@@ -6,7 +6,7 @@ import type { DomainEvent, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
-import { countOf, emptyPage, matchesNothing, pageOf, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
+import { countOf, emptyPage, LIST_TOTAL, matchesNothing, pageOf, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
 import type { StoreStatements } from "../StoreStatements.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
@@ -77,7 +77,7 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
     return flushed(pageOf({
       // The page and its total in one statement (see StoreStatements' firstPage).
       first: (limit) =>
-        rows(db.selectFrom("domain_events").selectAll().select(total.as("list_total")).where(where).orderBy("position", "desc").limit(integer(limit))),
+        rows(db.selectFrom("domain_events").selectAll().select(total.as(LIST_TOTAL)).where(where).orderBy("position", "desc").limit(integer(limit))),
       rows: (limit, offset, fromOldest) =>
         rows(
           db.selectFrom("domain_events").selectAll().where(where).orderBy("position", fromOldest ? "asc" : "desc")

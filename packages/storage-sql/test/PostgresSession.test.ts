@@ -301,6 +301,32 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.strictEqual(yield* planCacheModeIn(elsewhere, "write"), "auto")
     })))
 
+  it.live("rows read through a pipeline are the rows pg's own query reads: every column in order, each type parsed as pg parses it, nulls kept", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, url } = yield* throughProxy
+      const query = `select i, i::int4 as int4, (9007199254740990 + i)::int8 as int8, (12.3400 * i)::numeric as amount,
+        1.5::float8 * i as float8, i % 2 = 0 as even, 'text ' || i as label, case when i = 2 then null else i::text end as sometimes,
+        timestamptz '2026-01-01T00:00:00Z' + i * interval '1 second' as at, jsonb_build_object('i', i) as document,
+        array[i, i + 1]::int4[] as pair, '\\x00ff'::bytea as bytes, null::text as nothing
+        from generate_series(1, 3) as i order by i`
+      const piped = yield* inSession<Record<string, unknown>>(db, "lookup", query)
+      const direct = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new pg.Client({ connectionString: url })
+          await client.connect()
+          return client
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      const expected = (yield* Effect.promise(() => direct.query(query))).rows as ReadonlyArray<Record<string, unknown>>
+      assert.lengthOf(piped, 3)
+      assert.deepStrictEqual(piped, expected)
+      for (const [at, row] of piped.entries()) assert.deepStrictEqual(Object.keys(row), Object.keys(expected[at]!))
+      assert.strictEqual(piped[1]!["sometimes"], null)
+      assert.typeOf(piped[0]!["int4"], "number")
+      assert.instanceOf(piped[0]!["at"], Date)
+    })))
+
   it.live("a lookup that reads a list's first page runs it on a generic plan, in the same round trip; the setting ends with the round trip, and lookups by id keep the default", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db, storage, trips } = yield* throughProxy

@@ -33,20 +33,31 @@ interface WireConnection {
   sendCopyFail(reason: string): void
 }
 
-/** pg's Result (exported by pg as `Result`): one statement's fields, rows and command tag. */
+/** pg's Result (exported by pg as `Result`): one statement's rows and command tag. */
 interface PgResult {
   readonly command: string | null
   readonly rowCount: number | null
   readonly rows: Array<Record<string, unknown>>
-  addFields(fields: unknown): void
-  parseRow(fields: unknown): Record<string, unknown>
   addRow(row: Record<string, unknown>): void
   addCommandComplete(message: unknown): void
 }
 
-/** What pipelines are made with: pg's own Result and parameter mapping, so values and rows mean what they mean through pg's `query`. */
+/** A column of a RowDescription message (pg-protocol's Field): its name and type. */
+interface Field {
+  readonly name: string
+  readonly dataTypeID: number
+}
+
+/** Parses a column's text into its value: pg's type parser for the column's type (`pg.types.getTypeParser`). */
+type TypeParser = (text: string) => unknown
+
+/**
+ * What pipelines are made with: pg's own Result, type parsers and parameter mapping, so values and rows mean what they
+ * mean through pg's `query` (a parser set with `pg.types.setTypeParser` included).
+ */
 export interface PgParts {
   readonly newResult: () => PgResult
+  readonly typeParser: (dataTypeID: number) => TypeParser
   readonly prepareValue: (value: unknown) => unknown
   /** How many statements each connection keeps prepared (PreparedStatements); 0 sends every one unnamed. */
   readonly preparedStatements: number
@@ -59,10 +70,42 @@ const resultOf = (result: PgResult): QueryResult<unknown> => {
   return changes ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows: result.rows }
 }
 
+/**
+ * A statement's columns, read from its RowDescription: each row starts as a copy of `empty` (every column, in order,
+ * so one allocation of the right shape) and its values are parsed into it. pg's own Result does the same, but builds
+ * its empty row from `Object.create(null)`, an object in dictionary mode, which cost 5 to 6 µs a statement of twenty
+ * columns against under 1 here (docs/benchmarks.md, "a statement's columns"). A pipeline's statements ask for text
+ * results only (Bind without result formats), so every value is text.
+ */
+interface Columns {
+  readonly names: ReadonlyArray<string>
+  readonly parsers: ReadonlyArray<TypeParser>
+  readonly empty: Readonly<Record<string, null>>
+}
+
+const NO_COLUMNS: Columns = { names: [], parsers: [], empty: {} }
+
+const columnsOf = (fields: ReadonlyArray<Field>, typeParser: PgParts["typeParser"]): Columns => {
+  const empty: Record<string, null> = {}
+  for (const field of fields) empty[field.name] = null
+  return { names: fields.map((field) => field.name), parsers: fields.map((field) => typeParser(field.dataTypeID)), empty }
+}
+
+const rowOf = ({ empty, names, parsers }: Columns, values: ReadonlyArray<string | null>): Record<string, unknown> => {
+  const row: Record<string, unknown> = { ...empty }
+  for (let at = 0; at < names.length; at++) {
+    const text = values[at] ?? null
+    if (text !== null) row[names[at]!] = parsers[at]!(text)
+  }
+  return row
+}
+
 /** A pg submittable running `statements` in one round trip; `done` gets every result, in order, or the error. */
 export class Pipeline {
   private readonly results: Array<QueryResult<unknown>> = []
   private current: PgResult
+  /** The columns of the statement whose rows are arriving. */
+  private columns: Columns = NO_COLUMNS
   private failure: unknown = undefined
   /** The connection's kept statements, and how this pipeline sent its own (set by `submit`). */
   private prepared: { readonly on: PreparedStatements; readonly plan: Plan } | undefined
@@ -98,14 +141,14 @@ export class Pipeline {
     return null
   }
 
-  handleRowDescription(message: { fields: unknown }): void {
-    this.current.addFields(message.fields)
+  handleRowDescription(message: { fields: ReadonlyArray<Field> }): void {
+    this.columns = columnsOf(message.fields, this.parts.typeParser)
   }
 
-  handleDataRow(message: { fields: unknown }): void {
+  handleDataRow(message: { fields: ReadonlyArray<string | null> }): void {
     if (this.failure !== undefined) return
     try {
-      this.current.addRow(this.current.parseRow(message.fields))
+      this.current.addRow(rowOf(this.columns, message.fields))
     } catch (cause) {
       this.failure = cause
     }

@@ -51,7 +51,8 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   // pg's types declare Result's constructor but not the methods its own Query calls, which a pipeline calls too.
   const newResult = () => new pg.Result("", pg.types) as unknown as ReturnType<PgParts["newResult"]>
-  pipelineOn(db, { pool, parts: { newResult, prepareValue: utils.prepareValue, preparedStatements: settings.preparedStatements } })
+  const typeParser = (dataTypeID: number) => pg.types.getTypeParser(dataTypeID, "text")
+  pipelineOn(db, { pool, parts: { newResult, typeParser, prepareValue: utils.prepareValue, preparedStatements: settings.preparedStatements } })
   return db
 }
 

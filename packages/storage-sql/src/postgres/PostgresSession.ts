@@ -74,13 +74,13 @@ export const isolation = {
 /**
  * Sent before the statements of a lookup's round trip that reads a list's first page (the page with its total, in
  * the column `list_total`, StoreStatements' `firstPage`): that statement binds its LIMIT too, and under the default
- * it was planned at every run, which doubled what it cost the database (docs/benchmarks.md, "a first page planned
- * once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit transaction,
- * so a setting local to the transaction holds for the statements after it and ends with the round trip, whether it
- * succeeds or fails: nothing is left on the pooled connection. `SET LOCAL` outside an explicit transaction block
- * would warn in the server's log at every request; `set_config(..., true)` is the same setting without the warning.
- * Lookups by id and a list's other reads in a lookup (the outbox's due entries, whose plan may depend on the due
- * time) keep the default.
+ * it was planned at every run, which doubled what it cost the database (docs/benchmarks.md, "a list's first page
+ * planned once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit
+ * transaction, so a setting local to the transaction holds for the statements after it and ends with the round trip,
+ * whether it succeeds or fails: nothing is left on the pooled connection. `SET LOCAL` outside an explicit transaction
+ * block would warn in the server's log at every request; `set_config(..., true)` is the same setting without the
+ * warning. Lookups by id and a list's other reads in a lookup (the outbox's due entries, whose plan may depend on the
+ * due time) keep the default.
  */
 const plannedOnce: PipelineStatement = { sql: "select set_config('plan_cache_mode', 'force_generic_plan', true)", parameters: [] }
 const readsFirstPage = (statement: PipelineStatement): boolean => statement.sql.includes(`as "${LIST_TOTAL}"`)

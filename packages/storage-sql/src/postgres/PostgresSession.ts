@@ -25,8 +25,8 @@ import type { CompiledQuery, Kysely, QueryResult } from "kysely"
 import type { Database } from "../schema/Database.js"
 import type { SqlEngine } from "../SqlEngine.js"
 import { type CredentialCheck, kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
-import * as StorageFailure from "../StorageFailure.js"
 import { LIST_TOTAL } from "../SqlUnit.js"
+import * as StorageFailure from "../StorageFailure.js"
 import { type PgParts, Pipeline, type PipelineStatement } from "./Pipeline.js"
 
 /** The part of a pooled pg client a session uses. */
@@ -83,7 +83,8 @@ export const isolation = {
  * due time) keep the default.
  */
 const plannedOnce: PipelineStatement = { sql: "select set_config('plan_cache_mode', 'force_generic_plan', true)", parameters: [] }
-const readsFirstPage = (statement: PipelineStatement): boolean => statement.sql.includes(`as "${LIST_TOTAL}"`)
+const FIRST_PAGE_MARK = `as "${LIST_TOTAL}"`
+const readsFirstPage = (statement: PipelineStatement): boolean => statement.sql.includes(FIRST_PAGE_MARK)
 
 /** A unit's BEGIN, and what it sets after it (`isolation`), sent with its first statement. */
 const beginning = (mode: "read" | "write"): ReadonlyArray<PipelineStatement> => {

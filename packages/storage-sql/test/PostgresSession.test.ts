@@ -259,6 +259,27 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
     })
   const planCacheModeIn = (db: Kysely<Database>, mode: Storage.UnitMode) =>
     Effect.map(inSession<{ readonly plan_cache_mode: string }>(db, mode, "show plan_cache_mode"), (rows) => rows[0]?.plan_cache_mode)
+  /** The statements the pool's one connection keeps prepared, with how often each ran on a generic plan and on one for its values. */
+  const keptPlans = (db: Kysely<Database>) =>
+    inSession<{ readonly statement: string; readonly generic_plans: string; readonly custom_plans: string }>(
+      db,
+      "lookup",
+      "select statement, generic_plans, custom_plans from pg_prepared_statements"
+    )
+  /** A client with one account and 30 transactions, a millisecond apart. */
+  const thirtyTransactions = (storage: Storage.Storage["Service"]) =>
+    Effect.gen(function*() {
+      const client = Records.client()
+      const account = Records.account(client.id)
+      const transactions = Array.from({ length: 30 }, (_, i) => Records.transaction(account, { createdAt: Records.at(i), updatedAt: Records.at(i) }))
+      yield* storage.transaction("write", (unit) =>
+        Effect.gen(function*() {
+          yield* unit.insertClient(client)
+          yield* unit.insertAccount(account)
+          for (const tx of transactions) yield* unit.insertTransaction(tx)
+        }))
+      return { client, transactions }
+    })
 
   it.live("a read unit's statements run on generic plans, each planned once per connection; write units and lookups keep the server's default", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -269,23 +290,14 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       // Later pages of a list, each in a read unit. pg_prepared_statements is the connection's own, and the pool has
       // one: every statement with a LIMIT or an OFFSET ran on its generic plan, never planned again for its values
       // (under the default, each would have been planned for its values at every run).
-      const client = Records.client()
-      const account = Records.account(client.id)
-      yield* storage.transaction("write", (unit) =>
-        Effect.gen(function*() {
-          yield* unit.insertClient(client)
-          yield* unit.insertAccount(account)
-          for (let i = 0; i < 30; i++) yield* unit.insertTransaction(Records.transaction(account, { createdAt: Records.at(i), updatedAt: Records.at(i) }))
-        }))
+      const { client } = yield* thirtyTransactions(storage)
       for (let run = 0; run < 8; run++) {
         const page = yield* storage.transaction("read", (unit) => unit.listTransactions(client.id, {}, { page: 2 + (run % 2), limit: 10 }))
         assert.strictEqual(page.total, 30)
         assert.deepStrictEqual(page.items.map((tx) => tx.createdAt), Array.from({ length: 10 }, (_, i) => Records.at(29 - 10 * (1 + (run % 2)) - i)))
       }
-      const kept = yield* inSession<{ readonly statement: string; readonly generic_plans: string; readonly custom_plans: string }>(
-        db,
-        "lookup",
-        "select statement, generic_plans, custom_plans from pg_prepared_statements where statement like '%\"transactions\"%' and (statement like '%limit%' or statement like '%offset%')"
+      const kept = (yield* keptPlans(db)).filter(({ statement }) =>
+        statement.includes(`"transactions"`) && (statement.includes("limit") || statement.includes("offset"))
       )
       assert.isNotEmpty(kept)
       for (const statement of kept) {
@@ -330,15 +342,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
   it.live("a lookup that reads a list's first page runs it on a generic plan, in the same round trip; the setting ends with the round trip, and lookups by id keep the default", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db, storage, trips } = yield* throughProxy
-      const client = Records.client()
-      const account = Records.account(client.id)
-      const transactions = Array.from({ length: 30 }, (_, i) => Records.transaction(account, { createdAt: Records.at(i), updatedAt: Records.at(i) }))
-      yield* storage.transaction("write", (unit) =>
-        Effect.gen(function*() {
-          yield* unit.insertClient(client)
-          yield* unit.insertAccount(account)
-          for (const tx of transactions) yield* unit.insertTransaction(tx)
-        }))
+      const { client, transactions } = yield* thirtyTransactions(storage)
       // The HTTP API's first pages (Storage.unitForPage): transactions, accounts, and the audit trail's own statement.
       for (let run = 0; run < 8; run++) {
         const { count, exit } = yield* trips(storage.transaction("lookup", (unit) => unit.listTransactions(client.id, {}, { page: 1, limit: 10 })))
@@ -352,11 +356,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       }
       // pg_prepared_statements is the connection's own, and the pool has one. Under the default each first page would
       // have been planned for its values at every run: custom_plans 8.
-      const kept = yield* inSession<{ readonly statement: string; readonly generic_plans: string; readonly custom_plans: string }>(
-        db,
-        "lookup",
-        "select statement, generic_plans, custom_plans from pg_prepared_statements"
-      )
+      const kept = yield* keptPlans(db)
       const firstPages = kept.filter((statement) => statement.statement.includes("list_total"))
       assert.lengthOf(firstPages, 3)
       for (const statement of firstPages) {

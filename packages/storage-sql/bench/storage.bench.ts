@@ -354,7 +354,7 @@ const recount = async (store: Store, clientId: string) => {
 }
 
 /** A page of 20 of the client's transactions, in the unit the API reads it in: a lookup for the first, a read unit after. */
-const pageOf = (storage: Storage.Storage["Service"], clientId: Ids.ClientId, filter: Transaction.TransactionFilter, page: number) => {
+const readPage = (storage: Storage.Storage["Service"], clientId: Ids.ClientId, filter: Transaction.TransactionFilter, page: number) => {
   const request = { page, limit: 20 }
   return storage.transaction(Storage.unitForPage(request), (unit) => unit.listTransactions(clientId, filter, request))
 }
@@ -365,7 +365,7 @@ const benchLatency = async (store: Store) => {
   await runtime.dispose()
   const storage = SqlStorage.make(store.db, store.engine)
   const clientId = Ids.ClientId.make(world.clientId)
-  const list = (filter: Transaction.TransactionFilter, page: number) => () => Effect.runPromise(pageOf(storage, clientId, filter, page))
+  const list = (filter: Transaction.TransactionFilter, page: number) => () => Effect.runPromise(readPage(storage, clientId, filter, page))
   const rowsOnly = () =>
     store.db.selectFrom("transactions").selectAll().where("client_id", "=", store.engine.opaque.text(clientId))
       .orderBy("created_at", "desc").orderBy("id", "desc").limit(store.engine.opaque.integer(20)).execute()
@@ -418,7 +418,7 @@ const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
   const input = { sourceAccountId: world.source, destinationId: world.destination, destinationType: "external" as const, amount: "1", assetType: "ETH" }
   // The first walks, untimed: boundaries every step of the list.
   for (let page = 2; page <= lastPage; page += Math.ceil(lastPage / 8)) {
-    await Effect.runPromise(pageOf(storage, clientId, {}, page))
+    await Effect.runPromise(readPage(storage, clientId, {}, page))
   }
   const series = [
     ["deep, at random", () => 2 + Math.floor(Math.random() * (lastPage - 1))],
@@ -436,7 +436,7 @@ const benchDeepPagesUnderWrites = async (store: Store, size: number) => {
         while (performance.now() < until) {
           const page = nextPage()
           const start = performance.now()
-          await Effect.runPromise(pageOf(storage, clientId, {}, page))
+          await Effect.runPromise(readPage(storage, clientId, {}, page))
           samples.push(performance.now() - start)
         }
       }

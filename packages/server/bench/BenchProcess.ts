@@ -187,13 +187,37 @@ export interface DemoServer {
   readonly whitelisted: string
 }
 
-/** What a bench sends a relay server with demo data (see demoOf): GET an account, GET the accounts, or POST initiate. */
-export type DemoScenario = "account" | "list" | "initiate"
+/**
+ * What a bench sends a relay server with demo data (see demoOf): GET an account, GET the accounts, POST initiate, or
+ * GET the first page of transactions (twenty, after `demoPrepared` has initiated them).
+ */
+export type DemoScenario = "account" | "list" | "initiate" | "transactions"
+
+const demoScenarios: ReadonlyArray<DemoScenario> = ["account", "list", "initiate", "transactions"]
 
 export const demoScenarioOf = (name: string | undefined, fallback: DemoScenario): DemoScenario => {
-  const scenario = name ?? fallback
-  if (scenario !== "account" && scenario !== "list" && scenario !== "initiate") throw new Error(`BENCH_SCENARIO must be account, list or initiate, not ${scenario}`)
+  const scenario = demoScenarios.find((known) => known === (name ?? fallback))
+  if (scenario === undefined) throw new Error(`BENCH_SCENARIO must be one of ${demoScenarios.join(", ")}, not ${name}`)
   return scenario
+}
+
+/** A list page's length in the transactions scenario: the interface's default page. */
+const TRANSACTIONS_PAGE = 20
+
+/**
+ * Gives a server with demo data what `scenario` reads before it is loaded: for transactions, a full page of them,
+ * initiated through the API one by one (the demo holds none).
+ */
+export const demoPrepared = async (scenario: DemoScenario, server: DemoServer): Promise<void> => {
+  if (scenario !== "transactions") return
+  for (let n = 0; n < TRANSACTIONS_PAGE; n++) {
+    const response = await fetch(`${server.url}/relay/v1/transactions/initiate`, {
+      method: "POST",
+      headers: { ...server.headers, "content-type": "application/json" },
+      body: demoInitiation(server)
+    })
+    if (response.status !== 201) throw new Error(`initiating the transactions to list: ${response.status} ${await response.text()}`)
+  }
 }
 
 /** The body of an initiation on demo data (`btcTransferOf`) from the Treasury BTC account to the whitelisted address. */
@@ -210,7 +234,11 @@ export const demoLoad = (
   if (scenario === "initiate") {
     return autocannon({ url: `${server.url}/relay/v1/transactions/initiate`, connections, duration, method: "POST", headers: { ...server.headers, "content-type": "application/json" }, body: demoInitiation(server) })
   }
-  const path = scenario === "list" ? "/relay/v1/accounts" : `/relay/v1/accounts/${server.account}`
+  const path = scenario === "list"
+    ? "/relay/v1/accounts"
+    : scenario === "transactions"
+    ? `/relay/v1/transactions?limit=${TRANSACTIONS_PAGE}`
+    : `/relay/v1/accounts/${server.account}`
   return autocannon({ url: server.url + path, connections, duration, headers: server.headers })
 }
 

@@ -4,7 +4,7 @@
  * read, none for a successful read; see http's RequestLine) and one at Warn (no line per request), each writing
  * its output to a file as a deployment would (the bench never reads it while it measures). BENCH_LEVELS (default
  * Info,Warn) names the servers' levels, the last one the reference.
- * BENCH_SCENARIO (account, list or initiate; default account) under autocannon, the servers taking turns round by
+ * BENCH_SCENARIO (account, list, initiate or transactions; default account) under autocannon, the servers taking turns round by
  * round so the machine's noise falls on all; prints requests per second (median of rounds), what each level costs
  * against the last, and the bytes of log the first server wrote per request. Asserts nothing.
  *
@@ -27,7 +27,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:f
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { cpuMicros, type DemoServer, demoLoad, demoOf, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { cpuMicros, type DemoServer, demoLoad, demoOf, demoPrepared, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
@@ -60,7 +60,9 @@ const run = async () => {
     for (const level of levels) {
       const log = join(directory, `${servers.length}.log`)
       const started = await startServer({ command, logFile: log, ready: READY, through: sink, env: serverEnv(join(directory, `${servers.length}.db`), level) })
-      servers.push({ level: `${level} (server ${servers.length + 1})`, child: started.child, log, ...demoOf(started.output) })
+      const server = { level: `${level} (server ${servers.length + 1})`, child: started.child, log, ...demoOf(started.output) }
+      await demoPrepared(scenario, server)
+      servers.push(server)
     }
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; ${scenario}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${outputText}\n\n`)
     const logBefore = statSync(servers[0]?.log ?? "").size
@@ -133,6 +135,7 @@ const profiled = async () => {
       env: serverEnv(join(directory, "relay.db"), level)
     })
     const server = demoOf(started.output)
+    await demoPrepared(scenario, server)
     await demoLoad(scenario, server, { seconds: warmup, connections })
     const before = cpuMicros(started.child.pid)
     const result = await demoLoad(scenario, server, { seconds: duration, connections })

@@ -13,7 +13,7 @@
  * is the run's own noise, against which the other ratios are read.
  *
  * BENCH_SCENARIO: account (GET an account, default), list (GET the accounts), initiate (POST, to the whitelisted
- * address). BENCH_PG_URL: each server on a PostgreSQL database of its own (created and dropped here; rate limits in
+ * address), transactions (GET a first page of twenty, initiated before the warm-up). BENCH_PG_URL: each server on a PostgreSQL database of its own (created and dropped here; rate limits in
  * memory) instead of a SQLite file. BENCH_PG_DELAY_MS (with BENCH_PG_URL): each server reaches PostgreSQL through a
  * proxy (delayProxy.mjs, a process of its own) that holds every chunk that many milliseconds each way, as a database
  * on another host would; a round trip then costs twice that more. BENCH_LOG_LEVEL (default Info), BENCH_DURATION (seconds per round, default 5),
@@ -23,7 +23,7 @@ import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { delayProxy, type DemoServer, demoLoad, demoOf, demoScenarioOf, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { delayProxy, type DemoServer, demoLoad, demoOf, demoPrepared, demoScenarioOf, postgresDatabase, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const trees = (process.env["BENCH_PAIR"] ?? "").split(",").filter((tree) => tree !== "")
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
@@ -79,7 +79,9 @@ const run = async () => {
         }
       })
       children.push(started.child)
-      servers.push({ tree, pid: started.child.pid, ...demoOf(started.output) })
+      const server = { tree, pid: started.child.pid, ...demoOf(started.output) }
+      await demoPrepared(scenario, server)
+      servers.push(server)
     }
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : pgDelayMillis > 0 ? `PostgreSQL ${pgDelayMillis} ms away each way` : "PostgreSQL"}; ${scenario}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
     const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => server.pid })

@@ -7,17 +7,17 @@
  * A request's first statement also carries what any first read costs (caches gone cold since the last request, the
  * read's locks), so a statement's figure is not what leaving it out would save (docs/benchmarks.md).
  *
- * BENCH_SCENARIO: initiate (default), account (GET an account) or list (GET the accounts). BENCH_WARMUP (seconds,
- * default 10; not counted), BENCH_DURATION (seconds measured, default 5), BENCH_CONNECTIONS (default 10),
- * BENCH_LOG_LEVEL (default Info). Each statement carries the timing's own cost (two clock readings and a map update,
- * outside the figures), so the server is a little slower than without it: compare runs of this bench with each
- * other, not with `bench:http`.
+ * BENCH_SCENARIO: initiate (default), account (GET an account), list (GET the accounts) or transactions (GET a first
+ * page of twenty). BENCH_WARMUP (seconds, default 10; not counted), BENCH_DURATION (seconds measured, default 5),
+ * BENCH_CONNECTIONS (default 10), BENCH_LOG_LEVEL (default Info). Each statement carries the timing's own cost (two
+ * clock readings and a map update, outside the figures), so the server is a little slower than without it: compare
+ * runs of this bench with each other, not with `bench:http`.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { cpuMicros, demoLoad, demoOf, demoScenarioOf, READY, startServer, turnSettingsFromEnv } from "./BenchProcess.js"
+import { cpuMicros, demoLoad, demoOf, demoPrepared, demoScenarioOf, READY, startServer, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "initiate")
 const { duration, warmup, connections } = turnSettingsFromEnv({ rounds: 1 })
@@ -59,6 +59,7 @@ const run = async () => {
   try {
     if (pid === undefined) throw new Error("the server has no pid")
     const server = demoOf(started.output)
+    await demoPrepared(scenario, server)
     await demoLoad(scenario, server, { seconds: warmup, connections })
     await takeTimes(pid, timesFile)
     const cpuBefore = cpuMicros(pid) ?? Number.NaN

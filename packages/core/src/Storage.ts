@@ -139,11 +139,15 @@ export interface TransactionStore {
   readonly insertTransaction: (tx: Transaction.Transaction) => Op<void>
   readonly getTransaction: (id: TransactionId) => Op<Option.Option<Transaction.Transaction>>
   readonly updateTransaction: (tx: Transaction.Transaction) => Op<void>
+  /**
+   * A page of the client's transactions, each as a list shows it (`Transaction.summaryOf`): a list's rows are most of
+   * what it costs, so a store reads no more of them. `getTransaction` reads one whole.
+   */
   readonly listTransactions: (
     clientId: ClientId,
     filter: Transaction.TransactionFilter,
     page: Page.PageRequest
-  ) => Op<Page.Page<Transaction.Transaction>>
+  ) => Op<Page.Page<Transaction.TransactionSummary>>
   /** Every transaction from this account whose reservation is open (status in the pending group). */
   readonly listOpenTransactionsFrom: (accountId: AccountId) => Op<ReadonlyArray<Transaction.Transaction>>
 }
@@ -458,9 +462,10 @@ const makeMemory = Effect.fnUntraced(function*() {
         return update(staged.transactions, "transaction", tx.id, tx)
       },
       listTransactions(clientId, filter, page) {
-        return read(() =>
-          pageOf([...staged.transactions.values()].filter((t) => t.clientId === clientId && transactionMatches(t, filter)), page)
-        )
+        return read(() => {
+          const found = pageOf([...staged.transactions.values()].filter((t) => t.clientId === clientId && transactionMatches(t, filter)), page)
+          return { items: found.items.map(Transaction.summaryOf), total: found.total }
+        })
       },
       listOpenTransactionsFrom(accountId) {
         return read(() =>

@@ -148,12 +148,25 @@ export type TransferInput = typeof TransferInput.Type
 
 const ReadDestinationType = Schema.Literals(["internal_wallet", "external_wallet"])
 
+/** The fields a list record shows as stored (TXN-SHAPE-1); the destination type is shown in its read form. */
+const listedFields = [
+  "id", "sourceAccountId", "destinationId", "amount", "assetType", "networkFee", "status", "createdAt", "updatedAt"
+] as const
+
+const summaryFields = [...listedFields, "destinationType"] as const
+
+/**
+ * What a list of transactions needs of each: the list record's fields, and the destination type as stored. A
+ * store's list reads only these (`Storage.TransactionStore.listTransactions`).
+ */
+export type TransactionSummary = Pick<Transaction, (typeof summaryFields)[number]>
+
+export const summaryOf = (tx: Transaction): TransactionSummary => Struct.pick(tx, summaryFields)
+
 /** List record (TXN-SHAPE-1). */
-export const TransactionListItem = Transaction.mapFields(
-  Struct.pick([
-    "id", "sourceAccountId", "destinationId", "amount", "assetType", "networkFee", "status", "createdAt", "updatedAt"
-  ])
-).mapFields(Struct.assign({ destinationType: ReadDestinationType, direction: Schema.Literal("OUT") }))
+export const TransactionListItem = Transaction.mapFields(Struct.pick(listedFields)).mapFields(
+  Struct.assign({ destinationType: ReadDestinationType, direction: Schema.Literal("OUT") })
+)
 export type TransactionListItem = typeof TransactionListItem.Type
 
 export const Approvals = Schema.Struct({
@@ -220,7 +233,7 @@ export const approvalsOf = (tx: Transaction): Approvals => {
   }
 }
 
-export const toListItem = (tx: Transaction): TransactionListItem => ({
+export const toListItem = (tx: TransactionSummary): TransactionListItem => ({
   id: tx.id,
   sourceAccountId: tx.sourceAccountId,
   destinationId: tx.destinationId,

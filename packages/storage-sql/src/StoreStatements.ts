@@ -7,6 +7,7 @@
 import type { Account, Ids, Transaction, WhitelistedAddress } from "@custody-relay/core"
 import { type Compilable, type ExpressionBuilder, type Expression, type Kysely, type SelectQueryBuilder, sql, type SqlBool } from "kysely"
 import * as AccountRow from "./rows/AccountRow.js"
+import * as TransactionRow from "./rows/TransactionRow.js"
 import type {
   AccountsTable,
   ApiUsersTable,
@@ -368,7 +369,7 @@ const listsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     db.selectFrom("whitelisted_addresses").select((eb) => eb.fn.countAll<number | string>().as("total"))
       .where(whitelistWhere(engine, values))
   const transactions = (values: TransactionListValues) =>
-    db.selectFrom("transactions").selectAll().where(transactionWhere(engine, values))
+    db.selectFrom("transactions").select(TransactionRow.summaryColumns).where(transactionWhere(engine, values))
   // The total is a sum of the few counter rows the filter selects, not a count of the rows themselves. Its values
   // are opaque to SQLite's planner as the page's are: in a first page it runs in the same kept statement.
   const transactionsTotal = (values: TransactionListValues) =>

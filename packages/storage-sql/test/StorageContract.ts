@@ -14,7 +14,7 @@ import {
   type Page,
   RateLimiter,
   Storage,
-  type Transaction,
+  Transaction,
   type WhitelistedAddress
 } from "@custody-relay/core"
 import { Deferred, Effect, Exit, Fiber, type Layer, Option } from "effect"
@@ -269,7 +269,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         }
       }))
 
-    it.effect("transactions: insert, get, update with decisions; list and open reservations as the port defines them", () =>
+    it.effect("transactions: insert, get, update with decisions; list (each item its summary, TXN-SHAPE-1) and open reservations as the port defines them", () =>
       Effect.gen(function*() {
         const client = Records.client()
         const eth = Records.account(client.id, { assetId: "ETH" })
@@ -323,11 +323,22 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
           { group: "failed" },
           { accountId: eth.id, group: "pending", assetType: "ETH" }
         ]
+        // Each item is the transaction's summary, no more and no less (the port's rule): a first page as the API reads
+        // it too, in a lookup (Storage.unitForPage).
+        const summaries = new Map<string, Transaction.TransactionSummary>(stored.map((t) => [t.id, Transaction.summaryOf(t)]))
         for (const filter of filters) {
           for (const request of pageRequests(stored.length)) {
             const page = yield* read((unit) => unit.listTransactions(client.id, filter, request))
             const expected = expectedPage(stored, (t) => Storage.transactionMatches(t, filter), request)
             assert.deepStrictEqual({ ids: ids(page.items), total: page.total }, expected, JSON.stringify({ filter, request }))
+            assert.deepStrictEqual<ReadonlyArray<Transaction.TransactionSummary | undefined>>(
+              page.items,
+              expected.ids.map((id) => summaries.get(id)),
+              JSON.stringify({ filter, request })
+            )
+            if (request.page === 1) {
+              assert.deepStrictEqual(yield* lookup((unit) => unit.listTransactions(client.id, filter, request)), page)
+            }
           }
         }
         const open = yield* read((unit) => unit.listOpenTransactionsFrom(eth.id))

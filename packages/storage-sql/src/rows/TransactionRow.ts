@@ -1,7 +1,8 @@
 /**
- * A transaction as a `transactions` row and back. The creator is two columns; the approvers' decisions are a JSON
- * array, always read and written whole with the transaction, decoded on the way in. The row also carries the
- * status group (`Transaction.groupOf`), so the list's group filter is an index range.
+ * A transaction as a `transactions` row and back, and a list's summary of one from the columns a list reads. The
+ * creator is two columns; the approvers' decisions are a JSON array, always read and written whole with the
+ * transaction, decoded on the way in. The row also carries the status group (`Transaction.groupOf`), so the list's
+ * group filter is an index range.
  */
 import { Money, Transaction } from "@custody-relay/core"
 import { Schema } from "effect"
@@ -37,19 +38,33 @@ export const encode = (tx: Transaction.Transaction): TransactionsTable => ({
   updated_at: tx.updatedAt
 })
 
-export const decode = (row: TransactionsTable): Transaction.Transaction => ({
+/** The columns a list reads: what `Transaction.TransactionSummary` holds, so a list's rows carry nothing else. */
+export const summaryColumns = [
+  "id", "source_account_id", "destination_id", "destination_type", "amount", "asset_type", "network_fee", "status",
+  "created_at", "updated_at"
+] as const satisfies ReadonlyArray<keyof TransactionsTable>
+
+export type SummaryRow = Pick<TransactionsTable, (typeof summaryColumns)[number]>
+
+export const decodeSummary = (row: SummaryRow): Transaction.TransactionSummary => ({
   id: row.id,
-  clientId: row.client_id,
   sourceAccountId: row.source_account_id,
   destinationId: row.destination_id,
   destinationType: row.destination_type,
-  destinationAddress: row.destination_address,
   amount: Money.canonical(row.amount),
   assetType: row.asset_type,
   networkFee: Money.canonical(row.network_fee),
+  status: row.status,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at
+})
+
+export const decode = (row: TransactionsTable): Transaction.Transaction => ({
+  ...decodeSummary(row),
+  clientId: row.client_id,
+  destinationAddress: row.destination_address,
   feeAssetId: row.fee_asset_id,
   reserved: Money.canonical(row.reserved),
-  status: row.status,
   subStatus: row.sub_status,
   requiredApprovals: row.required_approvals,
   createdBy: { apiUserId: row.created_by_api_user_id, name: row.created_by_name },
@@ -57,7 +72,5 @@ export const decode = (row: TransactionsTable): Transaction.Transaction => ({
   decisions: row.decisions === NO_DECISIONS ? [] : decodeDecisions(row.decisions),
   providerTransactionId: row.provider_transaction_id,
   approvedAt: row.approved_at,
-  providerApprovedAt: row.provider_approved_at,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at
+  providerApprovedAt: row.provider_approved_at
 })

@@ -73,7 +73,7 @@ export const store = (
           const listKey = JSON.stringify(values)
           const unseenBy = pageBoundaries.keptSnapshot(clientId)
           const changes = engine.listChanges.query(clientId, unseenBy)
-          const around: ListReads<TransactionsTable> = {
+          const around: ListReads<TransactionRow.SummaryRow> = {
             after: (key, limit, offset) => rows(lists.transactionsAround.after(values, key, limit, offset)),
             upTo: (key, limit, offset) => rows(lists.transactionsAround.upTo(values, key, limit, offset)),
             keysAfter: (key, every, count) => rows(lists.transactionKeysEvery.after(values, key, every, count)),
@@ -94,7 +94,7 @@ export const store = (
               pageBoundaries.page(listKey, clientId, engine.listChanges.sighting(found, unseenBy), total, request, around, Date.now(), guessed)
           )
         }) })
-      }, TransactionRow.decode, request, mode)
+      }, TransactionRow.decodeSummary, request, mode)
     },
     listOpenTransactionsFrom(accountId) {
       return Effect.map(

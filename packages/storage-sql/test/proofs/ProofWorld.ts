@@ -21,7 +21,7 @@ import {
   Transaction,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Effect, type Layer, Redacted } from "effect"
+import { Effect, type Layer, Option, Redacted } from "effect"
 import { layerPostgres, layerSqlite } from "../../src/index.js"
 import { admin } from "../Dialects.js"
 import { sourceNodeArguments } from "../SourceNodeArguments.js"
@@ -154,18 +154,26 @@ export const checkInvariants: (clientId: string, accountIds: ReadonlyArray<strin
   return problems
 })
 
-/** Every transaction from one account, walking the pages. */
+/** Every transaction from one account, whole, walking the pages. */
 export const allTransactions = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   clientId: Ids.ClientId,
   accountId: string
 ) {
-  const all: Array<Transaction.Transaction> = []
+  const listed: Array<Transaction.TransactionSummary> = []
   for (let page = 1; ; page++) {
     const found = yield* unit.listTransactions(clientId, { accountId }, { page, limit: 100 })
-    all.push(...found.items)
-    if (found.items.length < 100) return all
+    listed.push(...found.items)
+    if (found.items.length < 100) break
   }
+  // A list shows a summary of each; the invariants read the whole records.
+  const all: Array<Transaction.Transaction> = []
+  for (const { id } of listed) {
+    const found = yield* unit.getTransaction(id)
+    if (Option.isNone(found)) return yield* Effect.die(new Error(`transaction ${id} is listed but not found`))
+    all.push(found.value)
+  }
+  return all
 })
 
 export const accountBalance = (accountId: string): Step<Money.DecimalString> =>

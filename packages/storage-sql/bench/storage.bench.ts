@@ -33,6 +33,7 @@ import pg from "pg"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import * as TransactionRow from "../src/rows/TransactionRow.js"
 import type { Database } from "../src/schema/Database.js"
 import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
@@ -277,7 +278,7 @@ const benchInitiateAndList = async (store: Store) => {
       const clientId = Ids.ClientId.make(world.clientId)
       // Bound as the store binds them (SqlEngine's `opaque`), so SQLite does not re-plan the page on every run.
       const { text, integer } = store.engine.opaque
-      await trx.selectFrom("transactions").selectAll().where("client_id", "=", text(clientId))
+      await trx.selectFrom("transactions").select(TransactionRow.summaryColumns).where("client_id", "=", text(clientId))
         .orderBy("created_at", "desc").orderBy("id", "desc").limit(integer(20)).offset(integer(0)).execute()
       await trx.selectFrom("transaction_counts").select((eb) => eb.fn.sum("count").as("total")).where("client_id", "=", clientId).executeTakeFirstOrThrow()
       await trx.commit().execute()
@@ -287,7 +288,9 @@ const benchInitiateAndList = async (store: Store) => {
     }
   })
   const rawList = store.raw === undefined ? undefined : await (async () => {
-    const items = store.raw?.prepare("select * from transactions where client_id = cast(? as text) order by created_at desc, id desc limit 20 offset 0")
+    const items = store.raw?.prepare(
+      `select ${TransactionRow.summaryColumns.join(", ")} from transactions where client_id = cast(? as text) order by created_at desc, id desc limit 20 offset 0`
+    )
     const count = store.raw?.prepare("select sum(count) as total from transaction_counts where client_id = ?")
     const read = store.raw?.transaction(() => {
       items?.all(world.clientId)
@@ -367,7 +370,7 @@ const benchLatency = async (store: Store) => {
   const clientId = Ids.ClientId.make(world.clientId)
   const list = (filter: Transaction.TransactionFilter, page: number) => () => Effect.runPromise(readPage(storage, clientId, filter, page))
   const rowsOnly = () =>
-    store.db.selectFrom("transactions").selectAll().where("client_id", "=", store.engine.opaque.text(clientId))
+    store.db.selectFrom("transactions").select(TransactionRow.summaryColumns).where("client_id", "=", store.engine.opaque.text(clientId))
       .orderBy("created_at", "desc").orderBy("id", "desc").limit(store.engine.opaque.integer(20)).execute()
   const countOnly = () =>
     store.db.selectFrom("transactions").select((eb) => eb.fn.countAll().as("total")).where("client_id", "=", clientId).execute()

@@ -16,6 +16,7 @@ import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { Database } from "../src/schema/Database.js"
 import * as SqlStorage from "../src/SqlStorage.js"
+import { LIST_TOTAL } from "../src/SqlUnit.js"
 import { countingProxy } from "./CountingProxy.js"
 import { postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -357,7 +358,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       // pg_prepared_statements is the connection's own, and the pool has one. Under the default each first page would
       // have been planned for its values at every run: custom_plans 8.
       const kept = yield* keptPlans(db)
-      const firstPages = kept.filter((statement) => statement.statement.includes("list_total"))
+      const firstPages = kept.filter((statement) => statement.statement.includes(LIST_TOTAL))
       assert.lengthOf(firstPages, 3)
       for (const statement of firstPages) {
         assert.strictEqual(Number(statement.custom_plans), 0, statement.statement)
@@ -372,7 +373,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       const failed = yield* Effect.exit(Effect.gen(function*() {
         const session = yield* PostgresEngine.sessions(db)("lookup")
         yield* Effect.all([
-          session.execute(CompiledQuery.raw(`select 1 as "list_total"`)),
+          session.execute(CompiledQuery.raw(`select 1 as "${LIST_TOTAL}"`)),
           session.execute(CompiledQuery.raw("select 1 / 0"))
         ], { concurrency: 2 })
       }))

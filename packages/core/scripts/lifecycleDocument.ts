@@ -52,11 +52,14 @@ given an idempotency key (HTTP \`Idempotency-Key\`; \`{ idempotencyKey }\` in th
 \`Idempotency.withKey\` in Effect) claims the key, runs, and records its own result, Schema-encoded, **in the
 same unit of work as its effects**. A retry finds either nothing (the unit rolled back whole: it runs) or the
 finished result (it is replayed, byte for byte, on any node, after any restart). A retry that arrives while the
-first still runs waits on the key's row, which the running unit holds, and then replays; no key is ever taken
-over because of its age. The same key with another request is refused (\`IdempotencyKeyReused\`, HTTP 409); a
-refused command keeps nothing, so the caller may correct it and retry with the same key. Keys are scoped to the
-caller's API key and expire after \`RelayConfig.idempotencyKeyTtlSeconds\` (24 h). calculate-fee keeps its quote
-under a key, so a retry gets the same quote.
+first still runs waits for the running unit, which holds the key (PostgreSQL: the key's row; SQLite: the
+database's write lock), and then replays; no key is ever taken over because of its age. The same key with another
+request is refused (\`IdempotencyKeyReused\`, HTTP 409); a refused command keeps nothing, so the caller may
+correct it and retry with the same key. A refusal, like a result, is answered only on what is committed: a refusal
+for want of funds never rests on another transfer's reservation that could still be lost (on SQLite, see
+storage.md, "Write units share commits"). Keys are scoped to the caller's API key and expire after
+\`RelayConfig.idempotencyKeyTtlSeconds\` (24 h). calculate-fee keeps its quote under a key, so a retry gets the
+same quote.
 
 ## State machines
 

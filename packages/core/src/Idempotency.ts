@@ -2,8 +2,9 @@
  * Exactly-once commands. A command run with an idempotency key claims the key, does its work and records its
  * result in the same unit of work as its effects: a retry finds either nothing (the unit rolled back whole, so
  * it runs again) or the finished result (replayed), never half of one. Whether a first run is still going is
- * decided by the database's own locking: the running unit holds the key's row, and a second claim of it waits
- * until that unit commits (then replays) or rolls back (then runs). A key is never taken over by its age.
+ * decided by the database's own locking: the running unit holds the key (its row, or a lock over every key), and
+ * a second claim of it waits until that unit commits (then replays) or rolls back (then runs). A key is never taken
+ * over by its age.
  *
  * The result is kept as the command's own value, Schema-encoded as JSON (no HTTP status or body), and the first
  * run answers with the value decoded from exactly that text, so a first answer and its replays are the same

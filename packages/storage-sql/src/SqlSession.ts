@@ -29,6 +29,13 @@ export interface SqlSession {
   /** Rolls back what was not committed and gives the connection back. Never fails: the outcome is decided. */
   readonly release: Effect.Effect<void>
   /**
+   * Where a unit can read what others wrote and have not committed (SQLite's commit groups): run when the unit
+   * fails, before its failure is answered. It ends the unit as `release` does, then waits until what the unit read
+   * is committed, or fails with a retryable StorageError when it never will be, so that the unit runs again. Absent,
+   * a unit reads only what is committed and its failure is answered at once.
+   */
+  readonly failed?: Effect.Effect<void, Storage.StorageError>
+  /**
    * A session made per unit whose statements run exactly as another's (only its commit and release differ) names
    * that one, so the storage reuses the stores it made for it (SqlStorage.make).
    */
@@ -49,7 +56,12 @@ export interface CredentialCheck {
 
 /** Opens a session (begins a transaction) in the given mode. */
 export interface SessionOpener {
-  (mode: Storage.UnitMode, check?: CredentialCheck): Effect.Effect<SqlSession, Storage.StorageError>
+  /**
+   * `again`: the unit runs again after a retryable failure. Where units can read what others wrote and have not
+   * committed (SQLite's commit groups), such a unit begins a transaction of its own, on what is committed, so that
+   * a unit whose group was undone on its account does not undo the next one the same way (see CommitGroup).
+   */
+  (mode: Storage.UnitMode, check?: CredentialCheck, again?: boolean): Effect.Effect<SqlSession, Storage.StorageError>
   /**
    * Whether the sessions send a pending `check` with their first statement (PostgreSQL's pipelined sessions). Other
    * sessions ignore it, and the storage then keeps no credentials.

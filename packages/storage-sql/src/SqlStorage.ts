@@ -216,14 +216,18 @@ export const make = (
   const attempt = <A, E, R>(
     mode: Storage.UnitMode,
     work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>,
-    check: CredentialCheck | undefined
+    check: CredentialCheck | undefined,
+    again: boolean
   ) =>
     Effect.acquireUseRelease(
-      open(mode, check),
+      open(mode, check, again),
       (session) =>
         Effect.suspend(() => {
           const made = madeFor(session, mode)
-          return Effect.flatMap(work(made.unit), (value) => Effect.as(Effect.andThen(made.beforeCommit, session.commit), value))
+          const committed = Effect.flatMap(work(made.unit), (value) => Effect.as(Effect.andThen(made.beforeCommit, session.commit), value))
+          // A failure is answered once what the unit read is committed (see SqlSession.failed).
+          const failed = session.failed
+          return failed === undefined ? committed : Effect.catch(committed, (failure) => Effect.andThen(failed, Effect.fail(failure)))
         }),
       (session) => session.release
     )
@@ -241,18 +245,20 @@ export const make = (
   const runningReadsAgain = engine.runsOnEventLoop ? resumingWalks : onNewerSnapshots
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
   const transaction = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>, check?: CredentialCheck) => {
-    const once = mode === "lookup" && check === undefined && lookupOnOpenSession !== undefined
-      ? lookupOnOpenSession(work)
-      : writeSlots !== undefined && mode === "write"
-      ? writeSlots.withPermits(1)(attempt(mode, work, check))
-      : mode === "read"
-      ? runningReadsAgain(attempt(mode, work, check))
-      : attempt(mode, work, check)
+    const run = (again: boolean) =>
+      mode === "lookup" && check === undefined && lookupOnOpenSession !== undefined
+        ? lookupOnOpenSession(work)
+        : writeSlots !== undefined && mode === "write"
+        ? writeSlots.withPermits(1)(attempt(mode, work, check, again))
+        : mode === "read"
+        ? runningReadsAgain(attempt(mode, work, check, again))
+        : attempt(mode, work, check, again)
+    const once = run(false)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
     // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.
     return times <= 0
       ? once
-      : Effect.catchIf(once, isRetryable, () => Effect.retry(once, { schedule: backoff, times: times - 1, while: isRetryable }))
+      : Effect.catchIf(once, isRetryable, () => Effect.retry(run(true), { schedule: backoff, times: times - 1, while: isRetryable }))
   }
   if (keptApiUsers === undefined) return Storage.Storage.of({ transaction })
   return Storage.Storage.of({

@@ -3,7 +3,7 @@
  * session, the statements compiled once per storage, the rows a write unit read, and the helpers each store
  * shares (decoding an optional row, a page and its total, an update that writes only what changed).
  */
-import { Page, type Storage, type Webhook } from "@custody-relay/core"
+import { type Idempotency, Page, type Storage, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import type { Compilable, Kysely } from "kysely"
 import type { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
@@ -223,6 +223,11 @@ export class RowsRead {
    * each before.
    */
   readonly pending_events: Array<PendingEvent> = []
+  /**
+   * The idempotency keys this unit claimed and has not written, by scope and key (stores/IdempotencyKeys.ts): on
+   * an engine whose write unit holds the database's write lock, a key's row is written once, with its result.
+   */
+  readonly idempotency_claims = new Map<string, Idempotency.IdempotencyClaim>()
   clear(): void {
     this.api_users.clear()
     this.accounts.clear()
@@ -231,6 +236,7 @@ export class RowsRead {
     this.outbox_entries.clear()
     this.webhook_subscriptions.clear()
     this.pending_events.length = 0
+    this.idempotency_claims.clear()
   }
 }
 

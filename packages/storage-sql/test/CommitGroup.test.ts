@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Client, Storage } from "@custody-relay/core"
 import BetterSqlite3 from "better-sqlite3"
-import { Effect, Exit, Fiber } from "effect"
+import { Effect, Exit, Fiber, Option } from "effect"
 import { CompiledQuery } from "kysely"
 import { statSync } from "node:fs"
 import { join } from "node:path"
@@ -114,6 +114,65 @@ describe.skipIf(!isWanted("sqlite-file"))("SQLite write units in one turn share 
       assert.isTrue(isCommitted(kept) && isCommitted(alsoKept))
       // A rollback of the group would have run the first unit again.
       assert.strictEqual(runs, 1)
+    }))
+
+  it.live("TXN-INIT-1: a unit that joined a group and failed is answered only once the group's writes it read are committed", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore()
+      const kept = Records.client()
+      // A refusal decided on an earlier unit's write, as a refusal for want of funds rests on another initiation's
+      // reservation. Answered before that write commits, it would stand if the process died before the COMMIT.
+      let seen = false
+      let committedWhenAnswered: boolean | undefined
+      const refused = storage.transaction("write", (unit) =>
+        Effect.flatMap(unit.getClient(kept.id), (found) => {
+          seen = Option.isSome(found)
+          return Effect.fail("refused" as const)
+        })).pipe(Effect.tapError(() => Effect.sync(() => (committedWhenAnswered = isCommitted(kept)))))
+      const [a, b] = yield* Effect.all([Effect.exit(insert(storage, kept)), Effect.exit(refused)], { concurrency: "unbounded" })
+      assert.isTrue(Exit.isSuccess(a))
+      assert.deepStrictEqual(b, Exit.fail("refused"))
+      assert.isTrue(seen, "the refused unit joined the group and read its uncommitted write")
+      assert.isTrue(committedWhenAnswered)
+    }))
+
+  it.live("TXN-INIT-1: when the group a failed unit read from does not commit, the unit fails with the group, not with what it decided", () =>
+    Effect.gen(function*() {
+      const { db, storage, isCommitted } = yield* openStore()
+      const handle = handleOf(db)
+      const client = Records.client()
+      // The group's COMMIT fails (a foreign key checked only at COMMIT, as in the test below), after a second unit
+      // refused on the first one's client.
+      const orphan = storage.transaction("write", (unit) =>
+        Effect.andThen(
+          Effect.sync(() => handle?.database.prepare("pragma defer_foreign_keys = on").run([])),
+          Effect.andThen(unit.insertClient(client), unit.insertAccount(Records.account(Records.client().id)))
+        ))
+      const refusedOnIt = storage.transaction("write", (unit) =>
+        Effect.flatMap(unit.getClient(client.id), (found) => Option.isSome(found) ? Effect.fail("exists" as const) : Effect.succeed("absent" as const)))
+      const [failed, decided] = yield* Effect.all([Effect.exit(orphan), Effect.exit(refusedOnIt)], { concurrency: "unbounded" })
+      assert.isTrue(Exit.isFailure(failed))
+      assert.isFalse(isCommitted(client))
+      // Answered "exists" here, the refusal would rest on a client that never existed.
+      assert.notDeepEqual(decided, Exit.fail("exists"))
+    }))
+
+  it.live("a unit under an idempotency key that is refused writes nothing, so its group's other units commit without running again", () =>
+    Effect.gen(function*() {
+      const { storage, isCommitted } = yield* openStore()
+      const kept = Records.client()
+      const claim = Records.idempotencyClaim()
+      let runs = 0
+      const first = storage.transaction("write", (unit) => Effect.andThen(Effect.sync(() => runs++), unit.insertClient(kept)))
+      const refused = storage.transaction("write", (unit) => Effect.andThen(unit.claimIdempotencyKey(claim), Effect.fail("refused" as const)))
+      const [a, b] = yield* Effect.all([Effect.exit(first), Effect.exit(refused)], { concurrency: "unbounded" })
+      assert.isTrue(Exit.isSuccess(a))
+      assert.deepStrictEqual(b, Exit.fail("refused"))
+      assert.isTrue(isCommitted(kept))
+      // A claim that inserted the key's row would have rolled the group back, and the first unit would have run twice.
+      assert.strictEqual(runs, 1)
+      const found = yield* storage.transaction("lookup", (unit) => unit.findIdempotencyRecord(claim.scope, claim.key, claim.createdAt))
+      assert.isTrue(Option.isNone(found))
     }))
 
   it.live("a unit that fails after changing rows is undone with its group; the group's other units run again and commit", () =>

@@ -23,6 +23,13 @@
  * at once. Savepoints would undo the unit alone, but cost every joining unit a tenth of an initiation's time
  * (journalling each page it changes, and two statements), to spare a re-run that almost never happens.
  *
+ * A failure is answered on what is committed, like a success (`failed`). A unit that joined read what the group's
+ * earlier units wrote, uncommitted: a refusal for want of funds that an earlier unit reserved rests on that
+ * reservation. Answered at once, it would stand even if the group then never committed (the process killed before
+ * the COMMIT, the commit failed, a later unit undid the group), and a retry of the same request would then succeed:
+ * one idempotency key answered both ways (TXN-INIT-1). So a joined unit's failure waits for its group's COMMIT, and
+ * when the group does not commit, the unit fails as the group's members do, to be run again on what is committed.
+ *
  * The caller of every public method holds the connection's gate; the commit scheduled for the end of the turn
  * takes the gate itself, behind whoever holds it.
  */
@@ -123,6 +130,22 @@ export class CommitGroup {
     if (part === "joined") {
       this.#settle(this.#takeMembers(StorageFailure.conflict(new Error("the group of write units was rolled back to undo another unit's writes"))))
     }
+  }
+
+  /**
+   * The unit failed with a failure to answer its caller: its writes are undone, as `abandon` does, and `settle` is
+   * called when that failure may be answered (undefined), or with the failure that replaces it. A unit that began
+   * the group read only what is committed: at once. One that joined and changed nothing waits for the group's
+   * COMMIT and fails with its failure if it fails; one that joined and changed rows rolled the group back, so what
+   * it read is gone: it fails with a conflict, like the members it undid. Never throws.
+   */
+  failed(part: Part, settle: Settle): void {
+    if (part === "joined" && !this.#unitWrote && this.#inTransaction()) {
+      this.#members.push(settle)
+      return
+    }
+    this.abandon(part)
+    settle(part === "began" ? undefined : StorageFailure.conflict(new Error("the group of write units this unit read from was rolled back")))
   }
 
   /** Commits the open group now, if there is one. */

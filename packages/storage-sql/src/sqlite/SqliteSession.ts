@@ -10,7 +10,7 @@ import type { Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { CompiledQuery, type Kysely, type QueryResult, type SqliteDatabase } from "kysely"
 import type { Database } from "../schema/Database.js"
-import type { SessionOpener, SqlSession } from "../SqlSession.js"
+import type { CredentialCheck, SessionOpener, SqlSession } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import type { Checkpointer } from "./Checkpointer.js"
 import type { CommitGroup, Part } from "./CommitGroup.js"
@@ -139,23 +139,32 @@ export const sessions = ({ database, inTransaction, gate, grouped, readWorker }:
   const openLookup: SqlSession = { execute: execute(reader, undefined, () => lookups.enter()), commit: Effect.void, release: Effect.void }
   const lookup = Effect.succeed(openLookup)
   const commitVersion = Effect.try({ try: () => lookups.currentVersion(), catch: classifySqliteError })
-  const beginWrite = Effect.andThen(gate.takeEffect, Effect.try({
-    try: () => groupedWriteSession(session, grouped.commits, grouped.commits.enter(), gate),
-    catch(cause) {
-      gate.give()
-      return classifySqliteError(cause)
-    }
-  }))
+  const beginWriteIn = (again: boolean) =>
+    Effect.andThen(gate.takeEffect, Effect.try({
+      try() {
+        // Run again, a unit begins its own group, reading only what is committed (see SessionOpener).
+        if (again) grouped.commits.flush()
+        return groupedWriteSession(session, grouped.commits, grouped.commits.enter(), gate)
+      },
+      catch(cause) {
+        gate.give()
+        return classifySqliteError(cause)
+      }
+    }))
+  const beginWrite = beginWriteIn(false)
+  const beginWriteAgain = beginWriteIn(true)
   return Object.assign(
-    (mode: Storage.UnitMode) => mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : beginWrite,
+    (mode: Storage.UnitMode, _check?: CredentialCheck, again?: boolean) =>
+      mode === "lookup" ? lookup : mode === "read" ? Effect.andThen(gate.takeEffect, beginRead) : again === true ? beginWriteAgain : beginWrite,
     { openLookup, commitVersion, ...offLoop }
   )
 }
 
 /**
  * A write unit's session in a commit group: its commit gives the connection back and waits for the group's COMMIT
- * (uninterruptibly: once kept, its writes commit with the group's, and the caller learns the outcome). Made per
- * unit, since a unit waiting for its group's commit and the next unit on the connection are both alive.
+ * (uninterruptibly: once kept, its writes commit with the group's, and the caller learns the outcome), and so does
+ * its failure when it joined the group (see CommitGroup.failed). Made per unit, since a unit waiting for its group's
+ * commit and the next unit on the connection are both alive.
  */
 const groupedWriteSession = (
   runsAs: SqlSession,
@@ -182,6 +191,24 @@ const groupedWriteSession = (
       holding = false
       commits.abandon(part)
       gate.give()
+    }),
+    failed: Effect.suspend(() => {
+      if (!holding) return Effect.void
+      holding = false
+      return Effect.callback<void, Storage.StorageError>((resume) => {
+        // Settled at once unless it waits for the group; resumed only after the connection is given back, as a kept
+        // unit is (CommitGroup), since the unit may run again at once.
+        let settled: Effect.Effect<void, Storage.StorageError> | undefined
+        let waiting = false
+        commits.failed(part, (failure) => {
+          const outcome = failure === undefined ? Effect.void : Effect.fail(failure)
+          if (waiting) resume(outcome)
+          else settled = outcome
+        })
+        waiting = true
+        gate.give()
+        if (settled !== undefined) resume(settled)
+      })
     })
   }
 }

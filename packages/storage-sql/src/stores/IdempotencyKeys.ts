@@ -1,14 +1,19 @@
 /**
- * The idempotency store (core `Idempotency`) on SQL. A claim inserts the key's row in the command's own unit;
- * a second claim of a key whose claiming unit still runs meets that unit's uncommitted row and waits for it
- * (PostgreSQL's unique index, SQLite's write lock), then sees its committed result or, after a rollback,
- * inserts its own. The row's `result` is null only inside the claiming unit.
+ * The idempotency store (core `Idempotency`) on SQL. The row's `result` is set once the command is done, in the
+ * command's own unit, so a committed row always has one; how a claim holds the key meanwhile is the engine's:
+ * - PostgreSQL: a claim inserts the key's row with no result. A second claim of a key whose claiming unit still runs
+ *   meets that unit's uncommitted row and waits on its unique index, then sees its committed result or, after a
+ *   rollback, inserts its own.
+ * - SQLite: a write unit holds the database's write lock from its first statement, so no other unit can claim the
+ *   key while it runs, and a claim only reads. The row is written once, with the result (an upsert, which also
+ *   claims an expired key anew). A refusal then writes nothing, so a unit refused in a commit group leaves the group
+ *   alone (CommitGroup) instead of rolling back every unit with it.
  */
-import type { Idempotency } from "@custody-relay/core"
+import type { Idempotency, Storage } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { IdempotencyKeysTable } from "../schema/Database.js"
-import { expectOneRow, type StoreArguments } from "../SqlUnit.js"
+import { expectOneRow, refuseWrite, type StoreArguments } from "../SqlUnit.js"
 import * as StorageFailure from "../StorageFailure.js"
 
 const decode = (row: IdempotencyKeysTable): Idempotency.IdempotencyRecord => ({
@@ -23,9 +28,16 @@ const decode = (row: IdempotencyKeysTable): Idempotency.IdempotencyRecord => ({
 const keyed = (db: StoreArguments["db"], scope: string, key: string) =>
   db.selectFrom("idempotency_keys").selectAll().where("scope", "=", scope).where("key", "=", key)
 
-/** Claims a key: inserted, or found (a committed result to replay), or found expired and claimed anew in place. */
-const claimKey = Effect.fnUntraced(function*(
-  { db, engine, mode, statements: { first, write } }: StoreArguments,
+/** A committed result that still holds the key at the claim's time. */
+const holds = (row: IdempotencyKeysTable | undefined, claim: Idempotency.IdempotencyClaim): row is IdempotencyKeysTable =>
+  row !== undefined && row.expires_at > claim.createdAt && row.result !== null
+
+/** Where a unit keeps a claim it has not written (SQLite): by scope and key. */
+const claimKeyOf = (scope: string, key: string): string => `${scope}\u0000${key}`
+
+/** Claims a key by its row: inserted, or found (a committed result to replay), or found expired and claimed anew in place. */
+const claimByRow = Effect.fnUntraced(function*(
+  { db, mode, statements: { first, write } }: StoreArguments,
   claim: Idempotency.IdempotencyClaim
 ) {
   const inserted = yield* write(
@@ -41,12 +53,12 @@ const claimKey = Effect.fnUntraced(function*(
       .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
   )
   if (inserted === 1) return Option.none()
-  const found = yield* first(keyed(db, claim.scope, claim.key).$if(mode === "write" && engine.locksRowsForWrite, (qb) => qb.forUpdate()))
+  const found = yield* first(keyed(db, claim.scope, claim.key).$if(mode === "write", (qb) => qb.forUpdate()))
   if (found === undefined) {
     // Deleted as expired between the two statements: lost a race, so the unit runs again.
     return yield* Effect.fail(StorageFailure.conflict(new Error(`idempotency key ${claim.scope}/${claim.key} vanished`)))
   }
-  if (found.expires_at > claim.createdAt && found.result !== null) return Option.some(decode(found))
+  if (holds(found, claim)) return Option.some(decode(found))
   // Expired: claimed anew, in place.
   yield* Effect.flatMap(
     write(
@@ -59,11 +71,24 @@ const claimKey = Effect.fnUntraced(function*(
   return Option.none()
 })
 
+/** Claims a key under the database's write lock: a committed result found, or the claim kept in the unit, unwritten. */
+const claimUnderLock = (
+  { db, mode, read, statements: { first } }: StoreArguments,
+  claim: Idempotency.IdempotencyClaim
+): Effect.Effect<Option.Option<Idempotency.IdempotencyRecord>, Storage.StorageError> =>
+  mode !== "write" ? refuseWrite(mode) : Effect.map(first(keyed(db, claim.scope, claim.key)), (found) => {
+    if (holds(found, claim)) return Option.some(decode(found))
+    read.idempotency_claims.set(claimKeyOf(claim.scope, claim.key), claim)
+    return Option.none()
+  })
+
 export const store = (parts: StoreArguments): Idempotency.IdempotencyStore => {
-  const { db, statements: { first, write } } = parts
+  const { db, engine, read, statements: { first, write } } = parts
+  // Where the unit holds the whole database's write lock (SQLite), it holds every key too.
+  const underLock = !engine.locksRowsForWrite
   return {
     claimIdempotencyKey(request) {
-      return claimKey(parts, request)
+      return underLock ? claimUnderLock(parts, request) : claimByRow(parts, request)
     },
     findIdempotencyRecord(scope, key, now) {
       return Effect.map(
@@ -71,12 +96,25 @@ export const store = (parts: StoreArguments): Idempotency.IdempotencyStore => {
         (row) => (row === undefined ? Option.none() : Option.some(decode(row)))
       )
     },
-    completeIdempotencyKey(scope, key, result) {
-      return Effect.flatMap(
-        write(db.updateTable("idempotency_keys").set({ result }).where("scope", "=", scope).where("key", "=", key)),
-        expectOneRow("idempotency_keys", `${scope}/${key}`)
-      )
-    },
+    completeIdempotencyKey: (scope, key, result) => Effect.suspend(() => {
+      const claim = underLock ? read.idempotency_claims.get(claimKeyOf(scope, key)) : undefined
+      if (underLock && claim === undefined) return Effect.die(new Error(`idempotency key ${scope}/${key} completed without a claim in this unit`))
+      const written = claim === undefined
+        ? write(db.updateTable("idempotency_keys").set({ result }).where("scope", "=", scope).where("key", "=", key))
+        : write(
+          db.insertInto("idempotency_keys")
+            .values({ scope, key, fingerprint: claim.fingerprint, result, created_at: claim.createdAt, expires_at: claim.expiresAt })
+            .onConflict((oc) =>
+              oc.columns(["scope", "key"]).doUpdateSet({
+                fingerprint: claim.fingerprint,
+                result,
+                created_at: claim.createdAt,
+                expires_at: claim.expiresAt
+              })
+            )
+        )
+      return Effect.flatMap(written, expectOneRow("idempotency_keys", `${scope}/${key}`))
+    }),
     deleteExpiredIdempotencyRecords(now) {
       return write(db.deleteFrom("idempotency_keys").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`))
     }

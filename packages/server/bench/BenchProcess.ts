@@ -26,6 +26,8 @@ export type Autocannon = (options: {
   readonly method?: string
   readonly headers?: Record<string, string>
   readonly body?: string
+  /** Each `[<id>]` in a request replaced by an id of its own as it is sent (autocannon's hyperid). */
+  readonly idReplacement?: boolean
   /** Each request's path chosen as it is sent (autocannon's `setupRequest`), instead of the url's. */
   readonly requests?: ReadonlyArray<{ readonly setupRequest: (request: { path: string }) => { path: string } }>
 }) => Running
@@ -188,12 +190,13 @@ export interface DemoServer {
 }
 
 /**
- * What a bench sends a relay server with demo data (see demoOf): GET an account, GET the accounts, POST initiate, or
- * GET the first page of transactions (twenty, after `demoPrepared` has initiated them).
+ * What a bench sends a relay server with demo data (see demoOf): GET an account, GET the accounts, POST initiate
+ * (without an idempotency key, or each under a key of its own, as a careful client sends it), or GET the first page
+ * of transactions (twenty, after `demoPrepared` has initiated them).
  */
-export type DemoScenario = "account" | "list" | "initiate" | "transactions"
+export type DemoScenario = "account" | "list" | "initiate" | "initiate-keyed" | "transactions"
 
-const demoScenarios: ReadonlyArray<DemoScenario> = ["account", "list", "initiate", "transactions"]
+const demoScenarios: ReadonlyArray<DemoScenario> = ["account", "list", "initiate", "initiate-keyed", "transactions"]
 
 export const demoScenarioOf = (name: string | undefined, fallback: DemoScenario): DemoScenario => {
   const scenario = demoScenarios.find((known) => known === (name ?? fallback))
@@ -231,8 +234,16 @@ export const demoLoad = (
   settings: { readonly seconds: number; readonly connections: number }
 ): Running => {
   const { seconds: duration, connections } = settings
-  if (scenario === "initiate") {
-    return autocannon({ url: `${server.url}/relay/v1/transactions/initiate`, connections, duration, method: "POST", headers: { ...server.headers, "content-type": "application/json" }, body: demoInitiation(server) })
+  if (scenario === "initiate" || scenario === "initiate-keyed") {
+    return autocannon({
+      url: `${server.url}/relay/v1/transactions/initiate`,
+      connections,
+      duration,
+      method: "POST",
+      headers: { ...server.headers, "content-type": "application/json", ...(scenario === "initiate-keyed" ? { "idempotency-key": "[<id>]" } : {}) },
+      body: demoInitiation(server),
+      ...(scenario === "initiate-keyed" ? { idReplacement: true } : {})
+    })
   }
   const path = scenario === "list"
     ? "/relay/v1/accounts"

@@ -13,7 +13,7 @@
  * is the run's own noise, against which the other ratios are read.
  *
  * BENCH_SCENARIO: account (GET an account, default), list (GET the accounts), initiate (POST, to the whitelisted
- * address), transactions (GET a first page of twenty, initiated before the warm-up). BENCH_PG_URL: each server on a
+ * address), initiate-keyed (the same, each under an Idempotency-Key of its own), transactions (GET a first page of twenty, initiated before the warm-up). BENCH_PG_URL: each server on a
  * PostgreSQL database of its own (created and dropped here; rate limits in memory) instead of a SQLite file.
  * BENCH_PG_DELAY_MS (with BENCH_PG_URL): each server reaches PostgreSQL through a proxy (delayProxy.mjs, a process
  * of its own) that holds every chunk that many milliseconds each way, as a database on another host would; a round

@@ -7,8 +7,8 @@
  * A request's first statement also carries what any first read costs (caches gone cold since the last request, the
  * read's locks), so a statement's figure is not what leaving it out would save (docs/benchmarks.md).
  *
- * BENCH_SCENARIO: initiate (default), account (GET an account), list (GET the accounts) or transactions (GET a first
- * page of twenty). BENCH_WARMUP (seconds, default 10; not counted), BENCH_DURATION (seconds measured, default 5),
+ * BENCH_SCENARIO: initiate (default), initiate-keyed (each under an Idempotency-Key of its own), account (GET an
+ * account), list (GET the accounts) or transactions (GET a first page of twenty). BENCH_WARMUP (seconds, default 10; not counted), BENCH_DURATION (seconds measured, default 5),
  * BENCH_CONNECTIONS (default 10), BENCH_LOG_LEVEL (default Info). Each statement carries the timing's own cost (two
  * clock readings and a map update, outside the figures), so the server is a little slower than without it: compare
  * runs of this bench with each other, not with `bench:http`.

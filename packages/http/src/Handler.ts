@@ -220,8 +220,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     if (!Idempotency.isValidKey(key)) {
       return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
     }
-    const hash = yield* Idempotency.fingerprint(request.method, request.pathname, text)
-    return yield* Idempotency.run(principal.keyId, key, hash, work)
+    return yield* Idempotency.run(principal.keyId, key, Idempotency.fingerprint(request.method, request.pathname, text), work)
   })
 
   /** The request through the API (or the control protocol, or the OpenAPI document) to its finished reply. */

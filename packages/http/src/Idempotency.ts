@@ -10,6 +10,8 @@
  * - calculate-fee changes nothing, so a key on it is checked and then has nothing to guard.
  */
 import { Idempotency } from "@custody-relay/core"
+import { sha256 } from "@noble/hashes/sha2.js"
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js"
 import { Effect } from "effect"
 import type { Reply } from "./Reply.js"
 
@@ -20,14 +22,14 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
 /** A key is 1 to 255 visible ASCII characters. */
 export const isValidKey = (key: string): boolean => KEY_PATTERN.test(key)
 
-const hex = (buffer: ArrayBuffer): string =>
-  Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, "0")).join("")
-
-/** Digest of what makes two requests "the same": method, path and the exact body. */
-export const fingerprint = (method: string, pathname: string, body: string): Effect.Effect<string> =>
-  Effect.promise(() => crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${method} ${pathname}\n${body}`))).pipe(
-    Effect.map(hex)
-  )
+/**
+ * Digest of what makes two requests "the same": method, path and the exact body (SHA-256, lowercase hex). Computed
+ * in the request's own step with @noble/hashes: WebCrypto's `digest` is asynchronous, a round through node's thread
+ * pool and a promise for a body of a few hundred bytes, and cost a keyed initiation far more than the hash itself
+ * (docs/benchmarks.md, "initiations under an idempotency key").
+ */
+export const fingerprint = (method: string, pathname: string, body: string): string =>
+  bytesToHex(sha256(utf8ToBytes(`${method} ${pathname}\n${body}`)))
 
 /** Runs `work` (a command's reply) under the caller's key, marking a replayed answer. */
 export const run = <E, R>(scope: string, key: string, requestHash: string, work: Effect.Effect<Reply, E, R>) =>

@@ -5,7 +5,9 @@
  */
 import { CustodyProvider, Relay } from "@custody-relay/core"
 import { Context, Effect, Layer } from "effect"
+import { createHash } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Idempotency from "../src/Idempotency.js"
 import { field, type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
 
 let fixture: Fixture
@@ -28,6 +30,12 @@ const transfer = (t: Tenant, amount = "0.001") => ({
 const balanceOf = async (f: Fixture, t: Tenant) => field((await f.as(t.admin).get(`/relay/v1/accounts/${t.source}`)).body, "availableBalance")
 
 describe("Idempotency-Key", () => {
+  it("a request's fingerprint is the SHA-256 of its method, path and exact body, in lowercase hex: what earlier versions stored", () => {
+    const body = JSON.stringify({ ...transfer(tenant), memo: "ä \u2028 \ud83d\ude80" })
+    const expected = createHash("sha256").update(`POST /relay/v1/transactions/initiate\n${body}`, "utf8").digest("hex")
+    expect(Idempotency.fingerprint("POST", "/relay/v1/transactions/initiate", body)).toBe(expected)
+  })
+
   it("a retry with the same key and body replays the first answer and initiates once", async () => {
     const as = fixture.as(tenant.admin)
     const before = record((await as.get("/relay/v1/transactions")).body)["total"]

@@ -80,10 +80,23 @@ export const CurrentKey = Context.Reference<CommandKey | undefined>("@custody-re
 export const withKey = <A, E, R>(command: Effect.Effect<A, E, R>, key: CommandKey): Effect.Effect<A, E, R> =>
   Effect.provideService(command, CurrentKey, key)
 
+interface Kept {
+  readonly encode: (value: unknown) => string
+  readonly decode: (text: string) => unknown
+}
+
+// A command's result schema is one of a few constants; its JSON codec, derived afresh, is compiled anew at its first
+// use, which cost a keyed command more than its encoding (docs/benchmarks.md, "initiations under an idempotency key").
+const codecs = new WeakMap<Schema.Codec<unknown, unknown>, Kept>()
+
 const keptAs = <S extends Schema.Codec<unknown, unknown>>(result: S) => {
-  const encode = Schema.encodeSync(Schema.fromJsonString(Schema.toCodecJson(result)))
-  const decode = Schema.decodeSync(Schema.fromJsonString(Schema.toCodecJson(result)))
-  return { encode: (value: S["Type"]): string => encode(value), decode: (text: string): S["Type"] => decode(text) }
+  let kept = codecs.get(result)
+  if (kept === undefined) {
+    const json = Schema.fromJsonString(Schema.toCodecJson(result))
+    kept = { encode: Schema.encodeSync(json), decode: Schema.decodeSync(json) }
+    codecs.set(result, kept)
+  }
+  return kept as { readonly encode: (value: S["Type"]) => string; readonly decode: (text: string) => S["Type"] }
 }
 
 const replayOf = <S extends Schema.Codec<unknown, unknown>>(

@@ -13,6 +13,7 @@ import type {
   ApiUsersTable,
   Database,
   DomainEventsTable,
+  IdempotencyKeysTable,
   LedgerEntriesTable,
   OutboxEntriesTable,
   TransactionsTable,
@@ -157,6 +158,15 @@ const transactionWhere = (engine: SqlEngine, values: TransactionListValues) =>
   return eb.and(terms)
 }
 
+/** An idempotency key: its caller's scope and the key. */
+interface IdempotencyKeyValues {
+  readonly scope: string
+  readonly key: string
+}
+
+const idempotencyKey = (db: Kysely<Database>, { key, scope }: IdempotencyKeyValues) =>
+  db.selectFrom("idempotency_keys").selectAll().where("scope", "=", scope).where("key", "=", key)
+
 /** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
 const lookupsOf = (db: Kysely<Database>, engine: SqlEngine) => {
   return {
@@ -181,6 +191,15 @@ const lookupsOf = (db: Kysely<Database>, engine: SqlEngine) => {
       byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id)),
       byKey((id: Ids.TransactionId) => db.selectFrom("transactions").selectAll().where("id", "=", id).forNoKeyUpdate())
     ] as const,
+    /** An idempotency key's row, committed or not; the second locks it (a claim on PostgreSQL). */
+    idempotencyKey: [
+      byColumns((values: IdempotencyKeyValues) => idempotencyKey(db, values)),
+      byColumns((values: IdempotencyKeyValues) => idempotencyKey(db, values).forUpdate())
+    ] as const,
+    /** A key's committed result that has not expired at `now`: the look before a command's provider call. */
+    idempotencyRecord: byColumns((values: IdempotencyKeyValues & { readonly now: string }) =>
+      idempotencyKey(db, values).where("result", "is not", null).where(sql<SqlBool>`${sql.ref("expires_at")} > ${values.now}`)
+    ),
     // Every write unit that appends an event looks these up once (initiate among them). Behind `opaque`: with a
     // plain parameter SQLite planned this statement again on every run, 5 µs of a 0.5 µs read (SqlEngine).
     webhookSubscriptionsOfClient: byKey((clientId: Ids.ClientId) =>
@@ -219,6 +238,25 @@ const writesOf = (db: Kysely<Database>) => ({
         oc.columns(["client_id", "source_account_id", "asset_type", "status_group"])
           .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", step.increment) }))
       )
+  ),
+  /** A claim of a key, inserted unless the key's row exists (PostgreSQL: see stores/IdempotencyKeys.ts). */
+  claimIdempotencyKey: byColumns((row: IdempotencyKeysTable) =>
+    db.insertInto("idempotency_keys").values(row).onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
+  ),
+  /** An expired key claimed anew, or a claimed key's result, in place. */
+  updateIdempotencyKey: byColumns(({ key, scope, ...changes }: Partial<IdempotencyKeysTable> & IdempotencyKeyValues) =>
+    db.updateTable("idempotency_keys").set(changes).where("scope", "=", scope).where("key", "=", key)
+  ),
+  /** A key's row with its result, new or in place of an expired one (SQLite: see stores/IdempotencyKeys.ts). */
+  keepIdempotencyKey: byColumns((row: IdempotencyKeysTable) =>
+    db.insertInto("idempotency_keys").values(row).onConflict((oc) =>
+      oc.columns(["scope", "key"]).doUpdateSet((eb) => ({
+        fingerprint: eb.ref("excluded.fingerprint"),
+        result: eb.ref("excluded.result"),
+        created_at: eb.ref("excluded.created_at"),
+        expires_at: eb.ref("excluded.expires_at")
+      }))
+    )
   ),
   updateApiUser: byColumns(({ id, ...changes }: Changes<ApiUsersTable>) => db.updateTable("api_users").set(changes).where("id", "=", id)),
   updateAccount: byColumns(({ id, ...changes }: Changes<AccountsTable>) => db.updateTable("accounts").set(changes).where("id", "=", id)),

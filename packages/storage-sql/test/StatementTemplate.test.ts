@@ -3,14 +3,18 @@
  * the same SQL and the same parameters in the same order, on both engines' compilers, for any set of columns and
  * any values; a value bound at several places is bound at each from one template; an insert of several rows is
  * compiled once per number of rows and binds each row's values; and a statement with a value kysely inlines, or
- * rows that name different columns, is compiled per call.
+ * rows that name different columns, is compiled per call. An idempotency key's statements, kept once by the store,
+ * compile to what kysely compiles per call.
  */
 import { describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { DummyDriver, Kysely, sql, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
+import { type CompiledQuery, DummyDriver, Kysely, sql, type SqlBool, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
 import { assert } from "vitest"
-import type { AccountsTable, Database, DomainEventsTable, TransactionsTable } from "../src/schema/Database.js"
+import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import type { AccountsTable, Database, DomainEventsTable, IdempotencyKeysTable, TransactionsTable } from "../src/schema/Database.js"
+import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import { byColumns, byKey, byRows } from "../src/StatementTemplate.js"
+import { storeStatementsOf } from "../src/StoreStatements.js"
 
 const compilersOnly = (dialect: "sqlite" | "postgres") =>
   new Kysely<Database>({
@@ -165,6 +169,42 @@ describe("StatementTemplate", () => {
         assert.strictEqual(compiled.sql, db.selectFrom("accounts").selectAll().where("id", "=", id).compile().sql)
       }
       assert.strictEqual(built, 1)
+    })
+
+    it(`${dialect}: an idempotency key's statements compiled once (StoreStatements) are what kysely compiles per call`, () => {
+      const { lookups, writes } = storeStatementsOf(db, dialect === "sqlite" ? SqliteEngine : PostgresEngine)
+      const text = fc.oneof(fc.string(), fc.constant("\u0000scope"), fc.constant("\u0000key"))
+      fc.assert(
+        fc.property(fc.record({ scope: text, key: text, fingerprint: text, result: fc.option(text), created_at: text, expires_at: text, now: text }), (values) => {
+          const { now, ...row } = values
+          const kept = row as IdempotencyKeysTable
+          const same = (once: CompiledQuery, each: CompiledQuery) => {
+            assert.strictEqual(once.sql, each.sql)
+            assert.deepStrictEqual(once.parameters, each.parameters)
+          }
+          same(
+            writes.keepIdempotencyKey(kept).compile(),
+            db.insertInto("idempotency_keys").values(kept).onConflict((oc) =>
+              oc.columns(["scope", "key"]).doUpdateSet((eb) => ({
+                fingerprint: eb.ref("excluded.fingerprint"),
+                result: eb.ref("excluded.result"),
+                created_at: eb.ref("excluded.created_at"),
+                expires_at: eb.ref("excluded.expires_at")
+              }))
+            ).compile()
+          )
+          same(
+            lookups.idempotencyRecord({ scope: row.scope, key: row.key, now }).compile(),
+            db.selectFrom("idempotency_keys").selectAll().where("scope", "=", row.scope).where("key", "=", row.key)
+              .where("result", "is not", null).where(sql<SqlBool>`${sql.ref("expires_at")} > ${now}`).compile()
+          )
+          same(
+            writes.updateIdempotencyKey({ scope: row.scope, key: row.key, result: row.result }).compile(),
+            db.updateTable("idempotency_keys").set({ result: row.result }).where("scope", "=", row.scope).where("key", "=", row.key).compile()
+          )
+        }),
+        { numRuns: 200 }
+      )
     })
   }
 })

@@ -25,9 +25,6 @@ const decode = (row: IdempotencyKeysTable): Idempotency.IdempotencyRecord => ({
   expiresAt: row.expires_at
 })
 
-const keyed = (db: StoreArguments["db"], scope: string, key: string) =>
-  db.selectFrom("idempotency_keys").selectAll().where("scope", "=", scope).where("key", "=", key)
-
 /** A committed result that still holds the key at the claim's time. */
 const holds = (row: IdempotencyKeysTable | undefined, claim: Idempotency.IdempotencyClaim): row is IdempotencyKeysTable =>
   row !== undefined && row.expires_at > claim.createdAt && row.result !== null
@@ -37,53 +34,46 @@ const claimKeyOf = (scope: string, key: string): string => `${scope}\u0000${key}
 
 /** Claims a key by its row: inserted, or found (a committed result to replay), or found expired and claimed anew in place. */
 const claimByRow = Effect.fnUntraced(function*(
-  { db, mode, statements: { first, write } }: StoreArguments,
+  { compiled: { lookups, writes }, locking, statements: { first, write } }: StoreArguments,
   claim: Idempotency.IdempotencyClaim
 ) {
-  const inserted = yield* write(
-    db.insertInto("idempotency_keys")
-      .values({
-        scope: claim.scope,
-        key: claim.key,
-        fingerprint: claim.fingerprint,
-        result: null,
-        created_at: claim.createdAt,
-        expires_at: claim.expiresAt
-      })
-      .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
-  )
+  const { key, scope } = claim
+  const inserted = yield* write(writes.claimIdempotencyKey({
+    scope,
+    key,
+    fingerprint: claim.fingerprint,
+    result: null,
+    created_at: claim.createdAt,
+    expires_at: claim.expiresAt
+  }))
   if (inserted === 1) return Option.none()
-  const found = yield* first(keyed(db, claim.scope, claim.key).$if(mode === "write", (qb) => qb.forUpdate()))
+  const found = yield* first(lookups.idempotencyKey[locking]({ scope, key }))
   if (found === undefined) {
     // Deleted as expired between the two statements: lost a race, so the unit runs again.
-    return yield* Effect.fail(StorageFailure.conflict(new Error(`idempotency key ${claim.scope}/${claim.key} vanished`)))
+    return yield* Effect.fail(StorageFailure.conflict(new Error(`idempotency key ${scope}/${key} vanished`)))
   }
   if (holds(found, claim)) return Option.some(decode(found))
   // Expired: claimed anew, in place.
   yield* Effect.flatMap(
-    write(
-      db.updateTable("idempotency_keys")
-        .set({ fingerprint: claim.fingerprint, result: null, created_at: claim.createdAt, expires_at: claim.expiresAt })
-        .where("scope", "=", claim.scope).where("key", "=", claim.key)
-    ),
-    expectOneRow("idempotency_keys", `${claim.scope}/${claim.key}`)
+    write(writes.updateIdempotencyKey({ scope, key, fingerprint: claim.fingerprint, result: null, created_at: claim.createdAt, expires_at: claim.expiresAt })),
+    expectOneRow("idempotency_keys", `${scope}/${key}`)
   )
   return Option.none()
 })
 
 /** Claims a key under the database's write lock: a committed result found, or the claim kept in the unit, unwritten. */
 const claimUnderLock = (
-  { db, mode, read, statements: { first } }: StoreArguments,
+  { compiled: { lookups }, mode, read, statements: { first } }: StoreArguments,
   claim: Idempotency.IdempotencyClaim
 ): Effect.Effect<Option.Option<Idempotency.IdempotencyRecord>, Storage.StorageError> =>
-  mode !== "write" ? refuseWrite(mode) : Effect.map(first(keyed(db, claim.scope, claim.key)), (found) => {
+  mode !== "write" ? refuseWrite(mode) : Effect.map(first(lookups.idempotencyKey[0]({ scope: claim.scope, key: claim.key })), (found) => {
     if (holds(found, claim)) return Option.some(decode(found))
     read.idempotency_claims.set(claimKeyOf(claim.scope, claim.key), claim)
     return Option.none()
   })
 
 export const store = (parts: StoreArguments): Idempotency.IdempotencyStore => {
-  const { db, engine, read, statements: { first, write } } = parts
+  const { compiled: { lookups, writes }, db, engine, read, statements: { first, write } } = parts
   // Where the unit holds the whole database's write lock (SQLite), it holds every key too.
   const underLock = !engine.locksRowsForWrite
   return {
@@ -91,30 +81,18 @@ export const store = (parts: StoreArguments): Idempotency.IdempotencyStore => {
       return underLock ? claimUnderLock(parts, request) : claimByRow(parts, request)
     },
     findIdempotencyRecord(scope, key, now) {
-      return Effect.map(
-        first(keyed(db, scope, key).where("result", "is not", null).where(sql<SqlBool>`${sql.ref("expires_at")} > ${now}`)),
-        (row) => (row === undefined ? Option.none() : Option.some(decode(row)))
-      )
+      return Effect.map(first(lookups.idempotencyRecord({ scope, key, now })), (row) => (row === undefined ? Option.none() : Option.some(decode(row))))
     },
-    completeIdempotencyKey: (scope, key, result) => Effect.suspend(() => {
-      const claim = underLock ? read.idempotency_claims.get(claimKeyOf(scope, key)) : undefined
-      if (underLock && claim === undefined) return Effect.die(new Error(`idempotency key ${scope}/${key} completed without a claim in this unit`))
-      const written = claim === undefined
-        ? write(db.updateTable("idempotency_keys").set({ result }).where("scope", "=", scope).where("key", "=", key))
-        : write(
-          db.insertInto("idempotency_keys")
-            .values({ scope, key, fingerprint: claim.fingerprint, result, created_at: claim.createdAt, expires_at: claim.expiresAt })
-            .onConflict((oc) =>
-              oc.columns(["scope", "key"]).doUpdateSet({
-                fingerprint: claim.fingerprint,
-                result,
-                created_at: claim.createdAt,
-                expires_at: claim.expiresAt
-              })
-            )
+    completeIdempotencyKey: (scope, key, result) =>
+      Effect.suspend(() => {
+        if (!underLock) return Effect.flatMap(write(writes.updateIdempotencyKey({ scope, key, result })), expectOneRow("idempotency_keys", `${scope}/${key}`))
+        const claim = read.idempotency_claims.get(claimKeyOf(scope, key))
+        if (claim === undefined) return Effect.die(new Error(`idempotency key ${scope}/${key} completed without a claim in this unit`))
+        return Effect.flatMap(
+          write(writes.keepIdempotencyKey({ scope, key, fingerprint: claim.fingerprint, result, created_at: claim.createdAt, expires_at: claim.expiresAt })),
+          expectOneRow("idempotency_keys", `${scope}/${key}`)
         )
-      return Effect.flatMap(written, expectOneRow("idempotency_keys", `${scope}/${key}`))
-    }),
+      }),
     deleteExpiredIdempotencyRecords(now) {
       return write(db.deleteFrom("idempotency_keys").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`))
     }

@@ -164,11 +164,42 @@ interface IdempotencyKeyValues {
   readonly key: string
 }
 
-const idempotencyKey = (db: Kysely<Database>, { key, scope }: IdempotencyKeyValues) =>
-  db.selectFrom("idempotency_keys").selectAll().where("scope", "=", scope).where("key", "=", key)
+/**
+ * An idempotency key's statements as kysely builds them, per call; the store keeps each compiled once (the lookups
+ * and writes below), and a test compares the two.
+ */
+export const idempotencyKeyStatements = (db: Kysely<Database>) => {
+  const row = ({ key, scope }: IdempotencyKeyValues) =>
+    db.selectFrom("idempotency_keys").selectAll().where("scope", "=", scope).where("key", "=", key)
+  return {
+    /** The key's row, committed or not. */
+    row,
+    /** The key's committed result that has not expired at `now`. */
+    record: (values: IdempotencyKeyValues & { readonly now: string }) =>
+      row(values).where("result", "is not", null).where(sql<SqlBool>`${sql.ref("expires_at")} > ${values.now}`),
+    /** A claim of a key, inserted unless the key's row exists. */
+    claim: (claimed: IdempotencyKeysTable) =>
+      db.insertInto("idempotency_keys").values(claimed).onConflict((oc) => oc.columns(["scope", "key"]).doNothing()),
+    /** Some of the key's columns, in place. */
+    update: ({ key, scope, ...changes }: Partial<IdempotencyKeysTable> & IdempotencyKeyValues) =>
+      db.updateTable("idempotency_keys").set(changes).where("scope", "=", scope).where("key", "=", key),
+    /** The key's row with its result, new or in place of an expired one. */
+    keep: (kept: IdempotencyKeysTable) =>
+      db.insertInto("idempotency_keys").values(kept).onConflict((oc) =>
+        oc.columns(["scope", "key"]).doUpdateSet((eb) => ({
+          fingerprint: eb.ref("excluded.fingerprint"),
+          result: eb.ref("excluded.result"),
+          created_at: eb.ref("excluded.created_at"),
+          expires_at: eb.ref("excluded.expires_at")
+        }))
+      )
+  }
+}
+
+type IdempotencyKeyStatements = ReturnType<typeof idempotencyKeyStatements>
 
 /** The store's lookups by id or key, each compiled once per store; the second of a pair locks its row (see SqlEngine). */
-const lookupsOf = (db: Kysely<Database>, engine: SqlEngine) => {
+const lookupsOf = (db: Kysely<Database>, engine: SqlEngine, idempotencyKey: IdempotencyKeyStatements) => {
   return {
     client: [
       byKey((id: Ids.ClientId) => db.selectFrom("clients").selectAll().where("id", "=", id)),
@@ -193,13 +224,11 @@ const lookupsOf = (db: Kysely<Database>, engine: SqlEngine) => {
     ] as const,
     /** An idempotency key's row, committed or not; the second locks it (a claim on PostgreSQL). */
     idempotencyKey: [
-      byColumns((values: IdempotencyKeyValues) => idempotencyKey(db, values)),
-      byColumns((values: IdempotencyKeyValues) => idempotencyKey(db, values).forUpdate())
+      byColumns(idempotencyKey.row),
+      byColumns((values: IdempotencyKeyValues) => idempotencyKey.row(values).forUpdate())
     ] as const,
     /** A key's committed result that has not expired at `now`: the look before a command's provider call. */
-    idempotencyRecord: byColumns((values: IdempotencyKeyValues & { readonly now: string }) =>
-      idempotencyKey(db, values).where("result", "is not", null).where(sql<SqlBool>`${sql.ref("expires_at")} > ${values.now}`)
-    ),
+    idempotencyRecord: byColumns(idempotencyKey.record),
     // Every write unit that appends an event looks these up once (initiate among them). Behind `opaque`: with a
     // plain parameter SQLite planned this statement again on every run, 5 µs of a 0.5 µs read (SqlEngine).
     webhookSubscriptionsOfClient: byKey((clientId: Ids.ClientId) =>
@@ -219,7 +248,7 @@ interface CountStep extends Pick<TransactionsTable, "client_id" | "source_accoun
 }
 
 /** The store's inserts and updates by id, each compiled once per set of columns it writes (see StatementTemplate). */
-const writesOf = (db: Kysely<Database>) => ({
+const writesOf = (db: Kysely<Database>, idempotencyKey: IdempotencyKeyStatements) => ({
   insertTransaction: byColumns((row: TransactionsTable) => db.insertInto("transactions").values(row)),
   insertLedgerEntry: byColumns((row: LedgerEntriesTable) => db.insertInto("ledger_entries").values(row)),
   /** Several events in one insert (see EventLog.flushEvents). */
@@ -239,25 +268,12 @@ const writesOf = (db: Kysely<Database>) => ({
           .doUpdateSet((eb) => ({ count: eb("transaction_counts.count", "+", step.increment) }))
       )
   ),
-  /** A claim of a key, inserted unless the key's row exists (PostgreSQL: see stores/IdempotencyKeys.ts). */
-  claimIdempotencyKey: byColumns((row: IdempotencyKeysTable) =>
-    db.insertInto("idempotency_keys").values(row).onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
-  ),
+  /** A claim of a key (PostgreSQL: see stores/IdempotencyKeys.ts). */
+  claimIdempotencyKey: byColumns(idempotencyKey.claim),
   /** An expired key claimed anew, or a claimed key's result, in place. */
-  updateIdempotencyKey: byColumns(({ key, scope, ...changes }: Partial<IdempotencyKeysTable> & IdempotencyKeyValues) =>
-    db.updateTable("idempotency_keys").set(changes).where("scope", "=", scope).where("key", "=", key)
-  ),
-  /** A key's row with its result, new or in place of an expired one (SQLite: see stores/IdempotencyKeys.ts). */
-  keepIdempotencyKey: byColumns((row: IdempotencyKeysTable) =>
-    db.insertInto("idempotency_keys").values(row).onConflict((oc) =>
-      oc.columns(["scope", "key"]).doUpdateSet((eb) => ({
-        fingerprint: eb.ref("excluded.fingerprint"),
-        result: eb.ref("excluded.result"),
-        created_at: eb.ref("excluded.created_at"),
-        expires_at: eb.ref("excluded.expires_at")
-      }))
-    )
-  ),
+  updateIdempotencyKey: byColumns(idempotencyKey.update),
+  /** A key's row with its result, written once (SQLite: see stores/IdempotencyKeys.ts). */
+  keepIdempotencyKey: byColumns(idempotencyKey.keep),
   updateApiUser: byColumns(({ id, ...changes }: Changes<ApiUsersTable>) => db.updateTable("api_users").set(changes).where("id", "=", id)),
   updateAccount: byColumns(({ id, ...changes }: Changes<AccountsTable>) => db.updateTable("accounts").set(changes).where("id", "=", id)),
   updateWhitelistedAddress: byColumns(({ id, ...changes }: Changes<WhitelistedAddressesTable>) =>
@@ -440,9 +456,12 @@ export interface StoreStatements {
   readonly lists: ReturnType<typeof listsOf>
 }
 
-export const storeStatementsOf = (db: Kysely<Database>, engine: SqlEngine): StoreStatements => ({
-  lookups: lookupsOf(db, engine),
-  writes: writesOf(db),
-  lists: listsOf(db, engine)
-})
+export const storeStatementsOf = (db: Kysely<Database>, engine: SqlEngine): StoreStatements => {
+  const idempotencyKey = idempotencyKeyStatements(db)
+  return {
+    lookups: lookupsOf(db, engine, idempotencyKey),
+    writes: writesOf(db, idempotencyKey),
+    lists: listsOf(db, engine)
+  }
+}
 

@@ -8,13 +8,13 @@
  */
 import { describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { type CompiledQuery, DummyDriver, Kysely, sql, type SqlBool, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
+import { type CompiledQuery, DummyDriver, Kysely, sql, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely"
 import { assert } from "vitest"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { AccountsTable, Database, DomainEventsTable, IdempotencyKeysTable, TransactionsTable } from "../src/schema/Database.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import { byColumns, byKey, byRows } from "../src/StatementTemplate.js"
-import { storeStatementsOf } from "../src/StoreStatements.js"
+import { idempotencyKeyStatements, storeStatementsOf } from "../src/StoreStatements.js"
 
 const compilersOnly = (dialect: "sqlite" | "postgres") =>
   new Kysely<Database>({
@@ -173,6 +173,7 @@ describe("StatementTemplate", () => {
 
     it(`${dialect}: an idempotency key's statements compiled once (StoreStatements) are what kysely compiles per call`, () => {
       const { lookups, writes } = storeStatementsOf(db, dialect === "sqlite" ? SqliteEngine : PostgresEngine)
+      const perCall = idempotencyKeyStatements(db)
       const text = fc.oneof(fc.string(), fc.constant("\u0000scope"), fc.constant("\u0000key"))
       fc.assert(
         fc.property(fc.record({ scope: text, key: text, fingerprint: text, result: fc.option(text), created_at: text, expires_at: text, now: text }), (values) => {
@@ -182,25 +183,13 @@ describe("StatementTemplate", () => {
             assert.strictEqual(once.sql, each.sql)
             assert.deepStrictEqual(once.parameters, each.parameters)
           }
-          same(
-            writes.keepIdempotencyKey(kept).compile(),
-            db.insertInto("idempotency_keys").values(kept).onConflict((oc) =>
-              oc.columns(["scope", "key"]).doUpdateSet((eb) => ({
-                fingerprint: eb.ref("excluded.fingerprint"),
-                result: eb.ref("excluded.result"),
-                created_at: eb.ref("excluded.created_at"),
-                expires_at: eb.ref("excluded.expires_at")
-              }))
-            ).compile()
-          )
-          same(
-            lookups.idempotencyRecord({ scope: row.scope, key: row.key, now }).compile(),
-            db.selectFrom("idempotency_keys").selectAll().where("scope", "=", row.scope).where("key", "=", row.key)
-              .where("result", "is not", null).where(sql<SqlBool>`${sql.ref("expires_at")} > ${now}`).compile()
-          )
+          same(writes.keepIdempotencyKey(kept).compile(), perCall.keep(kept).compile())
+          same(writes.claimIdempotencyKey(kept).compile(), perCall.claim(kept).compile())
+          same(lookups.idempotencyRecord({ scope: row.scope, key: row.key, now }).compile(), perCall.record({ scope: row.scope, key: row.key, now }).compile())
+          same(lookups.idempotencyKey[1]({ scope: row.scope, key: row.key }).compile(), perCall.row({ scope: row.scope, key: row.key }).forUpdate().compile())
           same(
             writes.updateIdempotencyKey({ scope: row.scope, key: row.key, result: row.result }).compile(),
-            db.updateTable("idempotency_keys").set({ result: row.result }).where("scope", "=", row.scope).where("key", "=", row.key).compile()
+            perCall.update({ scope: row.scope, key: row.key, result: row.result }).compile()
           )
         }),
         { numRuns: 200 }

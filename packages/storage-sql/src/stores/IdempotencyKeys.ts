@@ -13,7 +13,7 @@ import type { Idempotency, Storage } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { IdempotencyKeysTable } from "../schema/Database.js"
-import { expectOneRow, refuseWrite, type StoreArguments } from "../SqlUnit.js"
+import { expectOneRow, optional, refuseWrite, type StoreArguments } from "../SqlUnit.js"
 import * as StorageFailure from "../StorageFailure.js"
 
 const decode = (row: IdempotencyKeysTable): Idempotency.IdempotencyRecord => ({
@@ -24,6 +24,19 @@ const decode = (row: IdempotencyKeysTable): Idempotency.IdempotencyRecord => ({
   createdAt: row.created_at,
   expiresAt: row.expires_at
 })
+
+/** The key's row as `claim` writes it, with `result` (none while the claiming unit runs, on PostgreSQL). */
+const rowOf = (claim: Idempotency.IdempotencyClaim, result: string | null): IdempotencyKeysTable => ({
+  scope: claim.scope,
+  key: claim.key,
+  fingerprint: claim.fingerprint,
+  result,
+  created_at: claim.createdAt,
+  expires_at: claim.expiresAt
+})
+
+/** An update or upsert of one key's row: it must change exactly that row. */
+const oneKeyRow = (scope: string, key: string) => expectOneRow("idempotency_keys", `${scope}/${key}`)
 
 /** A committed result that still holds the key at the claim's time. */
 const holds = (row: IdempotencyKeysTable | undefined, claim: Idempotency.IdempotencyClaim): row is IdempotencyKeysTable =>
@@ -38,14 +51,7 @@ const claimByRow = Effect.fnUntraced(function*(
   claim: Idempotency.IdempotencyClaim
 ) {
   const { key, scope } = claim
-  const inserted = yield* write(writes.claimIdempotencyKey({
-    scope,
-    key,
-    fingerprint: claim.fingerprint,
-    result: null,
-    created_at: claim.createdAt,
-    expires_at: claim.expiresAt
-  }))
+  const inserted = yield* write(writes.claimIdempotencyKey(rowOf(claim, null)))
   if (inserted === 1) return Option.none()
   const found = yield* first(lookups.idempotencyKey[locking]({ scope, key }))
   if (found === undefined) {
@@ -54,10 +60,7 @@ const claimByRow = Effect.fnUntraced(function*(
   }
   if (holds(found, claim)) return Option.some(decode(found))
   // Expired: claimed anew, in place.
-  yield* Effect.flatMap(
-    write(writes.updateIdempotencyKey({ scope, key, fingerprint: claim.fingerprint, result: null, created_at: claim.createdAt, expires_at: claim.expiresAt })),
-    expectOneRow("idempotency_keys", `${scope}/${key}`)
-  )
+  yield* Effect.flatMap(write(writes.updateIdempotencyKey(rowOf(claim, null))), oneKeyRow(scope, key))
   return Option.none()
 })
 
@@ -81,17 +84,14 @@ export const store = (parts: StoreArguments): Idempotency.IdempotencyStore => {
       return underLock ? claimUnderLock(parts, request) : claimByRow(parts, request)
     },
     findIdempotencyRecord(scope, key, now) {
-      return Effect.map(first(lookups.idempotencyRecord({ scope, key, now })), (row) => (row === undefined ? Option.none() : Option.some(decode(row))))
+      return Effect.map(first(lookups.idempotencyRecord({ scope, key, now })), optional(decode))
     },
     completeIdempotencyKey: (scope, key, result) =>
       Effect.suspend(() => {
-        if (!underLock) return Effect.flatMap(write(writes.updateIdempotencyKey({ scope, key, result })), expectOneRow("idempotency_keys", `${scope}/${key}`))
+        if (!underLock) return Effect.flatMap(write(writes.updateIdempotencyKey({ scope, key, result })), oneKeyRow(scope, key))
         const claim = read.idempotency_claims.get(claimKeyOf(scope, key))
         if (claim === undefined) return Effect.die(new Error(`idempotency key ${scope}/${key} completed without a claim in this unit`))
-        return Effect.flatMap(
-          write(writes.keepIdempotencyKey({ scope, key, fingerprint: claim.fingerprint, result, created_at: claim.createdAt, expires_at: claim.expiresAt })),
-          expectOneRow("idempotency_keys", `${scope}/${key}`)
-        )
+        return Effect.flatMap(write(writes.keepIdempotencyKey(rowOf(claim, result))), oneKeyRow(scope, key))
       }),
     deleteExpiredIdempotencyRecords(now) {
       return write(db.deleteFrom("idempotency_keys").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`))

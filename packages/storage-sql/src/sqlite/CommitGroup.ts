@@ -133,19 +133,22 @@ export class CommitGroup {
   }
 
   /**
-   * The unit failed with a failure to answer its caller: its writes are undone, as `abandon` does, and `settle` is
-   * called when that failure may be answered (undefined), or with the failure that replaces it. A unit that began
-   * the group read only what is committed: at once. One that joined and changed nothing waits for the group's
-   * COMMIT and fails with its failure if it fails; one that joined and changed rows rolled the group back, so what
-   * it read is gone: it fails with a conflict, like the members it undid. Never throws.
+   * The unit failed with a failure to answer its caller: its writes are undone, as `abandon` does. Answers when that
+   * failure may be answered: now (`{ replacedBy: undefined }`), now replaced by another failure, or, when it answers
+   * undefined, once the group ends, through `settle` as a kept unit learns it. A unit that began the group read only
+   * what is committed: now. One that joined and changed nothing waits for the group's COMMIT and fails with its
+   * failure if it fails; one that joined and changed rows rolled the group back, so what it read is gone: it fails
+   * with a conflict now, like the members it undid. Never throws.
    */
-  failed(part: Part, settle: Settle): void {
+  failed(part: Part, settle: Settle): { readonly replacedBy: Storage.StorageError | undefined } | undefined {
     if (part === "joined" && !this.#unitWrote && this.#inTransaction()) {
       this.#members.push(settle)
-      return
+      return undefined
     }
     this.abandon(part)
-    settle(part === "began" ? undefined : StorageFailure.conflict(new Error("the group of write units this unit read from was rolled back")))
+    return {
+      replacedBy: part === "began" ? undefined : StorageFailure.conflict(new Error("the group of write units this unit read from was rolled back"))
+    }
   }
 
   /** Commits the open group now, if there is one. */

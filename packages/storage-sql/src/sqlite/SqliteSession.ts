@@ -196,18 +196,11 @@ const groupedWriteSession = (
       if (!holding) return Effect.void
       holding = false
       return Effect.callback<void, Storage.StorageError>((resume) => {
-        // Settled at once unless it waits for the group; resumed only after the connection is given back, as a kept
-        // unit is (CommitGroup), since the unit may run again at once.
-        let settled: Effect.Effect<void, Storage.StorageError> | undefined
-        let waiting = false
-        commits.failed(part, (failure) => {
-          const outcome = failure === undefined ? Effect.void : Effect.fail(failure)
-          if (waiting) resume(outcome)
-          else settled = outcome
-        })
-        waiting = true
+        const answered = (failure: Storage.StorageError | undefined) => resume(failure === undefined ? Effect.void : Effect.fail(failure))
+        const now = commits.failed(part, answered)
+        // Resumed only after the connection is given back, as a kept unit is (CommitGroup): it may run again at once.
         gate.give()
-        if (settled !== undefined) resume(settled)
+        if (now !== undefined) answered(now.replacedBy)
       })
     })
   }

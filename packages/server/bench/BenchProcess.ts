@@ -235,14 +235,15 @@ export const demoLoad = (
 ): Running => {
   const { seconds: duration, connections } = settings
   if (scenario === "initiate" || scenario === "initiate-keyed") {
+    const keyed = scenario === "initiate-keyed"
     return autocannon({
       url: `${server.url}/relay/v1/transactions/initiate`,
       connections,
       duration,
       method: "POST",
-      headers: { ...server.headers, "content-type": "application/json", ...(scenario === "initiate-keyed" ? { "idempotency-key": "[<id>]" } : {}) },
+      headers: { ...server.headers, "content-type": "application/json", ...(keyed ? { "idempotency-key": "[<id>]" } : {}) },
       body: demoInitiation(server),
-      ...(scenario === "initiate-keyed" ? { idReplacement: true } : {})
+      idReplacement: keyed
     })
   }
   const path = scenario === "list"

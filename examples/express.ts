@@ -11,7 +11,8 @@ import { isMain, startExample } from "./exampleServer.js"
 
 export const expressApp = (handler: RelayHandler): Express => {
   const app = express()
-  app.use("/relay", (req, res) => toNodeListener(handler)(Object.assign(req, { url: req.originalUrl }), res))
+  const relay = toNodeListener(handler)
+  app.use("/relay", (req, res) => relay(Object.assign(req, { url: req.originalUrl }), res))
   app.post("/app/echo", express.json(), (req, res) => void res.json({ got: req.body }))
   return app
 }

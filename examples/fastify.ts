@@ -12,12 +12,13 @@ import { isMain, startExample } from "./exampleServer.js"
 
 export const fastifyApp = (handler: RelayHandler) => {
   const fastify = Fastify()
+  const listener = toNodeListener(handler)
   fastify.register(async (relay) => {
     relay.removeAllContentTypeParsers()
     relay.addContentTypeParser("*", (_request, _payload, done) => done(null))
     relay.all("/relay/*", (request, reply) => {
       reply.hijack()
-      toNodeListener(handler)(request.raw, reply.raw)
+      listener(request.raw, reply.raw)
     })
   })
   fastify.post("/app/echo", async (request) => ({ got: request.body }))

@@ -1,7 +1,8 @@
 /**
  * The node:http adapter. A relay handler (from makeHandler) is served directly: node's IncomingMessage is read
  * as the pipeline's `Incoming` and the finished reply is written to the ServerResponse in one write, with no
- * `Request`, `Response` or web stream in between. Any other fetch handler (one wrapped in middleware, say) goes
+ * `Request`, `Response` or web stream in between; replies finished in one turn of the event loop are written
+ * together at its end, after its first (TurnEndWrites.ts). Any other fetch handler (one wrapped in middleware, say) goes
  * through the generic translation: IncomingMessage -> Request -> handler -> Response -> ServerResponse. Either
  * way the body is read through the handler's size limit, so a too-large body is refused early (413), and the
  * request URL is resolved on a fixed origin: the Host header is the caller's and never trusted.
@@ -12,6 +13,7 @@ import { type RelayHandler, serveIncoming } from "./Handler.js"
 import { PayloadTooLarge } from "./HttpError.js"
 import { concat, type Incoming, ORIGIN, splitTarget } from "./Incoming.js"
 import type { Reply } from "./Reply.js"
+import { turnEndWrites } from "./TurnEndWrites.js"
 
 export type FetchHandler = (request: Request) => Promise<Response>
 
@@ -117,19 +119,22 @@ const writeReply = (reply: Reply, outgoing: ServerResponse, incoming: IncomingMe
   incoming.resume()
 }
 
-const relayListener = (serve: RelayHandler<unknown>[typeof serveIncoming]) =>
-(incoming: IncomingMessage, outgoing: ServerResponse): void => {
-  let reply: Reply | Promise<Reply>
-  try {
-    reply = serve(fromIncomingMessage(incoming))
-  } catch {
-    // Only a request target that cannot be resolved as a URL lands here.
-    return failWith(outgoing, 400, MALFORMED)
-  }
-  if (reply instanceof Promise) {
-    reply.then((done) => writeReply(done, outgoing, incoming), () => failWith(outgoing, 500, UNEXPECTED))
-  } else {
-    writeReply(reply, outgoing, incoming)
+const relayListener = (serve: RelayHandler<unknown>[typeof serveIncoming]) => {
+  const writes = turnEndWrites()
+  return (incoming: IncomingMessage, outgoing: ServerResponse): void => {
+    let reply: Reply | Promise<Reply>
+    try {
+      reply = serve(fromIncomingMessage(incoming))
+    } catch {
+      // Only a request target that cannot be resolved as a URL lands here.
+      return failWith(outgoing, 400, MALFORMED)
+    }
+    if (reply instanceof Promise) {
+      reply.then((done) => writeReply(done, outgoing, incoming), () => failWith(outgoing, 500, UNEXPECTED))
+    } else {
+      const ready = reply
+      writes(() => writeReply(ready, outgoing, incoming))
+    }
   }
 }
 
@@ -172,7 +177,10 @@ const fetchListener = (handler: FetchHandler) => (incoming: IncomingMessage, out
 
 const isRelayHandler = (handler: FetchHandler): handler is RelayHandler<unknown> => serveIncoming in handler
 
-/** A `node:http` request listener serving `handler`: directly for a relay handler, by translation otherwise. */
+/**
+ * A `node:http` request listener serving `handler`: directly for a relay handler, by translation otherwise. Make it
+ * once and mount that one: it keeps the replies of the turn (TurnEndWrites.ts).
+ */
 export const toNodeListener = (handler: FetchHandler) =>
   isRelayHandler(handler) ? relayListener(handler[serveIncoming]) : fetchListener(handler)
 

@@ -2,9 +2,10 @@
  * The node:http adapter is translation only: a real socket in, the same answers out, the body streamed through
  * the handler's size limit, and close() waiting for requests in flight.
  */
-import { request as httpRequest } from "node:http"
+import { request as httpRequest, ServerResponse } from "node:http"
+import { connect } from "node:net"
 import fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { ORIGIN, searchParams, splitTarget } from "../src/Incoming.js"
 import { type Incoming, type Listening, serve, serveIncoming } from "../src/node.js"
 import { type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
@@ -133,6 +134,36 @@ describe("node adapter", () => {
     release()
     expect((await inFlight).status).toBe(200)
     await closing
+  })
+
+  it("requests handled in one turn: the first reply is written at once, the others together at the turn's end, each on its own request in order (TurnEndWrites)", async () => {
+    const events: Array<string> = []
+    const answering = Object.assign(async () => new Response(null, { status: 500 }), {
+      [serveIncoming]: (incoming: Incoming) => {
+        events.push(`handle ${incoming.pathname}`)
+        return { status: 200, headers: { "content-type": "text/plain" }, body: `answer to ${incoming.pathname}` }
+      }
+    })
+    const end = ServerResponse.prototype.end
+    vi.spyOn(ServerResponse.prototype, "end").mockImplementation(function(this: ServerResponse, ...args: Array<unknown>) {
+      events.push(`write ${this.req.url}`)
+      return Reflect.apply(end, this, args) as ServerResponse
+    } as typeof end)
+    const own = await serve(answering, { port: 0 })
+    try {
+      // Three requests pipelined in one packet are parsed, and handled, in one turn.
+      const socket = connect(Number(new URL(own.url).port), "127.0.0.1")
+      let received = ""
+      socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk))
+      socket.write(["/1", "/2", "/3"].map((path) => `GET ${path} HTTP/1.1\r\nHost: relay\r\n\r\n`).join(""))
+      await vi.waitFor(() => expect(received.match(/answer to \/\d/g)).toHaveLength(3))
+      socket.destroy()
+      expect(received.match(/answer to \/\d/g)).toEqual(["answer to /1", "answer to /2", "answer to /3"])
+      expect(events).toEqual(["handle /1", "write /1", "handle /2", "handle /3", "write /2", "write /3"])
+    } finally {
+      vi.restoreAllMocks()
+      await own.close()
+    }
   })
 
   it("a relay handler is served directly and answers exactly as the generic Request/Response translation does", async () => {

@@ -166,6 +166,26 @@ describe("node adapter", () => {
     }
   })
 
+  it("a client gone before its turn's replies are written costs the server nothing: the next request is answered", async () => {
+    const own = await serve(fixture.handler, { port: 0 })
+    try {
+      const path = `/relay/v1/accounts/${tenant.source}`
+      const headers = Object.entries(auth()).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+      for (let round = 0; round < 20; round++) {
+        const socket = connect(Number(new URL(own.url).port), "127.0.0.1")
+        await new Promise((resolve) => socket.once("connect", resolve))
+        socket.write(Array.from({ length: 4 }, () => `GET ${path} HTTP/1.1\r\nHost: relay\r\n${headers}\r\n`).join(""))
+        if (round % 2 === 0) socket.destroy()
+        else socket.resetAndDestroy()
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const answer = await fetch(own.url + path, { headers: auth() })
+      expect(answer.status).toBe(200)
+    } finally {
+      await own.close()
+    }
+  })
+
   it("a relay handler is served directly and answers exactly as the generic Request/Response translation does", async () => {
     // A plain fetch handler (here the relay wrapped in a closure) takes the generic path.
     const generic = await serve((request) => fixture.handler(request), { port: 0 })

@@ -26,6 +26,15 @@ afterAll(async () => {
 
 const auth = () => ({ "x-api-key": tenant.admin.keyId, "x-api-secret": tenant.admin.secret })
 
+/** A raw connection to `server` on which GETs of `paths` are sent pipelined, in one write. */
+const pipelinedGets = async (server: Listening, paths: ReadonlyArray<string>, headers: Readonly<Record<string, string>> = {}) => {
+  const socket = connect(Number(new URL(server.url).port), "127.0.0.1")
+  await new Promise((resolve) => socket.once("connect", resolve))
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+  socket.write(paths.map((path) => `GET ${path} HTTP/1.1\r\nHost: relay\r\n${lines}\r\n`).join(""))
+  return socket
+}
+
 describe("node adapter", () => {
   it("GEN-JSON-1: serves the handler's answers, headers included", async () => {
     const answer = await fetch(`${listening.url}/relay/v1/accounts?limit=1`, { headers: auth() })
@@ -152,10 +161,9 @@ describe("node adapter", () => {
     const own = await serve(answering, { port: 0 })
     try {
       // Three requests pipelined in one packet are parsed, and handled, in one turn.
-      const socket = connect(Number(new URL(own.url).port), "127.0.0.1")
+      const socket = await pipelinedGets(own, ["/1", "/2", "/3"])
       let received = ""
       socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk))
-      socket.write(["/1", "/2", "/3"].map((path) => `GET ${path} HTTP/1.1\r\nHost: relay\r\n\r\n`).join(""))
       await vi.waitFor(() => expect(received.match(/answer to \/\d/g)).toHaveLength(3))
       socket.destroy()
       expect(received.match(/answer to \/\d/g)).toEqual(["answer to /1", "answer to /2", "answer to /3"])
@@ -170,11 +178,8 @@ describe("node adapter", () => {
     const own = await serve(fixture.handler, { port: 0 })
     try {
       const path = `/relay/v1/accounts/${tenant.source}`
-      const headers = Object.entries(auth()).map(([name, value]) => `${name}: ${value}\r\n`).join("")
       for (let round = 0; round < 20; round++) {
-        const socket = connect(Number(new URL(own.url).port), "127.0.0.1")
-        await new Promise((resolve) => socket.once("connect", resolve))
-        socket.write(Array.from({ length: 4 }, () => `GET ${path} HTTP/1.1\r\nHost: relay\r\n${headers}\r\n`).join(""))
+        const socket = await pipelinedGets(own, [path, path, path, path], auth())
         if (round % 2 === 0) socket.destroy()
         else socket.resetAndDestroy()
       }

@@ -23,8 +23,9 @@ export const startExample = async (
   const { server, close } = await listen(handler, Number(process.env["PORT"] ?? 8080))
   const { port } = server.address() as AddressInfo
   const url = `http://127.0.0.1:${port}`
-  // The secret is printed once, here, as the relay's own first start does; it is never logged.
-  console.log(`${framework} listening on ${url} key=${issued.keyId} secret=${Redacted.value(issued.secret)}`)
+  // The secret is printed once, here, as the relay's own first start does; it is never logged. The pid is the one
+  // to signal: the package script runs this file in node itself, with no launcher process between.
+  console.log(`${framework} listening on ${url} pid=${process.pid} key=${issued.keyId} secret=${Redacted.value(issued.secret)}`)
   console.log(`try: curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${issued.keyId}' -H 'x-api-secret: <the secret above>'`)
   const stop = async () => {
     await close()

@@ -4,11 +4,10 @@ import { promisify } from "node:util"
 import { assert, describe, it } from "vitest"
 
 const examples = fileURLToPath(new URL("..", import.meta.url))
-const tsx = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url))
 
 describe("examples/demo.ts", () => {
   it("runs the whole flow and every refusal is refused", async () => {
-    const { stdout } = await promisify(execFile)(tsx, ["--conditions=@custody-relay/source", "demo.ts"], { cwd: examples })
+    const { stdout } = await promisify(execFile)(process.execPath, ["--conditions=@custody-relay/source", "--import", "tsx", "demo.ts"], { cwd: examples })
     assert.include(stdout, '"status": "COMPLETED"')
     assert.include(stdout, '"reconciled": true')
     assert.include(stdout, "InitiatorCannotApprove")

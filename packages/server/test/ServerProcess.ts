@@ -19,16 +19,20 @@ export interface ServerProcess {
   readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
 }
 
-/** Starts the server; `onOutput` sees everything it prints as it prints it, before it is ready too. */
+/**
+ * Starts the server; `onOutput` sees everything it prints as it prints it, before it is ready too. `nodeArguments`
+ * are node's, from the package's directory.
+ */
 export const startServer = (
   env: Record<string, string>,
   timeoutMillis = 30_000,
-  onOutput: (output: string) => void = () => undefined
+  onOutput: (output: string) => void = () => undefined,
+  nodeArguments: ReadonlyArray<string> = [...sourceNodeArguments, "src/main.ts"]
 ): Promise<ServerProcess> =>
   new Promise((resolve, reject) => {
     // Node itself with a loader, not a launcher such as tsx's: a launcher runs the server as a child of its own, and
     // a SIGKILL sent to the launcher would leave that child serving.
-    const child = spawn(process.execPath, [...sourceNodeArguments, "src/main.ts"], {
+    const child = spawn(process.execPath, nodeArguments, {
       cwd: packageDir,
       env: { ...process.env, PORT: "0", RELAY_LOG_LEVEL: "Warn", ...env },
       stdio: ["ignore", "pipe", "pipe"]

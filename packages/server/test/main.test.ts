@@ -82,6 +82,24 @@ describe("pnpm start", () => {
     }
   })
 
+  it("the start script is node itself, so a SIGTERM that lands while the server is held off the CPU still ends in its clean stop", async () => {
+    // Behind a launcher (tsx's CLI), the launcher gets the signal, relays it, and SIGKILLs a server that has not
+    // answered within about 60 ms: under a supervisor on a loaded machine, a stop without finishing requests.
+    const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } }
+    expect(manifest.scripts.start).toMatch(/^node /)
+    const server = await startServer({ RELAY_DATABASE: ":memory:" }, 60_000, undefined, manifest.scripts.start.slice("node ".length).split(" "))
+    try {
+      server.child.kill("SIGSTOP")
+      server.child.kill("SIGTERM")
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      server.child.kill("SIGCONT")
+      expect(await server.exited).toBe(0)
+      expect(server.output()).toContain("custody-relay stopped")
+    } finally {
+      server.child.kill("SIGKILL")
+    }
+  })
+
   it("at Info the log has a command's line and not a successful read's; RELAY_LOG_SLOW_READ_MILLIS=0 counts every read slow", async () => {
     const requestLines = async (env: Record<string, string>) => {
       const server = await startServer({ RELAY_DATABASE: ":memory:", RELAY_LOG_LEVEL: "Info", ...env })

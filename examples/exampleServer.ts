@@ -21,12 +21,7 @@ export const startExample = async (
   const client = await handler.runtime.runPromise(Administration.createClient("Example"))
   const issued = await handler.runtime.runPromise(Administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames, name: "example" }))
   const { server, close } = await listen(handler, Number(process.env["PORT"] ?? 8080))
-  const { port } = server.address() as AddressInfo
-  const url = `http://127.0.0.1:${port}`
-  // The secret is printed once, here, as the relay's own first start does; it is never logged. The pid is the one
-  // to signal: the package script runs this file in node itself, with no launcher process between.
-  console.log(`${framework} listening on ${url} pid=${process.pid} key=${issued.keyId} secret=${Redacted.value(issued.secret)}`)
-  console.log(`try: curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${issued.keyId}' -H 'x-api-secret: <the secret above>'`)
+  // Before the line below: whoever reads it may signal at once, and the stop must already be in place.
   const stop = async () => {
     await close()
     await handler.dispose()
@@ -34,5 +29,11 @@ export const startExample = async (
   }
   process.once("SIGINT", stop)
   process.once("SIGTERM", stop)
+  const { port } = server.address() as AddressInfo
+  const url = `http://127.0.0.1:${port}`
+  // The secret is printed once, here, as the relay's own first start does; it is never logged. The pid is the one
+  // to signal: the package script runs this file in node itself, with no launcher process between.
+  console.log(`${framework} listening on ${url} pid=${process.pid} key=${issued.keyId} secret=${Redacted.value(issued.secret)}`)
+  console.log(`try: curl -s ${url}/relay/v1/accounts -H 'x-api-key: ${issued.keyId}' -H 'x-api-secret: <the secret above>'`)
 }
 

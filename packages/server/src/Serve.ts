@@ -78,8 +78,6 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     )
   }
 
-  process.stdout.write("custody-relay ready\n")
-
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return
@@ -94,5 +92,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
   }
   process.once("SIGTERM", () => stop("SIGTERM"))
   process.once("SIGINT", () => stop("SIGINT"))
+  // Only now: a supervisor may signal the moment it reads this line, and the stop must already be in place.
+  process.stdout.write("custody-relay ready\n")
 }
 

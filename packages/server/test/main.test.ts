@@ -93,8 +93,8 @@ describe("pnpm start", () => {
       server.child.kill("SIGTERM")
       await new Promise((resolve) => setTimeout(resolve, 100))
       server.child.kill("SIGCONT")
-      expect(await server.exited).toBe(0)
-      expect(server.output()).toContain("custody-relay stopped")
+      const code = await server.exited
+      expect({ code, signal: server.child.signalCode, output: server.output() }).toEqual({ code: 0, signal: null, output: expect.stringContaining("custody-relay stopped") })
     } finally {
       server.child.kill("SIGKILL")
     }

@@ -22,7 +22,8 @@ await handler.ready
 const listening = await serve(handler, { port: Number(process.env["PORT"] ?? 0) })
 process.stdout.write(`custody-relay (in-memory storage) listening on ${listening.url}\n`)
 process.stdout.write(demoText(await handler.runtime.runPromise(seedDemo), listening.url))
-process.stdout.write("custody-relay ready\n")
 process.once("SIGTERM", () => {
   void listening.close().then(() => handler.dispose()).then(() => process.exit(0))
 })
+// After the handler, as the server's own start does: whoever reads this line may signal at once.
+process.stdout.write("custody-relay ready\n")

@@ -21,7 +21,7 @@ export const startExample = async (
   const client = await handler.runtime.runPromise(Administration.createClient("Example"))
   const issued = await handler.runtime.runPromise(Administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames, name: "example" }))
   const { server, close } = await listen(handler, Number(process.env["PORT"] ?? 8080))
-  // Before the line below: whoever reads it may signal at once, and the stop must already be in place.
+  // The stop is in place before the listening line is printed: whoever reads that line may signal at once.
   const stop = async () => {
     await close()
     await handler.dispose()

@@ -2,10 +2,10 @@
  * The node:http adapter. A relay handler (from makeHandler) is served directly: node's IncomingMessage is read
  * as the pipeline's `Incoming` and the finished reply is written to the ServerResponse in one write, with no
  * `Request`, `Response` or web stream in between; replies finished in one turn of the event loop are written
- * together at its end, after its first (TurnEndWrites.ts). Any other fetch handler (one wrapped in middleware, say) goes
- * through the generic translation: IncomingMessage -> Request -> handler -> Response -> ServerResponse. Either
- * way the body is read through the handler's size limit, so a too-large body is refused early (413), and the
- * request URL is resolved on a fixed origin: the Host header is the caller's and never trusted.
+ * together at its end, after its first (TurnEndWrites.ts). Any other fetch handler (one wrapped in middleware,
+ * say) goes through the generic translation: IncomingMessage -> Request -> handler -> Response -> ServerResponse.
+ * Either way the body is read through the handler's size limit, so a too-large body is refused early (413), and
+ * the request URL is resolved on a fixed origin: the Host header is the caller's and never trusted.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Readable } from "node:stream"

@@ -4,27 +4,18 @@
  * with the credential they print and stop on SIGTERM; the scripts finish their flow.
  */
 import { execFile, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import pg from "pg"
 import { assert, describe, it, onTestFinished } from "vitest"
+import { scriptNodeArguments } from "../../packages/storage-sql/test/SourceNodeArguments.js"
 
 const examples = fileURLToPath(new URL("..", import.meta.url))
-const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }
-/**
- * Node's arguments in the example's package script, which must be `node <arguments>`: node itself, so that the
- * process the script starts is the example. Behind a launcher such as tsx's CLI, a supervisor's SIGTERM reaches the
- * launcher, which relays it and SIGKILLs a server that has not answered within about 60 ms.
- */
-const nodeArgumentsOf = (name: string): Array<string> => {
-  const script = manifest.scripts[name]
-  if (script === undefined) throw new Error(`no script ${name} in examples/package.json`)
-  if (!script.startsWith("node ")) throw new Error(`the ${name} script is not node itself: ${script}`)
-  return script.slice("node ".length).split(" ")
-}
+/** Node's arguments in the example's package script, which must be node itself (`scriptNodeArguments` says why). */
+const nodeArgumentsOf = (name: string): Array<string> => scriptNodeArguments(new URL("../package.json", import.meta.url), name)
 
 const runScript = (name: string, env: Record<string, string> = {}, args: ReadonlyArray<string> = []) =>
   promisify(execFile)(process.execPath, [...nodeArgumentsOf(name), ...args], { cwd: examples, env: { ...process.env, ...env }, timeout: 60_000 })

@@ -1,17 +1,18 @@
 /**
  * The benchmarks' servers die with the bench (bench/BenchProcess.ts): a bench stopped halfway by a signal to its own
  * process leaves no server running to load the machine under the next run. A real bench process (a script that
- * starts a server through `startServer` and waits) and a real signal. And bench:http's table shows every server of
- * a run side by side (issue 17: relay, baseline, bound and peers as columns of the same run).
+ * starts a server through `startServer` and waits, and bench:http as its package script starts it) and a real
+ * signal. And bench:http's table shows every server of a run side by side (issue 17: relay, baseline, bound and
+ * peers as columns of the same run).
  */
 import { spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { type AutocannonResult, type Quotient, type Round, scenarioMedians, sideBySideTables } from "../bench/BenchProcess.js"
-import { sourceNodeArguments } from "./ServerProcess.js"
+import { scriptNodeArguments, sourceNodeArguments } from "./ServerProcess.js"
 
 const benchProcess = fileURLToPath(new URL("../bench/BenchProcess.ts", import.meta.url))
 const directory = mkdtempSync(join(tmpdir(), "bench-process-"))
@@ -23,6 +24,17 @@ const isRunning = (pid: number): boolean => {
     return true
   } catch {
     return false
+  }
+}
+
+/** The processes `pid` started that are still running (Linux: every thread's `children` in /proc). */
+const childrenOf = (pid: number): Array<number> => {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter((child) => child !== "").map(Number)
+    )
+  } catch {
+    return []
   }
 }
 
@@ -60,6 +72,48 @@ describe("bench servers", () => {
       expect(await eventually(() => !isRunning(server)), `server ${server} still running after the bench's ${signal}`).toBe(true)
     }, 30_000)
   }
+
+  it.runIf(process.platform === "linux")(
+    "bench:http, started as its package script starts it, is the process that holds its servers, and stops them on a SIGTERM it handles late",
+    async () => {
+      // The script must be node itself (scriptNodeArguments says why): behind tsx's CLI the started process would be a
+      // launcher that SIGKILLs the bench when it has not handled the SIGTERM within about 60 ms, and the bench's servers
+      // would run on, loading the machine under every later run.
+      const started = spawn(process.execPath, scriptNodeArguments(new URL("../package.json", import.meta.url), "bench:http"), {
+        cwd: fileURLToPath(new URL("..", import.meta.url)),
+        env: { ...process.env, BENCH_SCENARIOS: "GET account", BENCH_PEERS: "0", BENCH_AGAIN: "0", BENCH_WARMUP: "300" },
+        stdio: ["ignore", "ignore", "inherit"]
+      })
+      const exited = new Promise<void>((done) => started.once("exit", () => done()))
+      const pid = started.pid ?? 0
+      try {
+        // Its servers: the relay, the baseline and the bound, each a process the started one spawned.
+        const ready = await eventually(() => childrenOf(pid).length >= 3, 45_000)
+        const servers = childrenOf(pid)
+        expect(ready, `the started process ${pid} holds ${servers.length} processes (${servers.join(", ")}), not the bench's three servers`).toBe(true)
+        // Held, as a loaded machine can hold it, from before the SIGTERM until 100 ms after.
+        process.kill(pid, "SIGSTOP")
+        process.kill(pid, "SIGTERM")
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        process.kill(pid, "SIGCONT")
+        await exited
+        const left = await eventually(() => servers.every((server) => !isRunning(server)))
+        expect(left, `servers still running after the bench's SIGTERM: ${servers.filter(isRunning).join(", ")}`).toBe(true)
+      } finally {
+        // Whatever the outcome, nothing it started runs on, however deep (behind a launcher, the servers are grandchildren).
+        const descendants = (of: number): Array<number> => childrenOf(of).flatMap((child) => [child, ...descendants(child)])
+        for (const descendant of descendants(pid)) {
+          try {
+            process.kill(descendant, "SIGKILL")
+          } catch {
+            // Gone already.
+          }
+        }
+        started.kill("SIGKILL")
+      }
+    },
+    90_000
+  )
 })
 
 describe("bench:http's table", () => {

@@ -13,9 +13,10 @@ export const sourceNodeArguments: ReadonlyArray<string> = [
 
 /**
  * Node's arguments in the package script `name` of the package.json at `manifest`, which must be `node <arguments>`:
- * node itself, so that the process the script starts is the one that serves and gets a supervisor's signals. Behind
- * a launcher such as tsx's CLI, the launcher gets the SIGTERM, relays it, and SIGKILLs a server that has not answered
- * within about 60 ms (as a loaded machine can make it), with no clean stop.
+ * node itself, so that the process the script starts is the one that does the work (a server, a bench) and gets a
+ * supervisor's or a user's signals. Behind a launcher such as tsx's CLI, the launcher gets the SIGTERM, relays it,
+ * and SIGKILLs a process that has not handled it within about 60 ms (as a loaded machine can make it): a server then
+ * dies without its clean stop, and a bench without stopping the servers it started.
  */
 export const scriptNodeArguments = (manifest: URL, name: string): Array<string> => {
   const { scripts } = JSON.parse(readFileSync(manifest, "utf8")) as { scripts: Record<string, string | undefined> }

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import pg from "pg"
 import { assert, describe, it, onTestFinished } from "vitest"
-import { scriptNodeArguments } from "../../packages/storage-sql/test/SourceNodeArguments.js"
+import { scriptNodeArguments, signalWhileHeld } from "../../packages/storage-sql/test/SourceNodeArguments.js"
 
 const examples = fileURLToPath(new URL("..", import.meta.url))
 /** Node's arguments in the example's package script, which must be node itself (`scriptNodeArguments` says why). */
@@ -45,10 +45,7 @@ describe("the framework examples, each a server started with one command", () =>
         // The SIGTERM lands while the server is held off the CPU for 100 ms, as a loaded machine may hold it: it still
         // ends in the example's own clean stop.
         const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
-        child.kill("SIGSTOP")
-        child.kill("SIGTERM")
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        child.kill("SIGCONT")
+        await signalWhileHeld(child, "SIGTERM")
         assert.strictEqual(await exited, 0)
       } finally {
         child.kill("SIGKILL")

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { type AutocannonResult, type Quotient, type Round, scenarioMedians, sideBySideTables } from "../bench/BenchProcess.js"
-import { scriptNodeArguments, sourceNodeArguments } from "./ServerProcess.js"
+import { scriptNodeArguments, signalWhileHeld, sourceNodeArguments } from "./ServerProcess.js"
 
 const benchProcess = fileURLToPath(new URL("../bench/BenchProcess.ts", import.meta.url))
 const directory = mkdtempSync(join(tmpdir(), "bench-process-"))
@@ -91,11 +91,7 @@ describe("bench servers", () => {
         const ready = await eventually(() => childrenOf(pid).length >= 3, 45_000)
         const servers = childrenOf(pid)
         expect(ready, `the started process ${pid} holds ${servers.length} processes (${servers.join(", ")}), not the bench's three servers`).toBe(true)
-        // Held, as a loaded machine can hold it, from before the SIGTERM until 100 ms after.
-        process.kill(pid, "SIGSTOP")
-        process.kill(pid, "SIGTERM")
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        process.kill(pid, "SIGCONT")
+        await signalWhileHeld(started, "SIGTERM")
         await exited
         const left = await eventually(() => servers.every((server) => !isRunning(server)))
         expect(left, `servers still running after the bench's SIGTERM: ${servers.filter(isRunning).join(", ")}`).toBe(true)

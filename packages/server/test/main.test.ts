@@ -8,7 +8,7 @@ import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { scriptNodeArguments, startServer } from "./ServerProcess.js"
+import { scriptNodeArguments, signalWhileHeld, startServer } from "./ServerProcess.js"
 
 const directory = mkdtempSync(join(tmpdir(), "relay-main-"))
 afterAll(() => rmSync(directory, { recursive: true, force: true }))
@@ -87,10 +87,7 @@ describe("pnpm start", () => {
     const start = scriptNodeArguments(new URL("../package.json", import.meta.url), "start")
     const server = await startServer({ RELAY_DATABASE: ":memory:" }, 60_000, undefined, start)
     try {
-      server.child.kill("SIGSTOP")
-      server.child.kill("SIGTERM")
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      server.child.kill("SIGCONT")
+      await signalWhileHeld(server.child, "SIGTERM")
       const code = await server.exited
       expect({ code, signal: server.child.signalCode, output: server.output() }).toEqual({ code: 0, signal: null, output: expect.stringContaining("custody-relay stopped") })
     } finally {

@@ -1,7 +1,9 @@
 /**
  * Node's arguments that run a file of this repository's TypeScript sources in a process a test starts (a server, a
- * proof's worker, the bin); scripts/source-loader.mjs says how, and why not tsx.
+ * proof's worker, the bin); scripts/source-loader.mjs says how, and why not tsx. And what a package script must be
+ * (node itself), with the hold that shows why.
  */
+import type { ChildProcess } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
@@ -24,4 +26,16 @@ export const scriptNodeArguments = (manifest: URL, name: string): Array<string> 
   if (script === undefined) throw new Error(`no script ${name} in ${fileURLToPath(manifest)}`)
   if (!script.startsWith("node ")) throw new Error(`the ${name} script is not node itself: ${script}`)
   return script.slice("node ".length).split(" ")
+}
+
+/**
+ * Sends `signal` to `child` while it is held off the CPU (SIGSTOP) from just before until `heldMillis` after, as a
+ * loaded machine can hold a process: long enough for a launcher in between to give up on it (see
+ * `scriptNodeArguments`), so only a process started as node itself still handles the signal as it means to.
+ */
+export const signalWhileHeld = async (child: ChildProcess, signal: NodeJS.Signals, heldMillis = 100): Promise<void> => {
+  child.kill("SIGSTOP")
+  child.kill(signal)
+  await new Promise((resolve) => setTimeout(resolve, heldMillis))
+  child.kill("SIGCONT")
 }

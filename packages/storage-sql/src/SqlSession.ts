@@ -40,6 +40,12 @@ export interface SqlSession {
    * that one, so the storage reuses the stores it made for it (SqlStorage.make).
    */
   readonly runsAs?: SqlSession
+  /**
+   * This one object serves unit after unit (a SQLite connection's session, an always-open lookup), so the storage
+   * makes its stores once and keeps them for it (SqlStorage.make). Absent, the session serves one unit, and its
+   * stores are made for that unit and die with it.
+   */
+  readonly servesManyUnits?: true
 }
 
 /**
@@ -92,6 +98,7 @@ export interface SessionOpener {
  * trip each, and there is nothing to commit or roll back.
  */
 const lookupSession = (db: Kysely<Database>, engine: SqlEngine): SqlSession => ({
+  servesManyUnits: true,
   execute(query) {
     return Effect.tryPromise({
       try() {

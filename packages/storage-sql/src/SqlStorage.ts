@@ -189,24 +189,31 @@ export const make = (
     ? undefined
     : new ApiUsersAtVersion(open.commitVersion, keepsCredentials ? DEFAULT_KEPT_API_USERS : 0)
   const shared: UnitParts = { db, engine, compiled: statements, pageBoundaries, keptApiUsers, apiUsersAtVersion, readOffLoop: open.readOffLoop }
-  // A SQLite handle reuses one session object (a grouped write unit's own session runs as it, `runsAs`), so its
-  // three units (lookup, read, write) are made once, not per unit of work; what a unit read is forgotten when the
-  // next unit of work on it begins. `beforeCommit` writes a write unit's pending events together, last
-  // (EventLog.flushEvents).
+  // A session that serves unit after unit (a SQLite connection's; a grouped write unit's own session runs as it,
+  // `runsAs`) has its three units (lookup, read, write) made once, not per unit of work; what a unit read is
+  // forgotten when the next unit of work on it begins. A session of one unit (PostgreSQL's, kysely's transactions)
+  // gets its unit made afresh and kept nowhere: kept in the WeakMap, every unit's stores outlived their session
+  // until a full collection, so each young-generation collection copied them (10 to 30 ms instead of 1 to 4, one
+  // every 0.1 s under load: docs/benchmarks.md, "a unit of work's stores kept past its session"). `beforeCommit`
+  // writes a write unit's pending events together, last (EventLog.flushEvents).
   type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead; readonly beforeCommit: Effect.Effect<void, Storage.StorageError> }
+  const madeAnew = (session: SqlSession, mode: Storage.UnitMode): Made => {
+    const read = new RowsRead()
+    return {
+      unit: makeUnit(session, mode, shared, read),
+      read,
+      beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).writeLater, statements.writes, read) : Effect.void
+    }
+  }
   const units = new WeakMap<SqlSession, { lookup?: Made; read?: Made; write?: Made }>()
   const madeFor = (opened: SqlSession, mode: Storage.UnitMode): Made => {
     const session = opened.runsAs ?? opened
+    if (session.servesManyUnits !== true) return madeAnew(session, mode)
     let made = units.get(session)
     if (made === undefined) units.set(session, made = {})
     let unit = made[mode]
     if (unit === undefined) {
-      const read = new RowsRead()
-      unit = made[mode] = {
-        unit: makeUnit(session, mode, shared, read),
-        read,
-        beforeCommit: mode === "write" ? EventLog.flushEvents(statementsOf(session, mode).writeLater, statements.writes, read) : Effect.void
-      }
+      unit = made[mode] = madeAnew(session, mode)
     } else if (mode === "write") {
       // Only a write unit keeps what it read.
       unit.read.clear()

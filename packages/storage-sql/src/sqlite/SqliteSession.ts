@@ -89,6 +89,7 @@ export const sessions = ({ database, inTransaction, gate, grouped, readWorker }:
   // What a write unit's statements change, the commit group must know to undo it (CommitGroup.abandon).
   const commits = grouped?.commits
   const session: SqlSession = {
+    servesManyUnits: true,
     execute: execute(database, commits === undefined ? undefined : () => commits.wrote()),
     commit: Effect.try({
       try() {
@@ -124,7 +125,7 @@ export const sessions = ({ database, inTransaction, gate, grouped, readWorker }:
   }
   if (grouped === undefined) {
     // A lookup holds the connection like any unit but begins no transaction: each statement is its own.
-    const lookupSession: SqlSession = { execute: session.execute, commit: Effect.void, release: Effect.sync(() => gate.give()) }
+    const lookupSession: SqlSession = { servesManyUnits: true, execute: session.execute, commit: Effect.void, release: Effect.sync(() => gate.give()) }
     const lookup = Effect.as(gate.takeEffect, lookupSession)
     const beginWrite = begin("write")
     return Object.assign(
@@ -136,7 +137,12 @@ export const sessions = ({ database, inTransaction, gate, grouped, readWorker }:
   // (see LookupSnapshot): none waits for a write unit or sees a group's writes before they are committed.
   const { lookups } = grouped
   const { reader } = lookups
-  const openLookup: SqlSession = { execute: execute(reader, undefined, () => lookups.enter()), commit: Effect.void, release: Effect.void }
+  const openLookup: SqlSession = {
+    servesManyUnits: true,
+    execute: execute(reader, undefined, () => lookups.enter()),
+    commit: Effect.void,
+    release: Effect.void
+  }
   const lookup = Effect.succeed(openLookup)
   const commitVersion = Effect.try({ try: () => lookups.currentVersion(), catch: classifySqliteError })
   const beginWriteIn = (again: boolean) =>

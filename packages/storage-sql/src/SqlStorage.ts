@@ -192,10 +192,11 @@ export const make = (
   // A session that serves unit after unit (a SQLite connection's; a grouped write unit's own session runs as it,
   // `runsAs`) has its three units (lookup, read, write) made once, not per unit of work; what a unit read is
   // forgotten when the next unit of work on it begins. A session of one unit (PostgreSQL's, kysely's transactions)
-  // gets its unit made afresh and kept nowhere: kept in the WeakMap, every unit's stores outlived their session
-  // until a full collection, so each young-generation collection copied them (10 to 30 ms instead of 1 to 4, one
-  // every 0.1 s under load: docs/benchmarks.md, "a unit of work's stores kept past its session"). `beforeCommit`
-  // writes a write unit's pending events together, last (EventLog.flushEvents).
+  // gets its unit made afresh and kept nowhere: in the WeakMap, its stores would outlive it until a full collection
+  // (V8's young-generation collections keep a WeakMap's values), and every young collection would copy every recent
+  // unit's stores, 10 to 30 ms instead of 1 to 4, one every 0.1 s under load (docs/benchmarks.md, "a unit of work's
+  // stores kept past its session"). `beforeCommit` writes a write unit's pending events together, last
+  // (EventLog.flushEvents).
   type Made = { readonly unit: Storage.StorageUnit; readonly read: RowsRead; readonly beforeCommit: Effect.Effect<void, Storage.StorageError> }
   const madeAnew = (session: SqlSession, mode: Storage.UnitMode): Made => {
     const read = new RowsRead()

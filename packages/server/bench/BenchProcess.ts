@@ -74,6 +74,15 @@ export interface Started {
   readonly output: string
 }
 
+/**
+ * How a bench runs a TypeScript server from source: node itself, with the repository's in-thread loader. A server is
+ * always the process `startServer` starts, never behind a launcher such as tsx's CLI (a wrapper around a second
+ * process): the SIGKILL that stops it with the bench would reach only the launcher and leave the server running, and
+ * the CPU time read from its pid would be the launcher's.
+ */
+export const sourceLoader = fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
+export const fromSource = [process.execPath, "--conditions=@custody-relay/source", "--import", sourceLoader] as const
+
 /** Servers started here that have not exited (see `stopWithThisProcess`). */
 const running = new Set<ChildProcess>()
 let stopsWithThisProcess = false
@@ -114,6 +123,10 @@ export const startServer = (options: {
   readonly through?: "file" | "pipe"
 }): Promise<Started> =>
   new Promise((resolve, reject) => {
+    if (options.command[0] !== process.execPath) {
+      reject(new Error(`a bench's server is node itself (${process.execPath}; from source: fromSource), not ${options.command[0]}`))
+      return
+    }
     const fd = openSync(options.logFile, "a")
     const piped = options.through === "pipe"
     const child = spawn(options.command[0], options.command.slice(1), {

@@ -14,7 +14,7 @@
  * file. Statements then run in PostgreSQL, off the event loop; what a deep page costs the reader is the database's
  * time and the node's pool.
  *
- * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
+ * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source (BenchProcess.fromSource).
  * BENCH_DURATION (seconds per measurement, default 10), BENCH_WARMUP (seconds, default 10).
  */
 import type { ChildProcess } from "node:child_process"
@@ -24,16 +24,15 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import pg from "pg"
-import { autocannon, type AutocannonResult, demoOf, grab, type Latency, postgresDatabase, READY, startServer, timedFinely } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, demoOf, fromSource, grab, type Latency, postgresDatabase, READY, startServer, timedFinely } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 10)
 const built = process.env["BENCH_RELAY"] === "built"
 const pgUrl = process.env["BENCH_PG_URL"]
-const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
-const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
+const command: [string, ...Array<string>] = built ? [process.execPath, main] : [...fromSource, main]
 
 const stop = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
@@ -144,7 +143,7 @@ const run = async () => {
         headers: demo.headers,
         ...(which === "random" ? { requests: randomPages } : {})
       })
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
     // The first deep page a server serves walks to it; later ones start from what that walk left.
     /** Milliseconds until the whole answer to `target` (a path and query) has arrived. */
     const timed = async (target: string) => {

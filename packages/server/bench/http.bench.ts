@@ -41,12 +41,14 @@ import {
   type AutocannonResult,
   demoInitiation,
   demoOf,
+  fromSource,
   grab,
   type Quotient,
   READY,
   type ScenarioMedians,
   scenarioMedians,
   sideBySideTables,
+  sourceLoader,
   startServer,
   takeTurns
 } from "./BenchProcess.js"
@@ -59,10 +61,8 @@ const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 // The server's default level (one line per request at Info): the goals are measured as a deployment runs by default.
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
 
-// Every server is one node process (the TypeScript ones through the repository's in-thread loader, not tsx, whose
-// command is a wrapper around a second process), so the bench reads each one's CPU time from its own pid.
-const sourceLoader = fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
-const fromSource = [process.execPath, "--conditions=@custody-relay/source", "--import", sourceLoader] as const
+// Every server is one node process (`fromSource` for the TypeScript ones), so the bench reads each one's CPU time from
+// its own pid.
 const serverMain = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 // BENCH_RELAY=built runs the relay as a deployment would: plain node on the tsup output (run `pnpm build` first).
 const builtRelay = process.env["BENCH_RELAY"] === "built"

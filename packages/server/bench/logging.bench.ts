@@ -8,7 +8,7 @@
  * turns round by round so the machine's noise falls on all; prints requests per second (median of rounds), what each
  * level costs against the last, and the bytes of log the first server wrote per request. Asserts nothing.
  *
- * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source with tsx.
+ * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source (BenchProcess.fromSource).
  * BENCH_LOG_SINK=pipe sends each server's output through a pipe to a `cat` that writes the file, as a container
  * runtime or a service manager reads it (default: file, the server writes the file itself).
  * BENCH_DURATION (seconds per round, default 5), BENCH_ROUNDS (default 5), BENCH_WARMUP (seconds, default 10),
@@ -27,18 +27,17 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:f
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { cpuMicros, type DemoServer, demoLoad, demoOf, demoPrepared, demoScenarioOf, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { cpuMicros, type DemoServer, demoLoad, demoOf, demoPrepared, demoScenarioOf, fromSource, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
 const built = process.env["BENCH_RELAY"] === "built"
-const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
 // BENCH_LEVELS=Warn,Warn runs the same level twice: what the two servers differ by with no difference between them.
 const levels = (process.env["BENCH_LEVELS"] ?? "Info,Warn").split(",")
 const sink = process.env["BENCH_LOG_SINK"] ?? "file"
 if (sink !== "file" && sink !== "pipe") throw new Error(`BENCH_LOG_SINK must be file or pipe, not ${sink}`)
-const command: [string, ...Array<string>] = built ? [process.execPath, main] : [tsx, "--conditions=@custody-relay/source", main]
+const command: [string, ...Array<string>] = built ? [process.execPath, main] : [...fromSource, main]
 
 /** A server's environment: its own SQLite file with the demo data, at `level`, never rate-limited. */
 const serverEnv = (database: string, level: string) => ({ RELAY_DATABASE: database, PORT: "0", RELAY_DEMO: "always", RELAY_LOG_LEVEL: level, RELAY_RATE_LIMIT: "1000000000" })
@@ -64,7 +63,7 @@ const run = async () => {
       await demoPrepared(scenario, server)
       servers.push(server)
     }
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source with tsx"}; SQLite; ${scenario}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${outputText}\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; SQLite; ${scenario}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each; output ${outputText}\n\n`)
     const logBefore = statSync(servers[0]?.log ?? "").size
     // Every request of server 1, warm-up included, for the bytes of log each one wrote.
     let requestsAtFirst = 0
@@ -73,8 +72,7 @@ const run = async () => {
       if (server === servers[0]) requestsAtFirst += result.requests.total
       return result
     }
-    // Built, the server is the process started; from source it runs in a child of tsx's, out of the bench's sight.
-    const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => built ? server.child.pid : undefined })
+    const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => server.child.pid })
     const bytesPerRequest = (statSync(servers[0]?.log ?? "").size - logBefore) / requestsAtFirst
     process.stdout.write(turnsTable(results, (server) => server.level, servers.at(-1) as Server, "log level"))
     process.stdout.write(`\nserver 1 wrote ${bytesPerRequest.toFixed(0)} bytes of log per request\n`)

@@ -15,12 +15,11 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
-import { autocannon, demoOf, grab, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
+import { autocannon, demoOf, fromSource, grab, READY, startServer, takeTurns, turnsTable, turnSettingsFromEnv } from "./BenchProcess.js"
 
 const pgUrl = process.env["BENCH_PG_URL"]
 const redisUrl = process.env["BENCH_REDIS_URL"] ?? "redis://127.0.0.1:6379"
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 3 })
-const tsx = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
 const serverMain = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
 const main = async () => {
@@ -41,7 +40,7 @@ const main = async () => {
     // The first server seeds the demo; the others serve the same data.
     for (const store of ["memory", "database", "synced", "redis"]) {
       const started = await startServer({
-        command: [tsx, "--conditions=@custody-relay/source", serverMain],
+        command: [...fromSource, serverMain],
         logFile: join(directory, `${store}.log`),
         ready: READY,
         env: { ...common, RELAY_RATE_LIMIT_STORE: store, RELAY_REDIS_URL: redisUrl, RELAY_DEMO: servers.length === 0 ? "always" : "never" }

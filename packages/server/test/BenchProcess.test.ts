@@ -6,12 +6,12 @@
  * peers as columns of the same run).
  */
 import { spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import { type AutocannonResult, type Quotient, type Round, scenarioMedians, sideBySideTables } from "../bench/BenchProcess.js"
+import { type AutocannonResult, fromSource, type Quotient, type Round, scenarioMedians, sideBySideTables, startServer } from "../bench/BenchProcess.js"
 import { scriptNodeArguments, signalWhileHeld, sourceNodeArguments } from "./ServerProcess.js"
 
 const benchProcess = fileURLToPath(new URL("../bench/BenchProcess.ts", import.meta.url))
@@ -72,6 +72,23 @@ describe("bench servers", () => {
       expect(await eventually(() => !isRunning(server)), `server ${server} still running after the bench's ${signal}`).toBe(true)
     }, 30_000)
   }
+
+  it("a server is the process the bench starts: from source through fromSource, never behind a launcher", async () => {
+    // A TypeScript server run from source, as the benches run the relay: the process started is the server itself.
+    const server = join(directory, "server.ts")
+    writeFileSync(server, "const pid: number = process.pid\nconsole.log(`serving ${pid}`)\nsetInterval(() => {}, 1000)\n")
+    const started = await startServer({ command: [...fromSource, server], logFile: join(directory, "from-source.log"), ready: /serving \d+/ })
+    try {
+      expect(Number(/serving (\d+)/.exec(started.output)?.[1])).toBe(started.child.pid)
+    } finally {
+      started.child.kill("SIGKILL")
+    }
+    // tsx's CLI runs the server in a second process: the bench's SIGKILL would stop only the launcher.
+    const tsxCli = fileURLToPath(new URL("../../../node_modules/.bin/tsx", import.meta.url))
+    await expect(startServer({ command: [tsxCli, server], logFile: join(directory, "launcher.log"), ready: /serving/ })).rejects.toThrow(
+      /a bench's server is node itself/
+    )
+  }, 30_000)
 
   it.runIf(process.platform === "linux")(
     "bench:http, started as its package script starts it, is the process that holds its servers, and stops them on a SIGTERM it handles late",

@@ -11,6 +11,7 @@ import { createRequire } from "node:module"
 import { constants } from "node:os"
 import { fileURLToPath } from "node:url"
 import { btcTransferOf } from "../test/DemoRequests.js"
+import { sourceNodeArguments } from "../test/ServerProcess.js"
 
 export interface AutocannonResult {
   readonly requests: { readonly average: number; readonly total: number }
@@ -75,13 +76,12 @@ export interface Started {
 }
 
 /**
- * How a bench runs a TypeScript server from source: node itself, with the repository's in-thread loader. A server is
- * always the process `startServer` starts, never behind a launcher such as tsx's CLI (a wrapper around a second
- * process): the SIGKILL that stops it with the bench would reach only the launcher and leave the server running, and
- * the CPU time read from its pid would be the launcher's.
+ * How a bench runs a TypeScript server from source: node itself, with the repository's in-thread loader, as the tests
+ * start one (`sourceNodeArguments`). A server is always the process `startServer` starts, never behind a launcher
+ * such as tsx's CLI (a wrapper around a second process): the SIGKILL that stops it with the bench would reach only the
+ * launcher and leave the server running, and the CPU time read from its pid would be the launcher's.
  */
-export const sourceLoader = fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
-export const fromSource = [process.execPath, "--conditions=@custody-relay/source", "--import", sourceLoader] as const
+export const fromSource = [process.execPath, ...sourceNodeArguments] as const
 
 /** Servers started here that have not exited (see `stopWithThisProcess`). */
 const running = new Set<ChildProcess>()

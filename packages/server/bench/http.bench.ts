@@ -36,6 +36,7 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { sourceLoader } from "../test/ServerProcess.js"
 import {
   autocannon,
   type AutocannonResult,
@@ -48,7 +49,6 @@ import {
   type ScenarioMedians,
   scenarioMedians,
   sideBySideTables,
-  sourceLoader,
   startServer,
   takeTurns
 } from "./BenchProcess.js"

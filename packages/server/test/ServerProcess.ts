@@ -4,11 +4,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { scriptNodeArguments, signalWhileHeld, sourceNodeArguments } from "../../storage-sql/test/SourceNodeArguments.js"
+import { scriptNodeArguments, signalWhileHeld, sourceLoader, sourceNodeArguments } from "../../storage-sql/test/SourceNodeArguments.js"
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url))
 
-export { scriptNodeArguments, signalWhileHeld, sourceNodeArguments }
+export { scriptNodeArguments, signalWhileHeld, sourceLoader, sourceNodeArguments }
 
 export interface ServerProcess {
   readonly url: string

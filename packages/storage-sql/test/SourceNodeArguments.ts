@@ -7,11 +7,10 @@ import type { ChildProcess } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
-export const sourceNodeArguments: ReadonlyArray<string> = [
-  "--conditions=@custody-relay/source",
-  "--import",
-  fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
-]
+/** The in-thread loader that runs TypeScript (with `--import`); without the source condition, imports reach dist/. */
+export const sourceLoader = fileURLToPath(new URL("../../../scripts/source-loader.mjs", import.meta.url))
+
+export const sourceNodeArguments: ReadonlyArray<string> = ["--conditions=@custody-relay/source", "--import", sourceLoader]
 
 /**
  * Node's arguments in the package script `name` of the package.json at `manifest`, which must be `node <arguments>`:

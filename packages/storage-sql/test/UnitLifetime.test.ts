@@ -1,10 +1,10 @@
 /**
- * What a unit of work's stores live as long as (issue 17: no request waits behind another): made once for a session that serves unit after unit (a SQLite
- * connection's), and made for the one unit of a session that serves one (PostgreSQL's pipelined sessions, kysely's
- * own transactions), dying with it. Kept past their session, every unit's stores were copied by each young-generation
- * collection and then moved to the old generation: under load that made each of those collections 10 to 30 ms instead
- * of 1 to 4, one every tenth of a second, and every request waited through them (docs/benchmarks.md, "a unit of work's
- * stores kept past its session").
+ * What a unit of work's stores live as long as (issue 17: no request waits behind another): made once for a session
+ * that serves unit after unit (a SQLite connection's), and made for the one unit of a session that serves one
+ * (PostgreSQL's pipelined sessions, kysely's own transactions), dying with it. Kept past their session, every unit's
+ * stores were copied by each young-generation collection and then moved to the old generation: under load that made
+ * each of those collections 10 to 30 ms instead of 1 to 4, one every tenth of a second, and every request waited
+ * through them (docs/benchmarks.md, "a unit of work's stores kept past its session").
  *
  * Whether an object dies young is seen in the old generation's size: what survives two young collections is moved
  * there. Each test runs many units, collects the young generation twice, and measures how much the old generation
@@ -24,12 +24,11 @@ import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { Database } from "../src/schema/Database.js"
 import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
-import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlStorage from "../src/SqlStorage.js"
-import { postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
+import { migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 
 setFlagsFromString("--expose-gc")
 const collect = runInNewContext("gc") as (options?: { readonly type: "minor" | "major" }) => void
@@ -90,8 +89,8 @@ describe("a unit of work's stores", () => {
 
   it.live("are made once for a SQLite connection's session, which serves unit after unit", () =>
     Effect.scoped(Effect.gen(function*() {
-      const filename = join(yield* temporaryDirectory, "relay.db")
-      const storage = yield* storageOn(yield* Effect.promise(() => openSqlite({ filename })), SqliteEngine)
+      const { db } = yield* migratedSqliteFile("relay.db")
+      const storage = SqlStorage.make(db, SqliteEngine)
       const seen = new Set<Storage.StorageUnit>()
       for (const mode of ["read", "read", "write", "write", "read"] as const) {
         yield* storage.transaction(mode, (unit) => Effect.sync(() => seen.add(unit)))

@@ -83,19 +83,20 @@ export interface Started {
  */
 export const fromSource = [process.execPath, ...sourceNodeArguments] as const
 
-/** Servers started here that have not exited (see `stopWithThisProcess`). */
+/** Servers started here that have not exited (see `stopServersWithThisProcess`). */
 const running = new Set<ChildProcess>()
-let stopsWithThisProcess = false
+let stopsServersWithThisProcess = false
 
 /**
  * Servers die with the bench, however it ends: a bench stopped halfway (a signal to its process alone, as `kill`
  * sends it, or an error) would otherwise leave them running, and every later run would measure against their load.
+ * Called before a server's process is created, never after: a signal that arrives while the first server is being
+ * spawned (libuv holds signals back until its fork and exec are done) would otherwise find no handler, take the
+ * default action and leave that server running, its parent gone.
  */
-const stopWithThisProcess = (child: ChildProcess): void => {
-  running.add(child)
-  child.once("exit", () => running.delete(child))
-  if (stopsWithThisProcess) return
-  stopsWithThisProcess = true
+const stopServersWithThisProcess = (): void => {
+  if (stopsServersWithThisProcess) return
+  stopsServersWithThisProcess = true
   const stopAll = () => {
     for (const server of running) server.kill("SIGKILL")
   }
@@ -129,12 +130,14 @@ export const startServer = (options: {
     }
     const fd = openSync(options.logFile, "a")
     const piped = options.through === "pipe"
+    stopServersWithThisProcess()
     const child = spawn(options.command[0], options.command.slice(1), {
       env: { ...process.env, ...options.env },
       stdio: piped ? ["ignore", "pipe", "pipe"] : ["ignore", fd, fd],
       ...(options.cwd === undefined ? {} : { cwd: options.cwd })
     })
-    stopWithThisProcess(child)
+    running.add(child)
+    child.once("exit", () => running.delete(child))
     if (piped && child.stdout !== null && child.stderr !== null) {
       // Each reader gets a duplicate of the pipe's read end; this process then closes its own.
       spawn("cat", [], { stdio: [child.stdout, fd, "ignore"] })

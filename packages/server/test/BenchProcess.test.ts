@@ -38,6 +38,15 @@ const childrenOf = (pid: number): Array<number> => {
   }
 }
 
+/** The program a process runs, as it was started (its first argument), or undefined once it has gone. */
+const commandOf = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0]
+  } catch {
+    return undefined
+  }
+}
+
 /** Waits until `check` holds, for at most `millis`. */
 const eventually = async (check: () => boolean, millis = 10_000): Promise<boolean> => {
   for (const until = Date.now() + millis; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 50))) {
@@ -73,6 +82,45 @@ describe("bench servers", () => {
     }, 30_000)
   }
 
+  it("a signal that arrives while the bench's first server is being spawned still stops that server", async () => {
+    // The bench's spawn, wrapped: the signal reaches the bench once the server's process exists and before
+    // startServer has it in hand, as a signal held back by libuv during its fork and exec arrives.
+    const script = `
+      import { createRequire, syncBuiltinESMExports } from "node:module"
+      const childProcess = createRequire(import.meta.url)("node:child_process")
+      const spawn = childProcess.spawn
+      childProcess.spawn = (...args) => {
+        childProcess.spawn = spawn
+        syncBuiltinESMExports()
+        const server = spawn(...args)
+        console.log("server " + server.pid)
+        process.kill(process.pid, "SIGTERM")
+        return server
+      }
+      syncBuiltinESMExports()
+      const { startServer } = await import(${JSON.stringify(benchProcess)})
+      await startServer({
+        command: [process.execPath, "-e", "console.log('serving'); setInterval(() => {}, 1000)"],
+        logFile: ${JSON.stringify(join(directory, "while-spawning.log"))},
+        ready: /serving/
+      })
+      setInterval(() => {}, 1000)
+    `
+    const bench = spawn(process.execPath, [...sourceNodeArguments, "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] })
+    const exited = new Promise<NodeJS.Signals | number | null>((done) => bench.once("exit", (code, killedBy) => done(code ?? killedBy)))
+    let output = ""
+    bench.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    const code = await exited
+    const server = Number(/server (\d+)/.exec(output)?.[1])
+    try {
+      expect(server, output).toBeGreaterThan(0)
+      expect(await eventually(() => !isRunning(server)), `server ${server} still running after the bench's SIGTERM`).toBe(true)
+      expect(code).toBe(128 + 15)
+    } finally {
+      if (server > 0 && isRunning(server)) process.kill(server, "SIGKILL")
+    }
+  }, 30_000)
+
   it("a server is the process the bench starts: from source through fromSource, never behind a launcher", async () => {
     // A TypeScript server run from source, as the benches run the relay: the process started is the server itself.
     const server = join(directory, "server.ts")
@@ -104,9 +152,11 @@ describe("bench servers", () => {
       const exited = new Promise<void>((done) => started.once("exit", () => done()))
       const pid = started.pid ?? 0
       try {
-        // Its servers: the relay, the baseline and the bound, each a process the started one spawned.
-        const ready = await eventually(() => childrenOf(pid).length >= 3, 45_000)
-        const servers = childrenOf(pid)
+        // Its servers: the relay, the baseline and the bound, each node started by the started process (which also
+        // has esbuild's services for children while tsx's loader transforms its sources).
+        const serversOf = (of: number) => childrenOf(of).filter((child) => commandOf(child) === process.execPath)
+        const ready = await eventually(() => serversOf(pid).length >= 3, 45_000)
+        const servers = serversOf(pid)
         expect(ready, `the started process ${pid} holds ${servers.length} processes (${servers.join(", ")}), not the bench's three servers`).toBe(true)
         await signalWhileHeld(started, "SIGTERM")
         await exited

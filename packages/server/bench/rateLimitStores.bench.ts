@@ -2,8 +2,9 @@
  * `pnpm --filter @custody-relay/server run bench:rate-limit`: what counting rate-limit windows costs a read on
  * PostgreSQL, by store. One relay server per store (memory, database, synced, redis) on one PostgreSQL database, GET
  * account under autocannon, the servers taking turns round by round so the machine's noise falls on all of them;
- * prints requests per second (median of rounds) and each store's ratio to `memory` (no shared counting at all).
- * It measures and prints; it asserts nothing.
+ * prints requests per second (median of rounds) and each store's ratio to `memory` (no shared counting at all),
+ * then each relay's own CPU time a request (its process only: what PostgreSQL's backends or Redis spend on the count
+ * is not in it). It measures and prints; it asserts nothing.
  *
  * Needs BENCH_PG_URL (a server where it may create and drop a database, e.g. postgres://postgres@127.0.0.1:5432/postgres)
  * and BENCH_REDIS_URL (default redis://127.0.0.1:6379). BENCH_DURATION (seconds per round, default 5),
@@ -58,7 +59,7 @@ const main = async () => {
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; PostgreSQL; GET account; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
     const load = (server: (typeof servers)[number], seconds: number) =>
       autocannon({ url: `${server.url}/relay/v1/accounts/${server.account}`, connections, duration: seconds, headers: server.headers })
-    const results = await takeTurns(servers, load, { warmup, rounds, duration })
+    const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => server.child.pid })
     process.stdout.write(turnsTable(results, (server) => server.store, servers[0] as (typeof servers)[number], "store"))
   } finally {
     for (const server of servers) server.child.kill("SIGTERM")

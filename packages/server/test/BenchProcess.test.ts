@@ -55,26 +55,37 @@ const eventually = async (check: () => boolean, millis = 10_000): Promise<boolea
   return check()
 }
 
+/**
+ * A bench: `script` run as a module from source, with what it has printed so far and its end (an exit code, or the
+ * signal that ended it). Each bench prints "server <pid>" for the server it starts.
+ */
+const startBench = (script: string) => {
+  const bench = spawn(process.execPath, [...sourceNodeArguments, "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] })
+  const exited = new Promise<NodeJS.Signals | number | null>((done) => bench.once("exit", (code, killedBy) => done(code ?? killedBy)))
+  let output = ""
+  bench.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+  return { bench, exited, output: () => output, server: () => Number(/server (\d+)/.exec(output)?.[1]) }
+}
+
+/** A bench script's call of `startServer` for a server that would run for ever, its output in `logName`. */
+const foreverServer = (logName: string) => `startServer({
+  command: [process.execPath, "-e", "console.log('serving'); setInterval(() => {}, 1000)"],
+  logFile: ${JSON.stringify(join(directory, logName))},
+  ready: /serving/
+})`
+
 describe("bench servers", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     it(`a bench stopped by ${signal} to its own process stops the servers it started`, async () => {
       // The bench: starts a server that would run for ever, prints its pid, and waits.
-      const script = `
+      const { bench, exited, output, server: serverOf } = startBench(`
         import { startServer } from ${JSON.stringify(benchProcess)}
-        const server = await startServer({
-          command: [process.execPath, "-e", "console.log('serving'); setInterval(() => {}, 1000)"],
-          logFile: ${JSON.stringify(join(directory, `${signal}.log`))},
-          ready: /serving/
-        })
+        const server = await ${foreverServer(`${signal}.log`)}
         console.log("server " + server.child.pid)
         setInterval(() => {}, 1000)
-      `
-      const bench = spawn(process.execPath, [...sourceNodeArguments, "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] })
-      const exited = new Promise<NodeJS.Signals | number | null>((done) => bench.once("exit", (code, killedBy) => done(code ?? killedBy)))
-      let output = ""
-      bench.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
-      expect(await eventually(() => /server \d+/.test(output))).toBe(true)
-      const server = Number(/server (\d+)/.exec(output)?.[1])
+      `)
+      expect(await eventually(() => /server \d+/.test(output()))).toBe(true)
+      const server = serverOf()
       expect(isRunning(server)).toBe(true)
       bench.kill(signal)
       await exited
@@ -85,7 +96,7 @@ describe("bench servers", () => {
   it("a signal that arrives while the bench's first server is being spawned still stops that server", async () => {
     // The bench's spawn, wrapped: the signal reaches the bench once the server's process exists and before
     // startServer has it in hand, as a signal held back by libuv during its fork and exec arrives.
-    const script = `
+    const { exited, output, server: serverOf } = startBench(`
       import { createRequire, syncBuiltinESMExports } from "node:module"
       const childProcess = createRequire(import.meta.url)("node:child_process")
       const spawn = childProcess.spawn
@@ -99,21 +110,13 @@ describe("bench servers", () => {
       }
       syncBuiltinESMExports()
       const { startServer } = await import(${JSON.stringify(benchProcess)})
-      await startServer({
-        command: [process.execPath, "-e", "console.log('serving'); setInterval(() => {}, 1000)"],
-        logFile: ${JSON.stringify(join(directory, "while-spawning.log"))},
-        ready: /serving/
-      })
+      await ${foreverServer("while-spawning.log")}
       setInterval(() => {}, 1000)
-    `
-    const bench = spawn(process.execPath, [...sourceNodeArguments, "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] })
-    const exited = new Promise<NodeJS.Signals | number | null>((done) => bench.once("exit", (code, killedBy) => done(code ?? killedBy)))
-    let output = ""
-    bench.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    `)
     const code = await exited
-    const server = Number(/server (\d+)/.exec(output)?.[1])
+    const server = serverOf()
     try {
-      expect(server, output).toBeGreaterThan(0)
+      expect(server, output()).toBeGreaterThan(0)
       expect(await eventually(() => !isRunning(server)), `server ${server} still running after the bench's SIGTERM`).toBe(true)
       expect(code).toBe(128 + 15)
     } finally {

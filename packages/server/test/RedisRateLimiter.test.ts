@@ -1,10 +1,13 @@
 /**
  * The rate limiter on Redis (RELAY_TEST_REDIS_URL; skipped, saying so, where it is unset; CI sets it): one budget
  * per key across nodes (LIM-RATE-1), other keys untouched (LIM-RATE-3), the window resetting when it ends, and an
- * unreachable Redis letting requests through (or answering 503 when told to fail closed).
+ * unreachable Redis letting requests through (or answering 503 when told to fail closed). The counts a node takes in
+ * one turn of the event loop go to Redis in one call (`TurnCounts`), and stay exact: a property over turns of
+ * requests from two nodes checks every count's place against a model.
  */
 import { RateLimiter } from "@custody-relay/core"
 import { Exit, type Layer, ManagedRuntime } from "effect"
+import fc from "fast-check"
 import { Redis } from "ioredis"
 import { afterAll, assert, describe, it } from "vitest"
 import { layerRedis } from "../src/index.js"
@@ -77,5 +80,75 @@ describe.skipIf(url === undefined || url === "")("RateLimiter on Redis", () => {
     const exit = await runtime.runPromiseExit(RateLimiter.RateLimiter.use((limiter) => limiter.consume("crk_any", { limit: 1, windowSeconds: 60 })))
     assert.isTrue(Exit.isFailure(exit))
     assert.include(JSON.stringify(exit), "StorageUnavailable")
+  })
+
+  it("LIM-RATE-1 LIM-RATE-3: the counts a node takes in one turn go to Redis in one call, each key's in the order they were asked for", async () => {
+    const a = node()
+    await a("crk_warm", 1)
+    const watcher = new Redis(url ?? "")
+    const fencer = watcher.duplicate()
+    const monitor = await watcher.monitor()
+    const calls: Array<string> = []
+    const fence = `${prefix}fence:${crypto.randomUUID()}`
+    let fenced: () => void = () => undefined
+    monitor.on("monitor", (_time: string, args: ReadonlyArray<string>) => {
+      if (args[0] === "echo" && args[1] === fence) fenced()
+      else if (args[0] === "eval" && args.some((arg) => arg.startsWith(prefix))) calls.push(args.join(" "))
+    })
+    try {
+      const answers = await inOneWindow(async (key) => {
+        calls.length = 0
+        const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => a(i % 2 === 0 ? key : `${key}:other`, 100)))
+        // MONITOR shows commands in the order Redis ran them: once the fence shows, every call of the burst has.
+        await new Promise<void>((resolve) => {
+          fenced = resolve
+          void fencer.echo(fence)
+        })
+        return burst
+      })
+      assert.strictEqual(calls.length, 1, `one call for the turn's 20 counts, not:\n${calls.join("\n")}`)
+      const remaining = (parity: number) => answers.filter((_, i) => i % 2 === parity).map((answer) => answer.remaining)
+      assert.deepStrictEqual(remaining(0), [99, 98, 97, 96, 95, 94, 93, 92, 91, 90])
+      assert.deepStrictEqual(remaining(1), [99, 98, 97, 96, 95, 94, 93, 92, 91, 90])
+    } finally {
+      watcher.disconnect()
+      fencer.disconnect()
+    }
+  })
+
+  it("LIM-RATE-1: counts taken in turns by two nodes are exact: each key allows exactly its limit, every count in its own place", async () => {
+    const nodes = [node(), node()] as const
+    const request = fc.record({ node: fc.constantFrom(0 as const, 1 as const), key: fc.integer({ min: 0, max: 2 }) })
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.array(fc.array(request, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 5 }), async (limit, turns) => {
+        const run = crypto.randomUUID()
+        const answers: Array<{ readonly turn: number; readonly node: number; readonly key: number; readonly allowed: boolean; readonly remaining: number; readonly resetAt: number }> = []
+        for (const [turn, requests] of turns.entries()) {
+          const answered = await Promise.all(requests.map((r) => nodes[r.node](`crk_${run}:${r.key}`, limit, 86_400)))
+          answered.forEach((answer, i) => answers.push({ turn, ...requests[i]!, ...answer }))
+        }
+        // A run that straddles two windows is rightly counted in both; the model is one window's.
+        if (new Set(answers.map((answer) => answer.resetAt)).size > 1) return
+        for (const key of [0, 1, 2]) {
+          const mine = answers.filter((answer) => answer.key === key)
+          const allowed = mine.filter((answer) => answer.allowed)
+          assert.strictEqual(allowed.length, Math.min(limit, mine.length))
+          assert.deepStrictEqual(allowed.map((answer) => answer.remaining).sort((x, y) => y - x), allowed.map((_, i) => limit - 1 - i))
+          // A count asked for after another (a later turn, or later in the same node's turn) takes a later place.
+          allowed.forEach((later, j) =>
+            allowed.slice(0, j).forEach((earlier) => {
+              if (earlier.turn < later.turn || earlier.node === later.node) assert.isAbove(earlier.remaining, later.remaining)
+            })
+          )
+        }
+      }),
+      { numRuns: 25 }
+    )
+  })
+
+  it("an unreachable Redis lets every request of a turn through", async () => {
+    const open = node({ url: "redis://127.0.0.1:1" })
+    const answers = await Promise.all(Array.from({ length: 5 }, () => open("crk_any", 1)))
+    assert.deepStrictEqual(answers.map((answer) => answer.allowed), [true, true, true, true, true])
   })
 })

@@ -1,9 +1,10 @@
 /**
  * The RateLimiter port: a fixed-window request budget per API key (LIM-RATE-1, LIM-RATE-3). Windows are aligned
  * to multiples of their length since the Unix epoch, so every node computes the same window and reset time.
- * `layerMemory` counts in-process; a store shared by several nodes (the SQL adapter's) counts in the database.
+ * `layerMemory` counts in-process; a store shared by several nodes (the SQL adapter's database, Redis) counts there,
+ * a turn's counts together (`countedTogether`).
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Exit, Layer } from "effect"
 
 export interface RateLimitPolicy {
   readonly limit: number
@@ -59,3 +60,51 @@ export const decide = (count: number, policy: RateLimitPolicy, resetAt: number, 
   resetAt,
   retryAfterSeconds: Math.max(1, Math.ceil(resetAt - nowMillis / 1000))
 })
+
+/** The counts one turn took in one window of one key, for a shared store to add in one go. */
+export interface WindowCounts {
+  readonly key: string
+  readonly windowStart: number
+  /** When the window ends, in epoch milliseconds: when a store may forget its counter. */
+  readonly windowEnd: number
+  readonly added: number
+}
+
+/**
+ * Counts taken in one turn of the event loop, added to a shared store together when the turn ends (`atTurnEnd`,
+ * node's `setImmediate`): a performance measure, measured in docs/benchmarks.md (section "a turn's rate-limit counts
+ * in one call"). A count in a store other nodes share is a call to it (a Redis command: about 16 to 20 µs of the
+ * relay's CPU in ioredis; a database statement and its commit), and a turn that handles several requests pays for
+ * one instead of one each. Counts stay exact, as one call per count would give them: `add` raises every window's
+ * counter by its `added` atomically and returns each new total, in the order given, and a window's counts take the
+ * places below its new total in the order they were asked for. A failed `add` fails every count of the turn.
+ */
+export const countedTogether = <E>(
+  add: (windows: ReadonlyArray<WindowCounts>) => Effect.Effect<ReadonlyArray<number>, E>,
+  atTurnEnd: (send: () => void) => void
+): ((key: string, windowStart: number, windowEnd: number) => Effect.Effect<number, E>) => {
+  type Taken = (count: Effect.Effect<number, E>) => void
+  let waiting = new Map<string, { readonly key: string; readonly windowStart: number; readonly windowEnd: number; readonly taken: Array<Taken> }>()
+  const sendTurn = () => {
+    const turn = [...waiting.values()]
+    waiting = new Map()
+    const windows = turn.map(({ key, windowStart, windowEnd, taken }) => ({ key, windowStart, windowEnd, added: taken.length }))
+    Effect.runCallback(add(windows), {
+      onExit: (exit) =>
+        turn.forEach(({ taken }, i) => {
+          if (Exit.isFailure(exit)) return taken.forEach((resume) => resume(Effect.failCause(exit.cause)))
+          const total = exit.value[i]
+          if (total === undefined) return taken.forEach((resume) => resume(Effect.die(new Error(`the store returned ${exit.value.length} totals for ${turn.length} windows`))))
+          taken.forEach((resume, place) => resume(Effect.succeed(total - taken.length + 1 + place)))
+        })
+    })
+  }
+  return (key, windowStart, windowEnd) =>
+    Effect.callback<number, E>((resume) => {
+      if (waiting.size === 0) atTurnEnd(sendTurn)
+      const id = `${windowStart} ${key}`
+      const window = waiting.get(id)
+      if (window === undefined) waiting.set(id, { key, windowStart, windowEnd, taken: [resume] })
+      else window.taken.push(resume)
+    })
+}

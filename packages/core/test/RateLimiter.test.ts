@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
+import * as fc from "fast-check"
 import { TestClock } from "effect/testing"
 import { RateLimiter } from "@custody-relay/core"
 
@@ -18,4 +19,77 @@ describe("RateLimiter (memory)", () => {
       const next = yield* limiter.consume("key-a", policy)
       assert.deepStrictEqual([next.allowed, next.remaining, next.resetAt], [true, 2, 240])
     }).pipe(Effect.provide(RateLimiter.RateLimiter.layerMemory)))
+})
+
+/**
+ * `countedTogether`, with the turn's end in the test's hands and a store that adds as Redis or the database would: a
+ * turn's counts reach the store in one `add`, and every count gets the place one call per count would have given it.
+ */
+describe("RateLimiter.countedTogether", () => {
+  const world = () => {
+    const totals = new Map<string, number>()
+    const adds: Array<ReadonlyArray<RateLimiter.WindowCounts>> = []
+    let turnEnds: Array<() => void> = []
+    let failWith: string | undefined
+    const count = RateLimiter.countedTogether(
+      (windows) =>
+        Effect.suspend(() => {
+          adds.push(windows)
+          if (failWith !== undefined) return Effect.fail(failWith)
+          return Effect.succeed(windows.map((w) => {
+            const total = (totals.get(`${w.windowStart} ${w.key}`) ?? 0) + w.added
+            totals.set(`${w.windowStart} ${w.key}`, total)
+            return total
+          }))
+        }),
+      (send) => turnEnds.push(send)
+    )
+    const endTurn = () => {
+      const due = turnEnds
+      turnEnds = []
+      for (const send of due) send()
+    }
+    return { count, adds, endTurn, fail: (error: string) => (failWith = error), turnEnds: () => turnEnds.length }
+  }
+
+  it("LIM-RATE-1 LIM-RATE-3: a turn's counts are one add, each key's places in the order they were asked for", async () => {
+    const { count, adds, endTurn, turnEnds } = world()
+    const asked = ["a", "b", "a", "a", "b"].map((key) => Effect.runPromise(count(key, 60_000, 120_000)))
+    assert.strictEqual(turnEnds(), 1)
+    endTurn()
+    assert.deepStrictEqual(await Promise.all(asked), [1, 1, 2, 3, 2])
+    assert.deepStrictEqual(adds, [[{ key: "a", windowStart: 60_000, windowEnd: 120_000, added: 3 }, { key: "b", windowStart: 60_000, windowEnd: 120_000, added: 2 }]])
+    const next = [Effect.runPromise(count("a", 60_000, 120_000)), Effect.runPromise(count("a", 120_000, 180_000))]
+    endTurn()
+    assert.deepStrictEqual(await Promise.all(next), [4, 1])
+    assert.strictEqual(adds.length, 2)
+  })
+
+  it("a failed add fails every count of its turn, and the next turn counts again", async () => {
+    const { count, endTurn, fail } = world()
+    fail("unreachable")
+    const failed = [Effect.runPromiseExit(count("a", 0, 60_000)), Effect.runPromiseExit(count("b", 0, 60_000))]
+    endTurn()
+    for (const exit of await Promise.all(failed)) assert.deepStrictEqual(exit, Exit.fail("unreachable"))
+  })
+
+  it("LIM-RATE-1: over any turns, every count's place is the one counting one at a time gives it (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), window: fc.integer({ min: 0, max: 1 }) }), { minLength: 1, maxLength: 10 }), { maxLength: 6 }), async (turns) => {
+        const { count, adds, endTurn } = world()
+        const oneAtATime = new Map<string, number>()
+        for (const turn of turns) {
+          const asked = turn.map(({ key, window }) => Effect.runPromise(count(key, window * 60_000, (window + 1) * 60_000)))
+          endTurn()
+          const expected = turn.map(({ key, window }) => {
+            const place = (oneAtATime.get(`${window} ${key}`) ?? 0) + 1
+            oneAtATime.set(`${window} ${key}`, place)
+            return place
+          })
+          assert.deepStrictEqual(await Promise.all(asked), expected)
+        }
+        assert.strictEqual(adds.length, turns.length)
+      })
+    )
+  })
 })

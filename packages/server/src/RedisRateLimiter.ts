@@ -6,9 +6,10 @@
  * The choices follow Kong's rate-limiting policies: `memory` (Kong's local: exact per node, a client spread over N
  * nodes gets up to N times its budget), `database` (cluster: exact across nodes, a write per request), `synced`
  * (cluster with a sync rate: counted locally, reconciled with the database on an interval; storage-sql's
- * SqlRateLimiter) and `redis` (exact across nodes, a Redis round trip per request). A fixed window aligned to the
- * epoch is counted with a short script rather than rate-limiter-flexible, whose windows start at each key's first
- * request and would give each node's clients a different reset than the one the relay's headers promise.
+ * SqlRateLimiter) and `redis` (exact across nodes, a Redis round trip per request, a turn's counts in one call). A
+ * fixed window aligned to the epoch is counted with a short script rather than rate-limiter-flexible, whose windows
+ * start at each key's first request and would give each node's clients a different reset than the one the relay's
+ * headers promise.
  *
  * When Redis cannot be reached the request is let through and a warning logged (Kong's `fault_tolerant`): the
  * budget protects capacity, not funds, and a limiter outage must not stop custody. `failOpen: false` answers 503
@@ -28,7 +29,9 @@ export interface RedisRateLimiterOptions {
 
 /**
  * Adds each key's count (ARGV[2i-1]) to its window's counter, and returns every counter after its addition; a counter
- * that this addition created is set to expire when its window ends (ARGV[2i], epoch milliseconds).
+ * that this addition created is set to expire when its window ends (ARGV[2i], epoch milliseconds). A turn's counts
+ * come in one call (`RateLimiter.countedTogether`), every key of the turn in it: a single Redis serves that, a Redis
+ * Cluster would refuse keys of different slots.
  */
 const countInWindows = `local counts = {}
 for i, key in ipairs(KEYS) do
@@ -38,52 +41,6 @@ for i, key in ipairs(KEYS) do
   counts[i] = count
 end
 return counts`
-
-/** What a count waits for: its place in its window's counter, or why Redis did not give one. */
-type CountTaken = (count: number | undefined, failure?: unknown) => void
-
-/**
- * Counts taken in one turn of the event loop, sent to Redis together at the turn's end as one script call: a
- * performance measure, measured in docs/benchmarks.md (section "a turn's rate-limit counts in one Redis call").
- * ioredis costs the relay about 16 to 20 µs of CPU a command (its command object, the socket write, the reply's
- * parse), about a quarter of a GET account's CPU on PostgreSQL; a turn that handles several requests pays it once.
- * Counts stay exact: each key's counter is raised by the number of counts the turn took for it in one atomic
- * `INCRBY`, and those counts take the places below the new value in the order they were asked for, as the same
- * `INCR`s one by one would have given them. The wait is the rest of the turn (node's `setImmediate`, right after the
- * loop's poll for I/O), not a timer. Every key of a turn goes in one call, which a single Redis serves; a Redis
- * Cluster would refuse keys of different slots.
- */
-class TurnCounts {
-  #waiting = new Map<string, { readonly expireAt: string; readonly taken: Array<CountTaken> }>()
-  constructor(private readonly send: (keysAndArgs: ReadonlyArray<string>, keys: number) => Promise<unknown>) {}
-
-  take(key: string, expireAtMillis: number, taken: CountTaken): void {
-    if (this.#waiting.size === 0) setImmediate(this.#sendTurn)
-    const window = this.#waiting.get(key)
-    if (window === undefined) this.#waiting.set(key, { expireAt: String(expireAtMillis), taken: [taken] })
-    else window.taken.push(taken)
-  }
-
-  readonly #sendTurn = () => {
-    const turn = this.#waiting
-    this.#waiting = new Map()
-    const keys = [...turn.keys()]
-    const args: Array<string> = []
-    for (const window of turn.values()) args.push(String(window.taken.length), window.expireAt)
-    this.send([...keys, ...args], keys.length).then(
-      (counts) => {
-        let i = 0
-        for (const window of turn.values()) {
-          const first = Number((counts as ReadonlyArray<unknown>)[i++]) - window.taken.length + 1
-          window.taken.forEach((taken, place) => taken(first + place))
-        }
-      },
-      (failure: unknown) => {
-        for (const window of turn.values()) for (const taken of window.taken) taken(undefined, failure)
-      }
-    )
-  }
-}
 
 export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLimiter.RateLimiter> =>
   Layer.effect(
@@ -113,16 +70,23 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
       )
       const prefix = options.keyPrefix ?? "relay:rate:"
       const failOpen = options.failOpen ?? true
-      const counts = new TurnCounts((keysAndArgs, keys) => client.eval(countInWindows, keys, ...keysAndArgs))
+      const count = RateLimiter.countedTogether(
+        (windows) =>
+          Effect.tryPromise(() =>
+            client.eval(
+              countInWindows,
+              windows.length,
+              ...windows.map((window) => `${prefix}${window.key}:${window.windowStart}`),
+              ...windows.flatMap((window) => [String(window.added), String(window.windowEnd)])
+            )
+          ).pipe(Effect.map((totals) => (totals as ReadonlyArray<unknown>).map(Number))),
+        setImmediate
+      )
       return RateLimiter.RateLimiter.of({
         consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {
           const nowMillis = yield* Clock.currentTimeMillis
           const { windowStart, resetAt } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-          const counted = yield* Effect.callback<number, { readonly cause: unknown }>((resume) =>
-            counts.take(`${prefix}${key}:${windowStart}`, resetAt * 1000, (count, failure) =>
-              resume(count === undefined ? Effect.fail({ cause: failure }) : Effect.succeed(count))
-            )
-          ).pipe(
+          const counted = yield* count(key, windowStart, resetAt * 1000).pipe(
             Effect.catch((error) =>
               failOpen
                 ? Effect.as(Effect.logWarning("rate limit not counted: Redis is unreachable; the request is let through", String(error.cause)), 0)

@@ -7,7 +7,7 @@
  */
 import { RateLimiter } from "@custody-relay/core"
 import { Exit, type Layer, ManagedRuntime } from "effect"
-import fc from "fast-check"
+import * as fc from "fast-check"
 import { Redis } from "ioredis"
 import { afterAll, assert, describe, it } from "vitest"
 import { layerRedis } from "../src/index.js"

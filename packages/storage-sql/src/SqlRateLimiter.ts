@@ -1,8 +1,9 @@
 /**
  * The RateLimiter port in the database, so every node that shares it counts against one budget per key
- * (LIM-RATE-1). Each request is one atomic upsert of its (key, window) row that returns the new count: concurrent
- * requests, on any node, each get a distinct count. Rows of windows that ended are purged at most once a minute
- * per node. The window arithmetic and the decision are the port's own (`windowOf`, `decide`).
+ * (LIM-RATE-1). The counts a node takes in one turn of its event loop are one atomic upsert of their (key, window)
+ * rows that returns each new count (`RateLimiter.countedTogether`): concurrent requests, on any node, each get a
+ * distinct count. Rows of windows that ended are purged at most once a minute per node. The window arithmetic and
+ * the decision are the port's own (`windowOf`, `decide`).
  */
 import { RateLimiter } from "@custody-relay/core"
 import { Clock, Effect, Fiber, Schedule, Semaphore } from "effect"
@@ -31,6 +32,35 @@ const addToWindow = (db: Kysely<Database>, engine: SqlEngine) =>
     catch: engine.classify
   }).pipe(Effect.retry(retry))
 
+/**
+ * Adds each window's counts to its row, creating it, and returns the new totals in the order given: one atomic
+ * upsert. Its rows are written in one order (key, then window), so two nodes' upserts of the same keys wait for each
+ * other instead of deadlocking.
+ */
+const addToWindows = (db: Kysely<Database>, engine: SqlEngine) => (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
+  Effect.tryPromise({
+    try: async () => {
+      const rows = await db.insertInto("rate_limit_windows")
+        .values(
+          [...windows]
+            .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
+            .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
+        )
+        .onConflict((oc) =>
+          oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
+        )
+        .returning(["key", "window_start", "count"])
+        .execute()
+      const totals = new Map(rows.map((row) => [`${Number(row.window_start)} ${row.key}`, Number(row.count)]))
+      return windows.map((window) => {
+        const total = totals.get(`${window.windowStart} ${window.key}`)
+        if (total === undefined) throw new Error(`the upsert of rate-limit windows returned no count for ${window.key}`)
+        return total
+      })
+    },
+    catch: engine.classify
+  }).pipe(Effect.retry(retry))
+
 /** Removes the windows that ended by `nowMillis`, at most once per PURGE_INTERVAL_MILLIS of calls. */
 const purgeEvery = (db: Kysely<Database>, engine: SqlEngine) => {
   let nextPurgeAt = 0
@@ -45,16 +75,16 @@ const purgeEvery = (db: Kysely<Database>, engine: SqlEngine) => {
 }
 
 export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateLimiter["Service"] => {
-  const add = addToWindow(db, engine)
+  const count = RateLimiter.countedTogether(addToWindows(db, engine), setImmediate)
   const purge = purgeEvery(db, engine)
   return RateLimiter.RateLimiter.of({
     // The port promises a decision, not an error: a database that cannot count is an infrastructure fault.
     consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {
       const nowMillis = yield* Clock.currentTimeMillis
       const { resetAt, windowStart } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-      const { count } = yield* add(key, windowStart, resetAt * 1000, 1)
+      const counted = yield* count(key, windowStart, resetAt * 1000)
       yield* purge(nowMillis)
-      return RateLimiter.decide(Number(count), policy, resetAt, nowMillis)
+      return RateLimiter.decide(counted, policy, resetAt, nowMillis)
     }, Effect.orDie)
   })
 }

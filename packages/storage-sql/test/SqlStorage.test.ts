@@ -278,6 +278,42 @@ for (const { engine, fresh, name } of engines) {
         assert.deepStrictEqual([...decisions.map((d) => d.remaining)].sort((a, b) => a - b).slice(0, 11), Array(11).fill(0))
       }))
 
+    it.live("LIM-RATE-1 LIM-RATE-3: a node's counts of one turn are one upsert; two nodes asking for keys in opposite orders count exactly", () =>
+      Effect.gen(function*() {
+        const { db, reopen } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        const other = yield* Effect.promise(reopen)
+        yield* destroyWithScope(other)
+        let statements = 0
+        const counted = db.withPlugin({
+          transformQuery: (args) => {
+            statements += 1
+            return args.node
+          },
+          transformResult: (args) => Promise.resolve(args.result)
+        })
+        const nodes = [SqlRateLimiter.make(counted, engine), SqlRateLimiter.make(other, engine)] as const
+        const run = crypto.randomUUID()
+        const keys = ["a", "b", "c"].map((name) => `crk_${run}_${name}`)
+        const policy = { limit: 12, windowSeconds: 3600 }
+        // The first count of a node also purges ended windows (once a minute): out of the way before counting.
+        yield* nodes[0].consume(`crk_${run}_warm`, policy)
+        const before = statements
+        const turn = (node: (typeof nodes)[number], order: ReadonlyArray<string>) =>
+          Effect.forEach(order, (key) => Effect.map(node.consume(key, policy), (decision) => ({ key, ...decision })), { concurrency: "unbounded" })
+        const [first, second] = yield* Effect.all([
+          Effect.forEach(Array.from({ length: 5 }, () => [...keys, ...keys]), (order) => turn(nodes[0], order)),
+          Effect.forEach(Array.from({ length: 5 }, () => [...keys].reverse()), (order) => turn(nodes[1], order))
+        ], { concurrency: 2 })
+        assert.strictEqual(statements - before, 5, "one upsert for each of the node's five turns of six counts")
+        const decisions = [...first.flat(), ...second.flat()]
+        for (const key of keys) {
+          const allowed = decisions.filter((decision) => decision.key === key && decision.allowed)
+          assert.strictEqual(allowed.length, 12)
+          assert.deepStrictEqual(allowed.map((decision) => decision.remaining).sort((a, b) => b - a), Array.from({ length: 12 }, (_, i) => 11 - i))
+        }
+      }))
+
     it.live("the rate limiter purges windows that ended", () =>
       Effect.gen(function*() {
         const { db } = yield* fresh

@@ -94,6 +94,15 @@ const storageOn = (db: Kysely<Database>, engine: SqlEngine) => Layer.succeed(Sto
 
 for (const { engine, fresh, name } of engines) {
   describe.skipIf(!isWanted(name) || (name === "postgres" && postgresSkipReason !== undefined))(`SQL storage: ${name}`, () => {
+    /** A migrated database, and a second connection to it: two nodes sharing it. */
+    const twoNodes = Effect.gen(function*() {
+      const { db, reopen } = yield* fresh
+      yield* Effect.promise(() => migrateToLatest(db))
+      const other = yield* Effect.promise(reopen)
+      yield* destroyWithScope(other)
+      return { db, other }
+    })
+
     it.live("migrates an empty database to the latest schema, and a second run changes nothing", () =>
       Effect.gen(function*() {
         const { db } = yield* fresh
@@ -263,10 +272,7 @@ for (const { engine, fresh, name } of engines) {
 
     it.live("two nodes on one database share the rate limiter's count", () =>
       Effect.gen(function*() {
-        const { db, reopen } = yield* fresh
-        yield* Effect.promise(() => migrateToLatest(db))
-        const other = yield* Effect.promise(reopen)
-        yield* destroyWithScope(other)
+        const { db, other } = yield* twoNodes
         const nodes = [SqlRateLimiter.make(db, engine), SqlRateLimiter.make(other, engine)]
         const key = `crk_${crypto.randomUUID()}`
         const decisions = yield* Effect.forEach(
@@ -280,10 +286,7 @@ for (const { engine, fresh, name } of engines) {
 
     it.live("LIM-RATE-1 LIM-RATE-3: a node's counts of one turn are one upsert; two nodes asking for keys in opposite orders count exactly", () =>
       Effect.gen(function*() {
-        const { db, reopen } = yield* fresh
-        yield* Effect.promise(() => migrateToLatest(db))
-        const other = yield* Effect.promise(reopen)
-        yield* destroyWithScope(other)
+        const { db, other } = yield* twoNodes
         let statements = 0
         const counted = db.withPlugin({
           transformQuery: (args) => {
@@ -334,10 +337,7 @@ for (const { engine, fresh, name } of engines) {
 
     it.live("LIM-RATE-1: the synced rate limiter is exact on one node and reconciles two nodes through the database", () =>
       Effect.gen(function*() {
-        const { db, reopen } = yield* fresh
-        yield* Effect.promise(() => migrateToLatest(db))
-        const other = yield* Effect.promise(reopen)
-        yield* destroyWithScope(other)
+        const { db, other } = yield* twoNodes
         // Reconciling every 20 ms; each node's background round runs in this test's scope.
         const first = yield* SqlRateLimiter.makeSynced(db, engine, 20)
         const second = yield* SqlRateLimiter.makeSynced(other, engine, 20)

@@ -77,31 +77,43 @@ export interface WindowCounts {
  * relay's CPU in ioredis; a database statement and its commit), and a turn that handles several requests pays for
  * one instead of one each. Counts stay exact, as one call per count would give them: `add` raises every window's
  * counter by its `added` atomically and returns each new total, in the order given, and a window's counts take the
- * places below its new total in the order they were asked for. A failed `add` fails every count of the turn.
+ * places below its new total in the order they were asked for. A failed `add` fails every count of its call.
+ *
+ * `oneCallAtATime` keeps at most one call out: counts taken while it is out wait for it and go together in the next
+ * call, sent as soon as it returns. That pays where a call is dear and slow (a database's upsert and its commit: a
+ * quarter more reads a second, measured), not where it is cheap and quick (Redis, where the wait cost more than it
+ * saved).
  */
 export const countedTogether = <E>(
   add: (windows: ReadonlyArray<WindowCounts>) => Effect.Effect<ReadonlyArray<number>, E>,
-  atTurnEnd: (send: () => void) => void
+  options: { readonly atTurnEnd: (send: () => void) => void; readonly oneCallAtATime?: boolean }
 ): ((key: string, windowStart: number, windowEnd: number) => Effect.Effect<number, E>) => {
   type Taken = (count: Effect.Effect<number, E>) => void
   let waiting = new Map<string, { readonly key: string; readonly windowStart: number; readonly windowEnd: number; readonly taken: Array<Taken> }>()
-  const sendTurn = () => {
-    const turn = [...waiting.values()]
+  let callsOut = 0
+  const send = (): void => {
+    if (waiting.size === 0 || (options.oneCallAtATime === true && callsOut > 0)) return
+    const call = [...waiting.values()]
     waiting = new Map()
-    const windows = turn.map(({ key, windowStart, windowEnd, taken }) => ({ key, windowStart, windowEnd, added: taken.length }))
+    callsOut++
+    const windows = call.map(({ key, windowStart, windowEnd, taken }) => ({ key, windowStart, windowEnd, added: taken.length }))
     Effect.runCallback(add(windows), {
-      onExit: (exit) =>
-        turn.forEach(({ taken }, i) => {
+      onExit: (exit) => {
+        callsOut--
+        call.forEach(({ taken }, i) => {
           if (Exit.isFailure(exit)) return taken.forEach((resume) => resume(Effect.failCause(exit.cause)))
           const total = exit.value[i]
-          if (total === undefined) return taken.forEach((resume) => resume(Effect.die(new Error(`the store returned ${exit.value.length} totals for ${turn.length} windows`))))
+          if (total === undefined) return taken.forEach((resume) => resume(Effect.die(new Error(`the store returned ${exit.value.length} totals for ${call.length} windows`))))
           taken.forEach((resume, place) => resume(Effect.succeed(total - taken.length + 1 + place)))
         })
+        // What gathered while this call was out.
+        send()
+      }
     })
   }
   return (key, windowStart, windowEnd) =>
     Effect.callback<number, E>((resume) => {
-      if (waiting.size === 0) atTurnEnd(sendTurn)
+      if (waiting.size === 0) options.atTurnEnd(send)
       const id = `${windowStart} ${key}`
       const window = waiting.get(id)
       if (window === undefined) waiting.set(id, { key, windowStart, windowEnd, taken: [resume] })

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import * as fc from "fast-check"
 import { TestClock } from "effect/testing"
 import { RateLimiter } from "@custody-relay/core"
@@ -26,14 +26,17 @@ describe("RateLimiter (memory)", () => {
  * turn's counts reach the store in one `add`, and every count gets the place one call per count would have given it.
  */
 describe("RateLimiter.countedTogether", () => {
-  const world = () => {
+  const world = (options: { readonly oneCallAtATime?: boolean } = {}) => {
     const totals = new Map<string, number>()
     const adds: Array<ReadonlyArray<RateLimiter.WindowCounts>> = []
     let turnEnds: Array<() => void> = []
     let failWith: string | undefined
+    // While held, a call waits for `release`, as a slow store's would.
+    let held: Deferred.Deferred<void> | undefined
+    let calls = 0
     const count = RateLimiter.countedTogether(
       (windows) =>
-        Effect.suspend(() => {
+        Effect.andThen(Effect.sync(() => calls++), held === undefined ? Effect.void : Deferred.await(held)).pipe(Effect.andThen(() => {
           adds.push(windows)
           if (failWith !== undefined) return Effect.fail(failWith)
           return Effect.succeed(windows.map((w) => {
@@ -41,15 +44,28 @@ describe("RateLimiter.countedTogether", () => {
             totals.set(`${w.windowStart} ${w.key}`, total)
             return total
           }))
-        }),
-      (send) => turnEnds.push(send)
+        })),
+      { atTurnEnd: (send) => turnEnds.push(send), ...options }
     )
     const endTurn = () => {
       const due = turnEnds
       turnEnds = []
       for (const send of due) send()
     }
-    return { count, adds, endTurn, fail: (error: string) => (failWith = error), turnEnds: () => turnEnds.length }
+    return {
+      count,
+      adds,
+      endTurn,
+      fail: (error: string) => (failWith = error),
+      turnEnds: () => turnEnds.length,
+      calls: () => calls,
+      hold: () => (held = Deferred.makeUnsafe<void>()),
+      release: () => {
+        const release = held
+        held = undefined
+        if (release !== undefined) Deferred.doneUnsafe(release, Exit.void)
+      }
+    }
   }
 
   it("LIM-RATE-1 LIM-RATE-3: a turn's counts are one add, each key's places in the order they were asked for", async () => {
@@ -65,6 +81,23 @@ describe("RateLimiter.countedTogether", () => {
     assert.strictEqual(adds.length, 2)
   })
 
+  it("LIM-RATE-1: one call at a time: the counts of turns that end while a call is out go together when it returns", async () => {
+    const { calls, count, adds, endTurn, hold, release } = world({ oneCallAtATime: true })
+    hold()
+    const first = Effect.runPromise(count("a", 0, 60_000))
+    endTurn()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const later = ["a", "b"].map((key) => Effect.runPromise(count(key, 0, 60_000)))
+    endTurn()
+    const last = Effect.runPromise(count("a", 0, 60_000))
+    endTurn()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.strictEqual(calls(), 1, "no second call while the first is out")
+    release()
+    assert.deepStrictEqual(await Promise.all([first, ...later, last]), [1, 2, 1, 3])
+    assert.deepStrictEqual(adds.map((call) => call.map((w) => [w.key, w.added])), [[["a", 1]], [["a", 2], ["b", 1]]])
+  })
+
   it("a failed add fails every count of its turn, and the next turn counts again", async () => {
     const { count, endTurn, fail } = world()
     fail("unreachable")
@@ -75,8 +108,8 @@ describe("RateLimiter.countedTogether", () => {
 
   it("LIM-RATE-1: over any turns, every count's place is the one counting one at a time gives it (property)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), window: fc.integer({ min: 0, max: 1 }) }), { minLength: 1, maxLength: 10 }), { maxLength: 6 }), async (turns) => {
-        const { count, adds, endTurn } = world()
+      fc.asyncProperty(fc.boolean(), fc.array(fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), window: fc.integer({ min: 0, max: 1 }) }), { minLength: 1, maxLength: 10 }), { maxLength: 6 }), async (oneCallAtATime, turns) => {
+        const { count, adds, endTurn } = world({ oneCallAtATime })
         const oneAtATime = new Map<string, number>()
         for (const turn of turns) {
           const asked = turn.map(({ key, window }) => Effect.runPromise(count(key, window * 60_000, (window + 1) * 60_000)))

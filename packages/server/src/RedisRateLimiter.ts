@@ -80,7 +80,7 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
               ...windows.flatMap((window) => [String(window.added), String(window.windowEnd)])
             )
           ).pipe(Effect.map((totals) => (totals as ReadonlyArray<unknown>).map(Number))),
-        setImmediate
+        { atTurnEnd: setImmediate }
       )
       return RateLimiter.RateLimiter.of({
         consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {

@@ -1,8 +1,8 @@
 /**
  * The RateLimiter port in the database, so every node that shares it counts against one budget per key
- * (LIM-RATE-1). The counts a node takes in one turn of its event loop are one atomic upsert of their (key, window)
- * rows that returns each new count (`RateLimiter.countedTogether`): concurrent requests, on any node, each get a
- * distinct count. Rows of windows that ended are purged at most once a minute per node. The window arithmetic and
+ * (LIM-RATE-1). The counts a node takes in one turn of its event loop (and while its last upsert is out) are one
+ * atomic upsert of their (key, window) rows that returns each new count (`RateLimiter.countedTogether`): concurrent
+ * requests, on any node, each get a distinct count. Rows of windows that ended are purged at most once a minute per node. The window arithmetic and
  * the decision are the port's own (`windowOf`, `decide`).
  */
 import { RateLimiter } from "@custody-relay/core"
@@ -75,7 +75,8 @@ const purgeEvery = (db: Kysely<Database>, engine: SqlEngine) => {
 }
 
 export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateLimiter["Service"] => {
-  const count = RateLimiter.countedTogether(addToWindows(db, engine), setImmediate)
+  // One upsert out at a time per node: each commits, so the counts that gather while one is out share the next.
+  const count = RateLimiter.countedTogether(addToWindows(db, engine), { atTurnEnd: setImmediate, oneCallAtATime: true })
   const purge = purgeEvery(db, engine)
   return RateLimiter.RateLimiter.of({
     // The port promises a decision, not an error: a database that cannot count is an infrastructure fault.

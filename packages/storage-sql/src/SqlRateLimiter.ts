@@ -17,21 +17,6 @@ const PURGE_INTERVAL_MILLIS = 60_000
 /** A busy SQLite file is the one race an upsert can lose; a few quick re-runs absorb it. */
 const retry = { schedule: Schedule.exponential("2 millis").pipe(Schedule.jittered), times: 5, while: isRetryable }
 
-/** Adds `delta` to a window's count, creating its row, and returns the new total: one atomic upsert. */
-const addToWindow = (db: Kysely<Database>, engine: SqlEngine) =>
-(key: string, windowStart: number, windowEnd: number, delta: number) =>
-  Effect.tryPromise({
-    try: () =>
-      db.insertInto("rate_limit_windows")
-        .values({ key, window_start: windowStart, window_end: windowEnd, count: delta })
-        .onConflict((oc) =>
-          oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", delta) }))
-        )
-        .returning("count")
-        .executeTakeFirstOrThrow(),
-    catch: engine.classify
-  }).pipe(Effect.retry(retry))
-
 /**
  * Adds each window's counts to its row, creating it, and returns the new totals in the order given: one atomic
  * upsert. Its rows are written in one order (key, then window), so two nodes' upserts of the same keys wait for each
@@ -107,8 +92,8 @@ interface LocalWindow {
  * database but no Redis, at the cost of a request's budget being exact only per node between two syncs (Kong's
  * "cluster" policy with a `sync_rate`). A request costs no statement: each decision counts from the window's
  * count in the database as this node last saw it plus its own requests since. The first request of a key's
- * window on this node reads that count; every `syncMillis` each window with new requests adds them to its row
- * (one upsert that returns the new total, as `make` does per request) and takes the total back.
+ * window on this node reads that count; every `syncMillis` the windows with new requests add them to their rows
+ * (one upsert that returns the new totals, as `make` does for a turn's requests) and take the totals back.
  *
  * Accuracy: one node alone is exact. Several nodes can admit, together, up to what the others admitted since their
  * last sync beyond the limit: at most (nodes - 1) x (one node's requests per sync interval) more, and never more
@@ -118,7 +103,7 @@ interface LocalWindow {
 export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: number = DEFAULT_SYNC_MILLIS) =>
   Effect.gen(function*() {
     const windows = new Map<string, LocalWindow>()
-    const add = addToWindow(db, engine)
+    const add = addToWindows(db, engine)
     const purge = purgeEvery(db, engine)
 
     const read = (key: string, windowStart: number) =>
@@ -130,23 +115,29 @@ export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: 
         catch: engine.classify
       }).pipe(Effect.retry(retry))
 
-    /** Adds every window's new requests to the database and takes each total back; forgets ended windows. */
+    /** Adds every window's new requests to the database in one upsert and takes each total back; forgets ended windows. */
     const sync = Effect.gen(function*() {
       const nowMillis = yield* Clock.currentTimeMillis
+      const due: Array<{ readonly key: string; readonly window: LocalWindow; readonly added: number }> = []
       for (const [key, window] of windows) {
         if (window.windowEnd <= nowMillis) {
           // An ended window's count decides nothing any more, here or on another node.
           windows.delete(key)
           continue
         }
-        const delta = window.unsynced
-        if (delta === 0) continue
+        if (window.unsynced > 0) due.push({ key, window, added: window.unsynced })
+      }
+      if (due.length > 0) {
         // Written and taken off together: an interrupted round must not leave a count both in the row and unsynced.
-        yield* Effect.uninterruptible(Effect.map(add(key, window.windowStart, window.windowEnd, delta), ({ count }) => {
-          // Requests counted while the upsert ran stay unsynced, for the next round.
-          window.unsynced -= delta
-          window.shared = Number(count)
-        }))
+        yield* Effect.uninterruptible(Effect.map(
+          add(due.map(({ added, key, window }) => ({ key, windowStart: window.windowStart, windowEnd: window.windowEnd, added }))),
+          (totals) =>
+            due.forEach(({ added, window }, i) => {
+              // Requests counted while the upsert ran stay unsynced, for the next round.
+              window.unsynced -= added
+              window.shared = totals[i] ?? window.shared
+            })
+        ))
       }
       yield* purge(nowMillis)
     })

@@ -370,19 +370,31 @@ for (const { engine, fresh, name } of engines) {
         assert.isFalse((yield* first.consume(shared, policy)).allowed)
       }).pipe(Effect.scoped))
 
-    it.live("the synced rate limiter writes nothing per request, and its unsynced counts when its layer closes", () =>
+    it.live("the synced rate limiter writes nothing per request, and its unsynced counts when its layer closes, every key's in one upsert", () =>
       Effect.gen(function*() {
         const { db } = yield* fresh
         yield* Effect.promise(() => migrateToLatest(db))
-        const key = `crk_${crypto.randomUUID()}`
-        const stored = Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
-        // An interval far longer than the test: only the closing round can write the count.
+        let upserts = 0
+        const counted = db.withPlugin({
+          transformQuery: (args) => {
+            if (args.node.kind === "InsertQueryNode") upserts += 1
+            return args.node
+          },
+          transformResult: (args) => Promise.resolve(args.result)
+        })
+        const [key, other] = [`crk_${crypto.randomUUID()}`, `crk_${crypto.randomUUID()}`]
+        const stored = (of: string) => Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", of).executeTakeFirst())
+        // An interval far longer than the test: only the closing round can write the counts.
         yield* Effect.scoped(Effect.gen(function*() {
-          const limiter = yield* SqlRateLimiter.makeSynced(db, engine, 3_600_000)
+          const limiter = yield* SqlRateLimiter.makeSynced(counted, engine, 3_600_000)
           for (let i = 0; i < 4; i++) yield* limiter.consume(key, { limit: 10, windowSeconds: 3600 })
-          assert.isUndefined(yield* stored)
+          for (let i = 0; i < 2; i++) yield* limiter.consume(other, { limit: 10, windowSeconds: 60 })
+          assert.isUndefined(yield* stored(key))
+          assert.strictEqual(upserts, 0)
         }))
-        assert.strictEqual(Number((yield* stored)?.count), 4)
+        assert.strictEqual(Number((yield* stored(key))?.count), 4)
+        assert.strictEqual(Number((yield* stored(other))?.count), 2)
+        assert.strictEqual(upserts, 1)
       }))
 
     it.live("a write that cannot get the lock in time is a retryable StorageConflict; re-run, it succeeds once the lock is free", () =>

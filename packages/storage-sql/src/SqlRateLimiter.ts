@@ -2,8 +2,8 @@
  * The RateLimiter port in the database, so every node that shares it counts against one budget per key
  * (LIM-RATE-1). The counts a node takes in one turn of its event loop (and while its last upsert is out) are one
  * atomic upsert of their (key, window) rows that returns each new count (`RateLimiter.countedTogether`): concurrent
- * requests, on any node, each get a distinct count. Rows of windows that ended are purged at most once a minute per node. The window arithmetic and
- * the decision are the port's own (`windowOf`, `decide`).
+ * requests, on any node, each get a distinct count. Rows of windows that ended are purged at most once a minute per
+ * node. The window arithmetic and the decision are the port's own (`windowOf`, `decide`).
  */
 import { RateLimiter } from "@custody-relay/core"
 import { Clock, Effect, Fiber, Schedule, Semaphore } from "effect"

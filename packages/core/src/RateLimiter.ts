@@ -82,7 +82,8 @@ export interface WindowCounts {
  * `oneCallAtATime` keeps at most one call out: counts taken while it is out wait for it and go together in the next
  * call, sent as soon as it returns. That pays where a call is dear and slow (a database's upsert and its commit: a
  * quarter more reads a second, measured), not where it is cheap and quick (Redis, where the wait cost more than it
- * saved).
+ * saved). A store that uses it bounds its `add` in time: a call whose answer never comes would otherwise hold every
+ * later count.
  */
 export const countedTogether = <E>(
   add: (windows: ReadonlyArray<WindowCounts>) => Effect.Effect<ReadonlyArray<number>, E>,

@@ -61,8 +61,8 @@ export const make = (
         yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(PRUNE_EVERY_MILLIS)))
       }
       const limiter = options.rateLimitSyncMillis === undefined
-        ? SqlRateLimiter.make(db, engine)
-        : yield* SqlRateLimiter.makeSynced(db, engine, options.rateLimitSyncMillis)
+        ? SqlRateLimiter.make(db, engine, options.rateLimitTimeoutMillis)
+        : yield* SqlRateLimiter.makeSynced(db, engine, options.rateLimitSyncMillis, options.rateLimitTimeoutMillis)
       return Context.make(Storage.Storage, SqlStorage.make(db, engine, options)).pipe(
         Context.add(RateLimiter.RateLimiter, limiter)
       )

@@ -5,7 +5,7 @@
  * requests, on any node, each get a distinct count. Rows of windows that ended are purged at most once a minute per
  * node. The window arithmetic and the decision are the port's own (`windowOf`, `decide`).
  */
-import { RateLimiter } from "@custody-relay/core"
+import { RateLimiter, Storage } from "@custody-relay/core"
 import { Clock, Effect, Fiber, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
 import type { Database } from "./schema/Database.js"
@@ -18,11 +18,39 @@ const PURGE_INTERVAL_MILLIS = 60_000
 const retry = { schedule: Schedule.exponential("2 millis").pipe(Schedule.jittered), times: 5, while: isRetryable }
 
 /**
+ * How long a count waits for the database by default: as long as PostgreSQL's own lock wait (the pool's
+ * `lockTimeoutMillis`), the longest a healthy database keeps an upsert of a window waiting for another node's.
+ */
+export const DEFAULT_COUNT_TIMEOUT_MILLIS = 5_000
+
+/**
+ * A statement of the limiter bounded in time: one the database never answers (a network that drops its packets, a
+ * server that stopped) fails as the database being unavailable once `millis` have passed, and stops being waited
+ * for. Without the bound a count would wait as long as TCP does, and every count of the node with it: counts go out
+ * one call at a time (`make`), and a synced limiter's rounds one at a time. Its outcome is unknown: the database may
+ * have run it, or may yet.
+ */
+const bounded = (millis: number) => <A>(statement: Effect.Effect<A, Storage.StorageError>): Effect.Effect<A, Storage.StorageError> =>
+  Effect.timeoutOrElse(statement, {
+    duration: millis,
+    orElse: () =>
+      Effect.fail(
+        new Storage.StorageError({
+          reason: new Storage.StorageUnavailable({
+            message: `the database did not answer a rate-limit count within ${millis} ms`,
+            cause: null,
+            outcomeUnknown: true
+          })
+        })
+      )
+  })
+
+/**
  * Adds each window's counts to its row, creating it, and returns the new totals in the order given: one atomic
  * upsert. Its rows are written in one order (key, then window), so two nodes' upserts of the same keys wait for each
  * other instead of deadlocking.
  */
-const addToWindows = (db: Kysely<Database>, engine: SqlEngine) => (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
+const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
   Effect.tryPromise({
     try: async () => {
       const rows = await db.insertInto("rate_limit_windows")
@@ -44,10 +72,10 @@ const addToWindows = (db: Kysely<Database>, engine: SqlEngine) => (windows: Read
       })
     },
     catch: engine.classify
-  }).pipe(Effect.retry(retry))
+  }).pipe(Effect.retry(retry), bounded(timeoutMillis))
 
 /** Removes the windows that ended by `nowMillis`, at most once per PURGE_INTERVAL_MILLIS of calls. */
-const purgeEvery = (db: Kysely<Database>, engine: SqlEngine) => {
+const purgeEvery = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => {
   let nextPurgeAt = 0
   return (nowMillis: number) => {
     if (nowMillis < nextPurgeAt) return Effect.void
@@ -55,14 +83,22 @@ const purgeEvery = (db: Kysely<Database>, engine: SqlEngine) => {
     return Effect.tryPromise({
       try: () => db.deleteFrom("rate_limit_windows").where("window_end", "<=", nowMillis).execute(),
       catch: engine.classify
-    }).pipe(Effect.retry(retry), Effect.asVoid)
+    }).pipe(Effect.retry(retry), bounded(timeoutMillis), Effect.asVoid)
   }
 }
 
-export const make = (db: Kysely<Database>, engine: SqlEngine): RateLimiter.RateLimiter["Service"] => {
+/**
+ * `countTimeoutMillis`: how long a request waits for the database to count it before it is refused as the database
+ * being unavailable (DEFAULT_COUNT_TIMEOUT_MILLIS by default).
+ */
+export const make = (
+  db: Kysely<Database>,
+  engine: SqlEngine,
+  countTimeoutMillis: number = DEFAULT_COUNT_TIMEOUT_MILLIS
+): RateLimiter.RateLimiter["Service"] => {
   // One upsert out at a time per node: each commits, so the counts that gather while one is out share the next.
-  const count = RateLimiter.countedTogether(addToWindows(db, engine), { atTurnEnd: setImmediate, oneCallAtATime: true })
-  const purge = purgeEvery(db, engine)
+  const count = RateLimiter.countedTogether(addToWindows(db, engine, countTimeoutMillis), { atTurnEnd: setImmediate, oneCallAtATime: true })
+  const purge = purgeEvery(db, engine, countTimeoutMillis)
   return RateLimiter.RateLimiter.of({
     // The port promises a decision, not an error: a database that cannot count is an infrastructure fault.
     consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {
@@ -100,11 +136,16 @@ interface LocalWindow {
  * than nodes x limit in a window. A window's unsynced requests are written when the layer closes; a node that
  * dies loses at most one interval of them.
  */
-export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: number = DEFAULT_SYNC_MILLIS) =>
+export const makeSynced = (
+  db: Kysely<Database>,
+  engine: SqlEngine,
+  syncMillis: number = DEFAULT_SYNC_MILLIS,
+  countTimeoutMillis: number = DEFAULT_COUNT_TIMEOUT_MILLIS
+) =>
   Effect.gen(function*() {
     const windows = new Map<string, LocalWindow>()
-    const add = addToWindows(db, engine)
-    const purge = purgeEvery(db, engine)
+    const add = addToWindows(db, engine, countTimeoutMillis)
+    const purge = purgeEvery(db, engine, countTimeoutMillis)
 
     const read = (key: string, windowStart: number) =>
       Effect.tryPromise({
@@ -113,7 +154,7 @@ export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: 
             .where("key", "=", key).where("window_start", "=", windowStart)
             .executeTakeFirst(),
         catch: engine.classify
-      }).pipe(Effect.retry(retry))
+      }).pipe(Effect.retry(retry), bounded(countTimeoutMillis))
 
     /** Adds every window's new requests to the database in one upsert and takes each total back; forgets ended windows. */
     const sync = Effect.gen(function*() {
@@ -129,15 +170,29 @@ export const makeSynced = (db: Kysely<Database>, engine: SqlEngine, syncMillis: 
       }
       if (due.length > 0) {
         // Written and taken off together: an interrupted round must not leave a count both in the row and unsynced.
-        yield* Effect.uninterruptible(Effect.map(
-          add(due.map(({ added, key, window }) => ({ key, windowStart: window.windowStart, windowEnd: window.windowEnd, added }))),
-          (totals) =>
-            due.forEach(({ added, window }, i) => {
-              // Requests counted while the upsert ran stay unsynced, for the next round.
-              window.unsynced -= added
-              window.shared = totals[i] ?? window.shared
-            })
-        ))
+        yield* Effect.uninterruptible(
+          add(due.map(({ added, key, window }) => ({ key, windowStart: window.windowStart, windowEnd: window.windowEnd, added }))).pipe(
+            Effect.map((totals) =>
+              due.forEach(({ added, window }, i) => {
+                // Requests counted while the upsert ran stay unsynced, for the next round.
+                window.unsynced -= added
+                window.shared = totals[i] ?? window.shared
+              })
+            ),
+            // An upsert that got no answer may have been written: its counts are taken as written rather than sent
+            // again, which could count them twice (and each unanswered round again). If it was not, they are lost, as
+            // a killed node's are. A round that failed otherwise keeps them for the next one.
+            Effect.tapError((error) =>
+              Effect.sync(() => {
+                if (error.reason._tag !== "StorageUnavailable" || error.reason.outcomeUnknown !== true) return
+                due.forEach(({ added, window }) => {
+                  window.unsynced -= added
+                  window.shared += added
+                })
+              })
+            )
+          )
+        )
       }
       yield* purge(nowMillis)
     })

@@ -60,6 +60,12 @@ export interface SqlStorageOptions {
    */
   readonly rateLimitSyncMillis?: number
   /**
+   * How long a request waits for the database to count it against its rate limit (or a synced limiter's round
+   * waits for its upsert) before that count fails as the database being unavailable: the request is answered 503 and
+   * the node's next counts go out. Default 5000, the pool's default lock wait.
+   */
+  readonly rateLimitTimeoutMillis?: number
+  /**
    * Keep API users between requests. On PostgreSQL a kept one is confirmed in the request's own round trip (see
    * KeptApiUsers): a GET by id then waits for one round trip instead of two. On a SQLite file a kept one answers while
    * nothing has been committed to the file since it was read, which one statement that reads no row tells (see

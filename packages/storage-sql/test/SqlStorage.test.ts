@@ -7,7 +7,7 @@
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { type Account, Ids, Money, type Page, Storage, Timestamp } from "@custody-relay/core"
-import { Effect, Exit, Layer, Option, type Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
 import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -27,6 +27,7 @@ import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
 import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, MAX_NEWER_SNAPSHOTS, STEP_ROWS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
+import { countingProxy } from "./CountingProxy.js"
 import { heldTransaction, isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
@@ -1020,4 +1021,71 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       for (let i = 0; i < 50 && (yield* left()).length > 1; i++) yield* Effect.sleep(100)
       assert.deepStrictEqual(yield* left(), ["recent"])
     }))
+})
+
+describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL storage: a rate-limit count the database does not answer (PostgreSQL, LIM-RATE-1)", () => {
+  /** A migrated database reached through a proxy that can hold the server's replies back: a database that stops answering. */
+  const throughProxy = Effect.gen(function*() {
+    const { url } = yield* temporaryPostgresDatabase
+    const proxy = yield* Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))
+    const db = yield* Effect.promise(() => openPostgres({ connectionString: proxy.url }))
+    yield* destroyWithScope(db)
+    yield* Effect.promise(() => migrateToLatest(db))
+    return { db, proxy }
+  })
+  const policy = { limit: 100, windowSeconds: 3600 }
+  /** Whether a count ended as the database being unavailable (the request is then answered 503). */
+  const unavailable = (exit: Exit.Exit<unknown>) => {
+    const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+    return error instanceof Storage.StorageError && error.isUnavailable
+  }
+
+  it.live("a count left unanswered fails as the database being unavailable once its bound has passed; the node's next counts go out, and count on", () =>
+    Effect.gen(function*() {
+      const { db, proxy } = yield* throughProxy
+      const limiters = {
+        "one upsert out at a time": SqlRateLimiter.make(db, PostgresEngine, 200),
+        // Its first request of a key's window reads the window's count.
+        synced: yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 3_600_000, 200)
+      }
+      for (const [name, limiter] of Object.entries(limiters)) {
+        const key = (suffix: string) => `crk_${name}_${suffix}`
+        assert.strictEqual((yield* limiter.consume(key("counted"), policy)).remaining, 99)
+        const release = proxy.holdReplies()
+        // Two counts while the database does not answer, the second asked while the first waits: each is refused
+        // in its own bound instead of waiting as long as TCP would, the second not held behind the first for ever.
+        const [first, second] = yield* Effect.all([
+          Effect.exit(limiter.consume(key("first"), policy)),
+          Effect.andThen(Effect.sleep("50 millis"), Effect.exit(limiter.consume(key("second"), policy)))
+        ], { concurrency: 2 })
+        assert.isTrue(unavailable(first), `${name}: a count the database did not answer ended as ${String(first)}`)
+        assert.isTrue(unavailable(second), `${name}: the next count ended as ${String(second)}`)
+        release()
+        // Answered again: the node counts on.
+        assert.strictEqual((yield* limiter.consume(key("counted"), policy)).remaining, 98, name)
+      }
+    }).pipe(Effect.scoped))
+
+  it.live("a synced limiter's round left unanswered fails in its bound, its counts taken as written: counted once, not again by the rounds after it", () =>
+    Effect.gen(function*() {
+      const { db, proxy } = yield* throughProxy
+      const key = `crk_${crypto.randomUUID()}`
+      const stored = Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
+      // A round every 20 ms, each waiting at most 200 ms for its upsert.
+      const limiter = yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 20, 200)
+      yield* limiter.consume(key, policy)
+      const release = proxy.holdReplies()
+      // Decisions go on locally while the rounds get no answer; the first of them waits past its bound.
+      for (let i = 0; i < 4; i++) assert.isTrue((yield* limiter.consume(key, policy)).allowed)
+      yield* Effect.sleep("500 millis")
+      release()
+      let count = 0
+      for (let i = 0; i < 250 && count !== 5; i++) {
+        yield* Effect.sleep("20 millis")
+        count = Number((yield* stored)?.count ?? 0)
+      }
+      // The unanswered upsert reached the database (only its answer was held): each request counted there once.
+      yield* Effect.sleep("100 millis")
+      assert.strictEqual(Number((yield* stored)?.count), 5, "every request counted once in the database")
+    }).pipe(Effect.scoped))
 })

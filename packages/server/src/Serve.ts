@@ -49,6 +49,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
       startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
       ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
       rateLimitSyncMillis: config.rateLimitSyncMillis,
+      rateLimitTimeoutMillis: config.rateLimitTimeoutMillis,
       pool: {
         max: config.postgres.poolMax,
         readReserve: config.postgres.readReserve,

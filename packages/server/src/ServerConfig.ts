@@ -4,7 +4,7 @@
  */
 import { OutboxWorker, RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
-import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
+import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
 
 export interface ServerConfig {
   readonly port: number
@@ -15,6 +15,8 @@ export interface ServerConfig {
   readonly rateLimitStore: "database" | "memory" | "redis" | "synced" | undefined
   /** How often the "synced" store reconciles its counts with the database. */
   readonly rateLimitSyncMillis: number
+  /** How long a request waits for the database to count it (the "database" and "synced" stores) before a 503. */
+  readonly rateLimitTimeoutMillis: number
   /** The Redis that counts rate-limit windows when rateLimitStore is "redis". */
   readonly redisUrl: string | undefined
   readonly defaultRequiredApprovals: number
@@ -108,6 +110,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     },
     rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis", "synced"], "memory") : undefined,
     rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", DEFAULT_RATE_LIMIT_SYNC_MILLIS, 10, 3_600_000),
+    rateLimitTimeoutMillis: integer(env, "RELAY_RATE_LIMIT_TIMEOUT_MILLIS", DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, 10, 600_000),
     redisUrl: redisUrl(env),
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", relayDefaults.defaultRequiredApprovals, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,

@@ -31,6 +31,11 @@ export interface DatabaseSettings {
   readonly redisUrl?: string
   /** How often the "synced" store reconciles with the database (DEFAULT_RATE_LIMIT_SYNC_MILLIS by default). */
   readonly rateLimitSyncMillis?: number
+  /**
+   * How long a request waits for the database to count it, with the "database" and "synced" stores
+   * (DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS by default; SqlStorageOptions.rateLimitTimeoutMillis).
+   */
+  readonly rateLimitTimeoutMillis?: number
 }
 
 export const fromDatabase = (
@@ -39,10 +44,13 @@ export const fromDatabase = (
   settings: DatabaseSettings = {}
 ): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
   const startup = settings.startupTimeoutMillis === undefined ? {} : { startupTimeoutMillis: settings.startupTimeoutMillis }
-  const sync = rateLimitStore === "synced" ? { rateLimitSyncMillis: settings.rateLimitSyncMillis ?? DEFAULT_RATE_LIMIT_SYNC_MILLIS } : {}
+  const rateLimiting = {
+    ...(rateLimitStore === "synced" ? { rateLimitSyncMillis: settings.rateLimitSyncMillis ?? DEFAULT_RATE_LIMIT_SYNC_MILLIS } : {}),
+    ...(settings.rateLimitTimeoutMillis === undefined ? {} : { rateLimitTimeoutMillis: settings.rateLimitTimeoutMillis })
+  }
   const sql = engineOf(database) === "postgres"
-    ? layerPostgres({ connectionString: database, ...startup, ...sync, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
-    : layerSqlite({ filename: database, ...startup, ...sync })
+    ? layerPostgres({ connectionString: database, ...startup, ...rateLimiting, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
+    : layerSqlite({ filename: database, ...startup, ...rateLimiting })
   // The later layer's RateLimiter replaces the SQL one.
   if (rateLimitStore === "database" || rateLimitStore === "synced") return sql
   if (rateLimitStore === "memory") return Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)

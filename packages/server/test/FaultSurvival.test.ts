@@ -176,6 +176,29 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     }
   }, 120_000)
 
+  it("LIM-RATE-1: a rate-limit count held on a lock is a 503 with Retry-After once RELAY_RATE_LIMIT_TIMEOUT_MILLIS has passed, and the node counts on when it is released", async () => {
+    const database = await newPostgresDatabase()
+    const node = await startServer({ ...serverEnv(database), RELAY_RATE_LIMIT_STORE: "database", RELAY_RATE_LIMIT_TIMEOUT_MILLIS: "200", RELAY_LOG_LEVEL: "Info" })
+    const holder = new pg.Client({ connectionString: database })
+    await holder.connect()
+    try {
+      const tenant = await tenantOn(node, "10")
+      const read = () => send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)
+      expect((await read()).status).toBe(200)
+      // Another session holds the windows' table, as a migration or a maintenance statement would.
+      await holder.query("BEGIN")
+      await holder.query("LOCK TABLE rate_limit_windows IN ACCESS EXCLUSIVE MODE")
+      const held = await read()
+      expect([held.status, held.retryAfter]).toEqual([503, "1"])
+      expect(node.output()).toMatch(/did not answer a rate-limit count within 200 ms/)
+      await holder.query("COMMIT")
+      expect((await read()).status).toBe(200)
+    } finally {
+      await holder.end().catch(() => undefined)
+      await node.stop("SIGKILL")
+    }
+  }, 120_000)
+
   it("a node started before its database exists waits for it, saying so, and serves once it is there", async () => {
     const name = `relay_late_${process.pid}_${Date.now()}`
     const url = new URL(adminUrl ?? "")

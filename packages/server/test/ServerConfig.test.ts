@@ -13,6 +13,7 @@ describe("configFromEnv", () => {
       rateLimit: { limit: 600, windowSeconds: 60 },
       rateLimitStore: undefined,
       rateLimitSyncMillis: 1000,
+      rateLimitTimeoutMillis: 5000,
       redisUrl: undefined,
       defaultRequiredApprovals: 1,
       controlToken: undefined,
@@ -54,6 +55,7 @@ describe("configFromEnv", () => {
       RELAY_RATE_LIMIT_STORE: "redis",
       RELAY_REDIS_URL: "redis://cache:6379",
       RELAY_RATE_LIMIT_SYNC_MILLIS: "250",
+      RELAY_RATE_LIMIT_TIMEOUT_MILLIS: "2000",
       RELAY_DEFAULT_QUORUM: "2",
       RELAY_TEST_CONTROL_TOKEN: "secret-token",
       RELAY_DEMO: "never",
@@ -81,6 +83,7 @@ describe("configFromEnv", () => {
       rateLimit: { limit: 50, windowSeconds: 10 },
       rateLimitStore: "redis",
       rateLimitSyncMillis: 250,
+      rateLimitTimeoutMillis: 2000,
       redisUrl: "redis://cache:6379",
       defaultRequiredApprovals: 2,
       controlToken: "secret-token",
@@ -100,7 +103,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

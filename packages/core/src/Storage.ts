@@ -72,10 +72,14 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
       case "StorageConstraintViolated":
         return true
       case "StorageUnavailable":
-        return this.reason.outcomeUnknown !== true
+        return !this.isOutcomeUnknown
       default:
         return false
     }
+  }
+  /** The database may or may not have done what was asked (a commit or a statement whose answer never came). */
+  get isOutcomeUnknown(): boolean {
+    return this.reason._tag === "StorageUnavailable" && this.reason.outcomeUnknown === true
   }
   /** The engine or the way to it failed (not the query): the caller may try again later. */
   get isUnavailable(): boolean {

@@ -11,6 +11,7 @@ import type { Kysely } from "kysely"
 import type { Database } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { isRetryable } from "./SqlStorage.js"
+import * as StorageFailure from "./StorageFailure.js"
 
 const PURGE_INTERVAL_MILLIS = 60_000
 
@@ -33,16 +34,7 @@ export const DEFAULT_COUNT_TIMEOUT_MILLIS = 5_000
 const bounded = (millis: number) => <A>(statement: Effect.Effect<A, Storage.StorageError>): Effect.Effect<A, Storage.StorageError> =>
   Effect.timeoutOrElse(statement, {
     duration: millis,
-    orElse: () =>
-      Effect.fail(
-        new Storage.StorageError({
-          reason: new Storage.StorageUnavailable({
-            message: `the database did not answer a rate-limit count within ${millis} ms`,
-            cause: null,
-            outcomeUnknown: true
-          })
-        })
-      )
+    orElse: () => Effect.fail(StorageFailure.unanswered(`the database did not answer a rate-limit count within ${millis} ms`))
   })
 
 /**
@@ -184,7 +176,7 @@ export const makeSynced = (
             // a killed node's are. A round that failed otherwise keeps them for the next one.
             Effect.tapError((error) =>
               Effect.sync(() => {
-                if (error.reason._tag !== "StorageUnavailable" || error.reason.outcomeUnknown !== true) return
+                if (!error.isOutcomeUnknown) return
                 due.forEach(({ added, window }) => {
                   window.unsynced -= added
                   window.shared += added

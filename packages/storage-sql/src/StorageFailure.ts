@@ -18,6 +18,10 @@ export const commitOutcomeUnknown = (cause: unknown): Storage.StorageError =>
     reason: new Storage.StorageUnavailable({ message: `commit outcome unknown: ${messageOf(cause)}`, cause, outcomeUnknown: true })
   })
 
+/** A statement the database did not answer in time: it may have run, or may yet, so it is not re-run. */
+export const unanswered = (message: string): Storage.StorageError =>
+  new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message, cause: null, outcomeUnknown: true }) })
+
 export const constraintViolated = (constraint: string, cause: unknown): Storage.StorageError =>
   new Storage.StorageError({
     reason: new Storage.StorageConstraintViolated({ constraint, message: messageOf(cause), cause })

@@ -5,6 +5,7 @@
  * than statements: a pipeline of several statements is one.
  */
 import { connect, createServer, type Server, type Socket } from "node:net"
+import { Effect } from "effect"
 
 /** Frontend messages that end a round trip: the server answers each with ReadyForQuery. */
 const SYNC = 0x53
@@ -106,3 +107,7 @@ export const countingProxy = async (target: URL) => {
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }
+
+/** A counting proxy to the database at `url` for the scope, closed with it. */
+export const scopedCountingProxy = (url: string) =>
+  Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))

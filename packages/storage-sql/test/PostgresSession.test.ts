@@ -17,7 +17,7 @@ import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { Database } from "../src/schema/Database.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { LIST_TOTAL } from "../src/SqlUnit.js"
-import { countingProxy } from "./CountingProxy.js"
+import { scopedCountingProxy } from "./CountingProxy.js"
 import { postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
@@ -26,7 +26,7 @@ if (postgresSkipReason !== undefined) console.log(`PostgresSession.test.ts: skip
 /** A migrated database reached through a counting proxy; the storage on it, and the proxy. */
 const throughProxy = Effect.gen(function*() {
   const { url } = yield* temporaryPostgresDatabase
-  const proxy = yield* Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))
+  const proxy = yield* scopedCountingProxy(url)
   const db = yield* Effect.acquireRelease(
     Effect.promise(() => openPostgres({ connectionString: proxy.url, pool: { max: 1 } })),
     (db) => Effect.promise(() => db.destroy())

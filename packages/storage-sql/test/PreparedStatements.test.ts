@@ -15,7 +15,7 @@ import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import { PreparedStatements } from "../src/postgres/PreparedStatements.js"
 import * as SqlStorage from "../src/SqlStorage.js"
-import { countingProxy } from "./CountingProxy.js"
+import { scopedCountingProxy } from "./CountingProxy.js"
 import { admin, postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
@@ -25,7 +25,7 @@ if (postgresSkipReason !== undefined) console.log(`PreparedStatements.test.ts: s
 const world = (preparedStatements?: number) =>
   Effect.gen(function*() {
     const { url } = yield* temporaryPostgresDatabase
-    const proxy = yield* Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))
+    const proxy = yield* scopedCountingProxy(url)
     const db = yield* Effect.acquireRelease(
       Effect.promise(() => openPostgres({ connectionString: proxy.url, pool: { max: 1, ...(preparedStatements === undefined ? {} : { preparedStatements }) } })),
       (db) => Effect.promise(() => db.destroy())

@@ -27,7 +27,7 @@ import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
 import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, MAX_NEWER_SNAPSHOTS, STEP_ROWS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
-import { countingProxy } from "./CountingProxy.js"
+import { scopedCountingProxy } from "./CountingProxy.js"
 import { heldTransaction, isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
@@ -48,6 +48,12 @@ interface Fresh {
 }
 
 const destroyWithScope = (db: Kysely<Database>) => Effect.addFinalizer(() => Effect.promise(() => db.destroy()))
+
+/** Waits until `check` holds, looking every 20 ms, for at most 5 s. */
+const until = (check: Effect.Effect<boolean>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 250 && !(yield* check); i++) yield* Effect.sleep("20 millis")
+  })
 
 /** `db` with every statement run through it recorded, by kind (kysely's node kind, e.g. "InsertQueryNode"). */
 const statementsThrough = (db: Kysely<Database>) => {
@@ -351,10 +357,6 @@ for (const { engine, fresh, name } of engines) {
         const policy = { limit: 10, windowSeconds: 3600 }
         const stored = (key: string) =>
           Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
-        const until = (check: Effect.Effect<boolean>) =>
-          Effect.gen(function*() {
-            for (let i = 0; i < 250 && !(yield* check); i++) yield* Effect.sleep("20 millis")
-          })
         // One node alone: exactly its budget, with the remaining count of each request.
         const alone = `crk_${crypto.randomUUID()}`
         const decisions = yield* Effect.forEach(Array.from({ length: 12 }), () => first.consume(alone, policy))
@@ -1027,7 +1029,7 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
   /** A migrated database reached through a proxy that can hold the server's replies back: a database that stops answering. */
   const throughProxy = Effect.gen(function*() {
     const { url } = yield* temporaryPostgresDatabase
-    const proxy = yield* Effect.acquireRelease(Effect.promise(() => countingProxy(new URL(url))), (proxy) => Effect.promise(() => proxy.close()))
+    const proxy = yield* scopedCountingProxy(url)
     const db = yield* Effect.promise(() => openPostgres({ connectionString: proxy.url }))
     yield* destroyWithScope(db)
     yield* Effect.promise(() => migrateToLatest(db))
@@ -1079,11 +1081,7 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       for (let i = 0; i < 4; i++) assert.isTrue((yield* limiter.consume(key, policy)).allowed)
       yield* Effect.sleep("500 millis")
       release()
-      let count = 0
-      for (let i = 0; i < 250 && count !== 5; i++) {
-        yield* Effect.sleep("20 millis")
-        count = Number((yield* stored)?.count ?? 0)
-      }
+      yield* until(Effect.map(stored, (row) => Number(row?.count ?? 0) === 5))
       // The unanswered upsert reached the database (only its answer was held): each request counted there once.
       yield* Effect.sleep("100 millis")
       assert.strictEqual(Number((yield* stored)?.count), 5, "every request counted once in the database")

@@ -56,6 +56,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
         connectionTimeoutMillis: config.postgres.connectionTimeoutMillis,
         lockTimeoutMillis: config.postgres.lockTimeoutMillis,
         statementTimeoutMillis: config.postgres.statementTimeoutMillis,
+        replyTimeoutMillis: config.postgres.replyTimeoutMillis,
         preparedStatements: config.postgres.preparedStatements
       }
     },

@@ -50,6 +50,7 @@ export interface ServerConfig {
     readonly connectionTimeoutMillis: number
     readonly lockTimeoutMillis: number
     readonly statementTimeoutMillis: number
+    readonly replyTimeoutMillis: number
     readonly preparedStatements: number
   }
 }
@@ -133,6 +134,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       connectionTimeoutMillis: integer(env, "RELAY_PG_CONNECTION_TIMEOUT_MILLIS", pool.connectionTimeoutMillis, 0, 600_000),
       lockTimeoutMillis: integer(env, "RELAY_PG_LOCK_TIMEOUT_MILLIS", pool.lockTimeoutMillis, 0, 600_000),
       statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", pool.statementTimeoutMillis, 0, 3_600_000),
+      replyTimeoutMillis: integer(env, "RELAY_PG_REPLY_TIMEOUT_MILLIS", pool.replyTimeoutMillis, 0, 3_600_000),
       preparedStatements: integer(env, "RELAY_PG_PREPARED_STATEMENTS", pool.preparedStatements, 0, 10_000)
     }
   }

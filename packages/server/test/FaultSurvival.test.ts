@@ -1,8 +1,8 @@
 /**
  * Two relay processes on one PostgreSQL database, through the faults an operator meets: every backend of the
  * database terminated again and again during a burst (a failover, a restart, a network blip), opposite transfers
- * that lock two accounts in both directions at once, a row lock held while other clients read, and a start before
- * the database exists. Both processes stay up, every request gets an answer (a 5xx only as 503 with Retry-After),
+ * that lock two accounts in both directions at once, a row lock held while other clients read, a database that stops
+ * answering, and a start before the database exists. Both processes stay up, every request gets an answer (a 5xx only as 503 with Retry-After),
  * nothing is half-written, balances reconcile. Needs RELAY_TEST_PG_URL; skipped with a printed reason when unset.
  */
 import { createServer } from "node:http"
@@ -191,6 +191,30 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
       const held = await read()
       expect([held.status, held.retryAfter]).toEqual([503, "1"])
       expect(node.output()).toMatch(/did not answer a rate-limit count within 200 ms/)
+      await holder.query("COMMIT")
+      expect((await read()).status).toBe(200)
+    } finally {
+      await holder.end().catch(() => undefined)
+      await node.stop("SIGKILL")
+    }
+  }, 120_000)
+
+  it("a round trip the database does not answer is a 503 with Retry-After once RELAY_PG_REPLY_TIMEOUT_MILLIS has passed, not a request held for as long as TCP waits; the node serves again when it answers", async () => {
+    const database = await newPostgresDatabase()
+    // No lock timeout: a statement held on the table lock gets no answer at all, as from a frozen server or a
+    // network that drops packets (the server's own timeouts would end the wait here, and cannot there).
+    const node = await startServer({ ...serverEnv(database), RELAY_PG_LOCK_TIMEOUT_MILLIS: "0", RELAY_PG_REPLY_TIMEOUT_MILLIS: "300", RELAY_LOG_LEVEL: "Info" })
+    const holder = new pg.Client({ connectionString: database })
+    await holder.connect()
+    try {
+      const tenant = await tenantOn(node, "10")
+      const read = () => send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)
+      expect((await read()).status).toBe(200)
+      await holder.query("BEGIN")
+      await holder.query("LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE")
+      const unanswered = await Promise.all([read(), read(), read()])
+      expect(unanswered.map((answer) => [answer.status, answer.retryAfter])).toEqual([[503, "1"], [503, "1"], [503, "1"]])
+      expect(node.output()).toMatch(/PostgreSQL did not answer within 300 ms; the connection was closed/)
       await holder.query("COMMIT")
       expect((await read()).status).toBe(200)
     } finally {

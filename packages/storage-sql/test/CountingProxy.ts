@@ -93,6 +93,8 @@ export const countingProxy = async (target: URL) => {
       }
       return roundTrips - before
     },
+    /** Connections opened through the proxy so far. */
+    connections: () => startups,
     /** Parse and Close messages sent through the proxy so far, on every connection. */
     sent: () => ({ parses, closes }),
     /** Holds every reply of the server from now until the returned function is called, which passes them on. */

@@ -7,12 +7,13 @@
  */
 import { Storage } from "@custody-relay/core"
 import { describe, it } from "@effect/vitest"
-import { Cause, Effect, type Exit, Fiber, Option } from "effect"
+import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import { CompiledQuery, Kysely, PostgresDialect } from "kysely"
 import pg from "pg"
 import { assert } from "vitest"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
-import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { openPostgres, pgParts } from "../src/postgres/layerPostgres.js"
+import { Pipeline, UnansweredReply } from "../src/postgres/Pipeline.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { Database } from "../src/schema/Database.js"
 import * as SqlStorage from "../src/SqlStorage.js"
@@ -23,17 +24,21 @@ import * as Records from "./Records.js"
 
 if (postgresSkipReason !== undefined) console.log(`PostgresSession.test.ts: skipped: ${postgresSkipReason}`)
 
-/** A migrated database reached through a counting proxy; the storage on it, and the proxy. */
-const throughProxy = Effect.gen(function*() {
+/**
+ * A migrated database reached through a counting proxy, on a pool of one connection; the storage on it, and the
+ * proxy. Retries off unless `maxRetries` is given: a unit that fails here must fail once, so the test sees its own
+ * error and its own round trips.
+ */
+const proxied = (options: { readonly maxRetries?: number; readonly replyTimeoutMillis?: number } = {}) => Effect.gen(function*() {
   const { url } = yield* temporaryPostgresDatabase
   const proxy = yield* scopedCountingProxy(url)
+  const pool = { max: 1, ...(options.replyTimeoutMillis === undefined ? {} : { replyTimeoutMillis: options.replyTimeoutMillis }) }
   const db = yield* Effect.acquireRelease(
-    Effect.promise(() => openPostgres({ connectionString: proxy.url, pool: { max: 1 } })),
+    Effect.promise(() => openPostgres({ connectionString: proxy.url, pool })),
     (db) => Effect.promise(() => db.destroy())
   )
   yield* Effect.promise(() => migrateToLatest(db))
-  // Retries off: a unit that fails here must fail once, so the test sees its own error and its own round trips.
-  const storage = SqlStorage.make(db, PostgresEngine, { maxRetries: 0 })
+  const storage = SqlStorage.make(db, PostgresEngine, { maxRetries: options.maxRetries ?? 0 })
   // The pool's one connection is opened before counting.
   yield* storage.transaction("write", (unit) => unit.getClient(Records.client().id))
   /** How `work` ended, and the round trips it made. */
@@ -48,6 +53,8 @@ const throughProxy = Effect.gen(function*() {
     })
   return { db, proxy, storage, trips, url }
 })
+
+const throughProxy = proxied()
 
 const countRows = (db: Kysely<Database>, table: "clients" | "accounts", id: string) =>
   Effect.promise(() => db.selectFrom(table).select(db.fn.countAll<string>().as("n")).where("id", "=", id as never).executeTakeFirstOrThrow())
@@ -490,5 +497,102 @@ describe.skipIf(postgresSkipReason !== undefined)("a kept credential, confirmed 
       const confirmed = { ...pending(), confirmed: true }
       const read = yield* trips(Effect.provideService(storage.transaction("read", (unit) => unit.getClient(client.id)), Storage.CurrentCredential, confirmed))
       assert.strictEqual(read.exit._tag, "Success")
+    })))
+})
+
+describe.skipIf(postgresSkipReason !== undefined)("a round trip the database does not answer", () => {
+  /** A connection of its own, outside any pool; closed with the scope. */
+  const ownConnection = Effect.gen(function*() {
+    const { url } = yield* temporaryPostgresDatabase
+    return yield* Effect.acquireRelease(
+      Effect.promise(async () => {
+        const connection = new pg.Client({ connectionString: url })
+        connection.on("error", () => undefined)
+        await connection.connect()
+        return connection
+      }),
+      (connection) => Effect.promise(() => connection.end().catch(() => undefined))
+    )
+  })
+  /** Runs `statements` as one pipeline on `connection`, each statement's answer awaited at most `replyTimeoutMillis`. */
+  const pipelined = (connection: pg.Client, replyTimeoutMillis: number, statements: ReadonlyArray<string>) =>
+    Effect.exit(Effect.tryPromise(async () => {
+      const parts = await pgParts({ preparedStatements: 0, replyTimeoutMillis })
+      return new Promise<number>((resolve, reject) => {
+        const pipeline = new Pipeline(parts, statements.map((sql) => ({ sql, parameters: [] })), (error, results) => error === undefined ? resolve(results?.length ?? 0) : reject(error))
+        connection.query(pipeline as never)
+      })
+    }))
+
+  it.live("a round trip answered within the bound ends its bound with it: the connection stays open past it, and answers the next", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const connection = yield* ownConnection
+      const exit = yield* pipelined(connection, 300, ["select pg_sleep(0.1)", "select 1"])
+      assert.deepStrictEqual(exit, Exit.succeed(2))
+      yield* Effect.sleep("500 millis")
+      assert.strictEqual((yield* Effect.promise(() => connection.query("select 2 as two"))).rows[0]?.two, 2)
+    })))
+
+  it.live("a statement not answered within the bound fails its round trip as UnansweredReply, and the connection is closed: a late answer is never taken for the next statement's", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const connection = yield* ownConnection
+      const exit = yield* pipelined(connection, 300, ["select 1", "select pg_sleep(2)"])
+      const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      assert.instanceOf(error instanceof Error ? error.cause : undefined, UnansweredReply)
+      // Refused, not left waiting: the statement fails with the closed connection.
+      const next = yield* Effect.exit(Effect.tryPromise(() => connection.query("select 2 as two")).pipe(Effect.timeout("5 seconds")))
+      const refusal = Exit.isFailure(next) ? Cause.squash(next.cause) : undefined
+      assert.match(String(refusal instanceof Error ? refusal.cause : refusal), /Connection terminated|not queryable/)
+    })))
+
+  /** Storage through the proxy, re-runs on as in production, each statement's answer awaited at most 300 ms. */
+  const bounded = Effect.gen(function*() {
+    const setup = yield* proxied({ maxRetries: SqlStorage.DEFAULT_MAX_RETRIES, replyTimeoutMillis: 300 })
+    const client = Records.client()
+    yield* setup.storage.transaction("write", (unit) => unit.insertClient(client))
+    return { ...setup, client }
+  })
+  /** The StorageError `exit` failed with, if it did. */
+  const storageErrorOf = (exit: Exit.Exit<unknown, unknown>): Storage.StorageError | undefined => {
+    const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+    return error instanceof Storage.StorageError ? error : undefined
+  }
+
+  it.live("a read unit, a lookup and a write unit whose statement gets no answer fail as unavailable within the bound, are not re-run, and the pool serves again once the database answers", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { client, proxy, storage } = yield* bounded
+      // The read unit last: it gives its connection back only once its COMMIT is answered (which it does not wait
+      // for), and the pool has one connection.
+      const units = {
+        lookup: storage.transaction("lookup", (unit) => unit.getClient(client.id)),
+        write: storage.transaction("write", (unit) => unit.getClient(client.id)),
+        read: storage.transaction("read", (unit) => unit.getClient(client.id))
+      }
+      for (const [mode, unit] of Object.entries(units)) {
+        const opened = proxy.connections()
+        const release = proxy.holdReplies()
+        const error = storageErrorOf(yield* Effect.exit(unit))
+        release()
+        assert.isTrue(error?.isUnavailable === true, `${mode}: ended as ${String(error)}`)
+        assert.include(error?.message, "did not answer within 300 ms", mode)
+        // Not re-run: a re-run would have opened a connection in place of the one closed.
+        assert.strictEqual(proxy.connections(), opened, `${mode}: connections opened while the database did not answer`)
+        // The closed connection is replaced, and the unit is answered.
+        assert.isTrue(Option.isSome(yield* unit), mode)
+        assert.strictEqual(proxy.connections(), opened + 1, mode)
+      }
+    })))
+
+  it.live("a COMMIT whose answer does not come fails as outcome unknown and is not re-run: the database may have committed, and here it had", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, proxy, storage } = yield* bounded
+      const client = Records.client()
+      const release = proxy.holdReplies()
+      // BEGIN, the insert and COMMIT: one round trip, whose answer is held.
+      const error = storageErrorOf(yield* Effect.exit(storage.transaction("write", (unit) => unit.insertClient(client))))
+      release()
+      assert.isTrue(error?.isOutcomeUnknown === true, String(error))
+      assert.include(error?.message, "commit outcome unknown")
+      assert.strictEqual(yield* countRows(db, "clients", client.id), 1)
     })))
 })

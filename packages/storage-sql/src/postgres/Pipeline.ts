@@ -11,6 +11,14 @@
  *
  * Each statement is sent under the name its connection keeps for its text, parsed only the first time (see
  * PreparedStatements).
+ *
+ * A round trip waits at most `replyTimeoutMillis` for its answer (PgParts). The server bounds what it runs
+ * (`statement_timeout`, `lock_timeout`), but nothing of the server's reaches a client the network has cut off, or a
+ * server that is frozen: without a bound of its own the round trip would wait until TCP gave up (many minutes),
+ * holding its connection, its unit and its request. Past the bound the pipeline fails as `UnansweredReply` and closes
+ * the connection: an answer that came later would be taken for the next statement's. The bound is the whole round
+ * trip's, not each statement's: the server holds a pipeline's answers back until its Sync (unless they fill its
+ * buffer), so the client hears nothing of the first statements before the last has run.
  */
 import type { QueryResult } from "kysely"
 import { type Plan, type PreparedStatements, preparedOn } from "./PreparedStatements.js"
@@ -23,7 +31,7 @@ export interface PipelineStatement {
 
 /** The part of pg's wire connection a submittable uses (pg/lib/connection.js). */
 interface WireConnection {
-  readonly stream: { cork?: () => void; uncork?: () => void }
+  readonly stream: { cork?: () => void; uncork?: () => void; destroy: () => void }
   parse(message: { text: string; name: string }): void
   bind(message: { statement: string; values: ReadonlyArray<unknown>; valueMapper: (value: unknown) => unknown }): void
   describe(message: { type: "P"; name: string }): void
@@ -61,6 +69,20 @@ export interface PgParts {
   readonly prepareValue: (value: unknown) => unknown
   /** How many statements each connection keeps prepared (PreparedStatements); 0 sends every one unnamed. */
   readonly preparedStatements: number
+  /** How long a round trip waits for its answer before it closes the connection; 0 waits as long as TCP does. */
+  readonly replyTimeoutMillis: number
+}
+
+/**
+ * A round trip the server did not answer within `replyTimeoutMillis` (see the top of this file): its connection is
+ * closed. The statements may have run, or may yet; a transaction of the connection's ends with it, uncommitted, unless
+ * its COMMIT was among them.
+ */
+export class UnansweredReply extends Error {
+  constructor(readonly replyTimeoutMillis: number) {
+    super(`PostgreSQL did not answer within ${replyTimeoutMillis} ms; the connection was closed`)
+    this.name = "UnansweredReply"
+  }
 }
 
 /** What kysely's pg driver makes of a result: the rows, and the count a write changed. */
@@ -109,6 +131,10 @@ export class Pipeline {
   private failure: unknown = undefined
   /** The connection's kept statements, and how this pipeline sent its own (set by `submit`). */
   private prepared: { readonly on: PreparedStatements; readonly plan: Plan } | undefined
+  /** Fires when the server has not answered in time (`replyTimeoutMillis`). */
+  private deadline: ReturnType<typeof setTimeout> | undefined
+  /** Whether `done` was called: once, with the answers, the server's error or `UnansweredReply`. */
+  private finished = false
 
   constructor(
     private readonly parts: PgParts,
@@ -116,6 +142,19 @@ export class Pipeline {
     private readonly done: (error: unknown, results?: ReadonlyArray<QueryResult<unknown>>) => void
   ) {
     this.current = parts.newResult()
+  }
+
+  private finish(error: unknown, results?: ReadonlyArray<QueryResult<unknown>>): void {
+    clearTimeout(this.deadline)
+    if (this.finished) return
+    this.finished = true
+    this.done(error, results)
+  }
+
+  /** Past the bound: the pipeline fails, and the connection closes (pg then fails whatever else waits on it). */
+  private unanswered(connection: WireConnection): void {
+    this.finish(new UnansweredReply(this.parts.replyTimeoutMillis))
+    connection.stream.destroy()
   }
 
   submit(connection: WireConnection): null {
@@ -137,6 +176,11 @@ export class Pipeline {
       connection.sync()
     } finally {
       connection.stream.uncork?.()
+    }
+    if (this.parts.replyTimeoutMillis > 0) {
+      // Unref'd: a round trip waiting on the network does not keep a process alive that would otherwise end.
+      this.deadline = setTimeout(() => this.unanswered(connection), this.parts.replyTimeoutMillis)
+      this.deadline.unref()
     }
     return null
   }
@@ -167,15 +211,17 @@ export class Pipeline {
 
   /** The server's error; pg stops calling this pipeline after it, and the ReadyForQuery that follows is not ours. */
   handleError(error: unknown): void {
+    if (this.finished) return
     this.prepared?.on.failed(this.prepared.plan, error)
-    this.done(this.failure ?? error)
+    this.finish(this.failure ?? error)
   }
 
   handleReadyForQuery(): void {
+    if (this.finished) return
     // The server ran every statement (a failure here is reading a row), so it holds what it parsed.
     this.prepared?.on.succeeded(this.prepared.plan)
-    if (this.failure !== undefined) this.done(this.failure)
-    else this.done(undefined, this.results)
+    if (this.failure !== undefined) this.finish(this.failure)
+    else this.finish(undefined, this.results)
   }
 
   handlePortalSuspended(): void {}

@@ -24,6 +24,15 @@ export interface PostgresPoolOptions {
   readonly lockTimeoutMillis?: number
   /** How long one statement may run before the server cancels it; default 30000. */
   readonly statementTimeoutMillis?: number
+  /**
+   * How long the client waits for the answer to each round trip of a unit (the statements it sends together) before
+   * it gives the connection up; default 35000, `statementTimeoutMillis` and 5 s for the answer to travel.
+   * The server's own timeouts do not reach a client the network has cut off, nor end a frozen server's wait: past this
+   * bound the unit fails as unavailable (503 with Retry-After), is not re-run, and the connection is closed (see
+   * Pipeline). Keep it above `statementTimeoutMillis`, or a statement the server would still run is cut short by the
+   * client. 0 waits as long as TCP does (many minutes).
+   */
+  readonly replyTimeoutMillis?: number
   /** How long a session may sit idle inside a transaction before the server ends it; default 60000. */
   readonly idleInTransactionTimeoutMillis?: number
   /**
@@ -41,6 +50,7 @@ export const poolDefaults = {
   connectionTimeoutMillis: 10_000,
   lockTimeoutMillis: 5_000,
   statementTimeoutMillis: 30_000,
+  replyTimeoutMillis: 35_000,
   idleInTransactionTimeoutMillis: 60_000,
   preparedStatements: 256
 } as const satisfies Required<PostgresPoolOptions>
@@ -73,6 +83,7 @@ export const poolSettings = (pool: PostgresPoolOptions | undefined): PoolSetting
     connectionTimeoutMillis: count("connectionTimeoutMillis", pool?.connectionTimeoutMillis ?? poolDefaults.connectionTimeoutMillis, 0),
     lockTimeoutMillis: count("lockTimeoutMillis", pool?.lockTimeoutMillis ?? poolDefaults.lockTimeoutMillis, 0),
     statementTimeoutMillis: count("statementTimeoutMillis", pool?.statementTimeoutMillis ?? poolDefaults.statementTimeoutMillis, 0),
+    replyTimeoutMillis: count("replyTimeoutMillis", pool?.replyTimeoutMillis ?? poolDefaults.replyTimeoutMillis, 0),
     idleInTransactionTimeoutMillis: count(
       "idleInTransactionTimeoutMillis",
       pool?.idleInTransactionTimeoutMillis ?? poolDefaults.idleInTransactionTimeoutMillis,

@@ -6,10 +6,14 @@
  * - 23505 unique_violation: a duplicate the core's own check did not see; the constraint name comes with it.
  * - Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53xxx (insufficient resources),
  *   3D000 (the database does not exist: not yet created or restored) and socket errors: the server, not the query.
+ * - A round trip the server did not answer in time (Pipeline's `UnansweredReply`): unavailable, and not re-run. A
+ *   server that has not answered for that long is not expected to answer the re-run sooner, and each re-run would
+ *   make the request wait the whole bound again; the caller gets a 503 with Retry-After at once instead.
  * Every other error, other integrity rules included, is a fault: running it again cannot help.
  */
 import type { Storage } from "@custody-relay/core"
 import * as StorageFailure from "../StorageFailure.js"
+import { UnansweredReply } from "./Pipeline.js"
 import { invalidatesKept } from "./PreparedStatements.js"
 
 const CONFLICTS = new Set(["40001", "40P01", "55P03"])
@@ -21,6 +25,7 @@ const constraintOf = (cause: unknown): string =>
     : "unknown"
 
 export const classifyPostgresError = (cause: unknown): Storage.StorageError => {
+  if (cause instanceof UnansweredReply) return StorageFailure.unanswered(cause.message)
   const code = StorageFailure.codeOf(cause)
   if (code !== undefined) {
     if (CONFLICTS.has(code) || invalidatesKept(cause)) return StorageFailure.conflict(cause)

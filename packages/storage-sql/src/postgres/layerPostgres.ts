@@ -24,13 +24,29 @@ export interface PostgresOptions extends SqlStorageOptions {
   readonly pool?: PostgresPoolOptions
 }
 
-/** Opens the pool; exported for tools and tests that need the kysely instance itself. */
-export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
-  const settings = poolSettings(options.pool)
+/**
+ * What pipelines are made with (Pipeline's PgParts): pg's own Result, type parsers and parameter mapping, and the
+ * settings that bound a round trip; tests use it to run a pipeline on a connection of their own.
+ */
+export const pgParts = async (settings: Pick<PgParts, "preparedStatements" | "replyTimeoutMillis">): Promise<PgParts> => {
   const [{ default: pg }, { default: utils }] = await Promise.all([
     import("pg"),
     import(PG_UTILS) as Promise<{ readonly default: { readonly prepareValue: PgParts["prepareValue"] } }>
   ])
+  return {
+    // pg's types declare Result's constructor but not the methods its own Query calls, which a pipeline calls too.
+    newResult: () => new pg.Result("", pg.types) as unknown as ReturnType<PgParts["newResult"]>,
+    typeParser: (dataTypeID) => pg.types.getTypeParser(dataTypeID, "text"),
+    prepareValue: utils.prepareValue,
+    preparedStatements: settings.preparedStatements,
+    replyTimeoutMillis: settings.replyTimeoutMillis
+  }
+}
+
+/** Opens the pool; exported for tools and tests that need the kysely instance itself. */
+export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
+  const settings = poolSettings(options.pool)
+  const [{ default: pg }, parts] = await Promise.all([import("pg"), pgParts(settings)])
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: settings.max,
@@ -43,16 +59,14 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   // A connection the server closed (a restart, a failover, pg_terminate_backend, an idle timeout) emits "error":
   // without a listener that ends the process. The pool listens on idle connections; every connection gets its own
   // listener too, so one lost while a unit uses it only fails that unit's statement (StorageUnavailable, and the
-  // unit is re-run on a fresh connection) and the pool drops it.
+  // unit is re-run on a fresh connection) and the pool drops it. A connection closed because the server did not
+  // answer in time (Pipeline's `replyTimeoutMillis`) is dropped the same way.
   pool.on("error", () => undefined)
   pool.on("connect", (client) => {
     client.on("error", () => undefined)
   })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-  // pg's types declare Result's constructor but not the methods its own Query calls, which a pipeline calls too.
-  const newResult = () => new pg.Result("", pg.types) as unknown as ReturnType<PgParts["newResult"]>
-  const typeParser = (dataTypeID: number) => pg.types.getTypeParser(dataTypeID, "text")
-  pipelineOn(db, { pool, parts: { newResult, typeParser, prepareValue: utils.prepareValue, preparedStatements: settings.preparedStatements } })
+  pipelineOn(db, { pool, parts })
   return db
 }
 

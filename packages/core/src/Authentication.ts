@@ -45,10 +45,13 @@ const principalOf = (user: ApiUser.ApiUser): Principal => ({
 /** Both built by `principalOf`, so the same API user gives the same text. */
 const samePrincipal = (a: Principal, b: Principal): boolean => JSON.stringify(a) === JSON.stringify(b)
 
-const isCredentialChanged = (cause: Cause.Cause<unknown>): boolean =>
-  cause.reasons.some((reason) =>
-    reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.reason._tag === "CredentialChanged"
-  )
+/** The StorageError a program died with, if it did. */
+const storageErrorIn = (cause: Cause.Cause<unknown>): Storage.StorageError | undefined => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Die" && reason.defect instanceof Storage.StorageError) return reason.defect
+  }
+  return undefined
+}
 
 /**
  * Runs `program` as the caller these credentials authenticate: the entry point of an adapter's request. The
@@ -78,7 +81,10 @@ export const authenticated = <A, E, R>(
  * row changed stops before committing: nothing of the request happened, so it is authenticated afresh and run again.
  * A program that ended before any unit confirmed it (a refusal before storage, say) ran no statement, so its answer
  * stands only if the API user read now gives the same principal; otherwise the program runs again on that one.
- * Either way the request is counted twice against its key's rate limit (the limiter is no unit of work).
+ * Either way the request is counted twice against its key's rate limit (the limiter is no unit of work). A program
+ * that ended because the database did not answer (its unit, or its rate-limit count) ends so: its answer says nothing
+ * of the caller's permissions, and a read of the API user would wait for the same database again (against one that
+ * stopped answering, another whole bound before the 503).
  */
 const onKept = <A, E, R>(
   keyId: string,
@@ -91,7 +97,9 @@ const onKept = <A, E, R>(
   const pending: Storage.PendingCredential = { keyId, stamp: kept.stamp, confirmed: false }
   return Effect.flatMap(Effect.exit(Effect.provideService(program(principal), Storage.CurrentCredential, pending)), (exit) => {
     if (pending.confirmed) return exit
-    if (Exit.isFailure(exit) && isCredentialChanged(exit.cause)) return afresh
+    const storageError = Exit.isFailure(exit) ? storageErrorIn(exit.cause) : undefined
+    if (storageError?.reason._tag === "CredentialChanged") return afresh
+    if (storageError?.isUnavailable === true) return exit
     return Effect.flatMap(authenticate(keyId, secret), (current) => samePrincipal(current, principal) ? exit : program(current))
   })
 }

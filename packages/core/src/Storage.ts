@@ -27,12 +27,15 @@ import type { WhitelistedAddress, WhitelistFilter } from "./WhitelistedAddress.j
 /**
  * The engine could not be reached, or the connection was lost. Before a commit nothing of the unit happened and it
  * may be run again on a fresh connection; a connection lost while committing leaves the outcome unknown
- * (`outcomeUnknown`), and only the caller can retry (safely, with an idempotency key).
+ * (`outcomeUnknown`), and only the caller can retry (safely, with an idempotency key). An engine that did not answer
+ * within a bound (`timedOut`: a connection that did not open, a round trip that got no answer) is not asked again
+ * either: a re-run would wait as long again, and the caller is better answered at once.
  */
 export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()("StorageUnavailable", {
   message: Schema.String,
   cause: Schema.Defect(),
-  outcomeUnknown: Schema.optional(Schema.Boolean)
+  outcomeUnknown: Schema.optional(Schema.Boolean),
+  timedOut: Schema.optional(Schema.Boolean)
 }) {}
 
 /** The unit lost a race with another (serialization failure, deadlock, busy): running it again may succeed. */
@@ -66,13 +69,14 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
 }) {
   get isRetryable(): boolean {
     // A unique constraint that fires is a race the core's own check lost: the re-run sees the winner. A lost
-    // connection rolled the unit back with it: a re-run on a fresh one is safe, unless the commit itself was lost.
+    // connection rolled the unit back with it: a re-run on a fresh one is safe, unless the commit itself was lost,
+    // and useful, unless the engine had already been waited for as long as it may be.
     switch (this.reason._tag) {
       case "StorageConflict":
       case "StorageConstraintViolated":
         return true
       case "StorageUnavailable":
-        return !this.isOutcomeUnknown
+        return !this.isOutcomeUnknown && this.reason.timedOut !== true
       default:
         return false
     }

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { Accounts, Administration, ApiUser, Authentication, Principal, Storage } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { layer, newClient, newPrincipal } from "./TestWorld.js"
@@ -194,6 +194,22 @@ describe("Authentication on a kept API user", () => {
       const answer = yield* authenticated(() => runs() === 1 ? Effect.die(changed) : Effect.succeed("second run"))
       assert.strictEqual(answer, "second run")
       assert.strictEqual(runs(), 2)
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("a request that ended because the database did not answer ends so, without a second read of the API user", () =>
+    Effect.gen(function*() {
+      const { authenticated, runs } = yield* keptWorld
+      const lookups: Array<Storage.UnitMode> = []
+      const unavailable = new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "no answer", cause: null, timedOut: true }) })
+      const exit = yield* Effect.exit(authenticated(() => Effect.die(unavailable)).pipe(
+        Effect.updateService(Storage.Storage, (storage) => ({
+          ...storage,
+          transaction: (mode, work) => (lookups.push(mode), storage.transaction(mode, work))
+        }))
+      ))
+      assert.isTrue(Exit.isFailure(exit) && Cause.squash(exit.cause) === unavailable, String(exit))
+      assert.deepStrictEqual(lookups, [])
+      assert.strictEqual(runs(), 1)
     }).pipe(Effect.provide(layer())))
 
   it.effect("once a unit confirmed the kept API user, the request stands on it as of then", () =>

@@ -20,7 +20,14 @@ export const commitOutcomeUnknown = (cause: unknown): Storage.StorageError =>
 
 /** A statement the database did not answer in time: it may have run, or may yet, so it is not re-run. */
 export const unanswered = (message: string): Storage.StorageError =>
-  new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message, cause: null, outcomeUnknown: true }) })
+  new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message, cause: null, outcomeUnknown: true, timedOut: true }) })
+
+/**
+ * The database did not answer within a bound, where nothing it may have done outlives the connection (a connection
+ * that did not open, a round trip before COMMIT): not re-run, since a re-run would wait as long again.
+ */
+export const timedOut = (cause: unknown): Storage.StorageError =>
+  new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: messageOf(cause), cause, timedOut: true }) })
 
 export const constraintViolated = (constraint: string, cause: unknown): Storage.StorageError =>
   new Storage.StorageError({

@@ -15,6 +15,7 @@ import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { openPostgres, pgParts } from "../src/postgres/layerPostgres.js"
 import { Pipeline, UnansweredReply } from "../src/postgres/Pipeline.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
+import type { PostgresPoolOptions } from "../src/postgres/PoolSettings.js"
 import type { Database } from "../src/schema/Database.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { LIST_TOTAL } from "../src/SqlUnit.js"
@@ -29,10 +30,10 @@ if (postgresSkipReason !== undefined) console.log(`PostgresSession.test.ts: skip
  * proxy. Retries off unless `maxRetries` is given: a unit that fails here must fail once, so the test sees its own
  * error and its own round trips.
  */
-const proxied = (options: { readonly maxRetries?: number; readonly replyTimeoutMillis?: number } = {}) => Effect.gen(function*() {
+const proxied = (options: { readonly maxRetries?: number; readonly pool?: PostgresPoolOptions } = {}) => Effect.gen(function*() {
   const { url } = yield* temporaryPostgresDatabase
   const proxy = yield* scopedCountingProxy(url)
-  const pool = { max: 1, ...(options.replyTimeoutMillis === undefined ? {} : { replyTimeoutMillis: options.replyTimeoutMillis }) }
+  const pool = { max: 1, ...options.pool }
   const db = yield* Effect.acquireRelease(
     Effect.promise(() => openPostgres({ connectionString: proxy.url, pool })),
     (db) => Effect.promise(() => db.destroy())
@@ -545,9 +546,12 @@ describe.skipIf(postgresSkipReason !== undefined)("a round trip the database doe
       assert.match(String(refusal instanceof Error ? refusal.cause : refusal), /Connection terminated|not queryable/)
     })))
 
-  /** Storage through the proxy, re-runs on as in production, each statement's answer awaited at most 300 ms. */
+  /**
+   * Storage through the proxy, re-runs on as in production, each round trip's answer awaited at most 300 ms and a
+   * connection at most a second.
+   */
   const bounded = Effect.gen(function*() {
-    const setup = yield* proxied({ maxRetries: SqlStorage.DEFAULT_MAX_RETRIES, replyTimeoutMillis: 300 })
+    const setup = yield* proxied({ maxRetries: SqlStorage.DEFAULT_MAX_RETRIES, pool: { replyTimeoutMillis: 300, connectionTimeoutMillis: 1000 } })
     const client = Records.client()
     yield* setup.storage.transaction("write", (unit) => unit.insertClient(client))
     return { ...setup, client }
@@ -581,6 +585,24 @@ describe.skipIf(postgresSkipReason !== undefined)("a round trip the database doe
         assert.isTrue(Option.isSome(yield* unit), mode)
         assert.strictEqual(proxy.connections(), opened + 1, mode)
       }
+    })))
+
+  it.live("a unit that gets no connection within connectionTimeoutMillis fails as unavailable at once: one connection tried, not one for each re-run", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { client, proxy, storage } = yield* bounded
+      const lookup = storage.transaction("lookup", (unit) => unit.getClient(client.id))
+      const release = proxy.holdReplies()
+      // The pool's one connection is closed when its round trip gets no answer; the next unit needs a new one,
+      // whose start-up gets no answer either.
+      assert.isTrue(storageErrorOf(yield* Effect.exit(lookup))?.isUnavailable)
+      const opened = proxy.connections()
+      const error = storageErrorOf(yield* Effect.exit(lookup))
+      const tried = proxy.connections() - opened
+      release()
+      assert.isTrue(error?.isUnavailable === true && !error.isRetryable, String(error))
+      assert.include(error?.message, "connection timeout")
+      assert.strictEqual(tried, 1, "connections tried while the database did not answer")
+      assert.isTrue(Option.isSome(yield* lookup))
     })))
 
   it.live("a COMMIT whose answer does not come fails as outcome unknown and is not re-run: the database may have committed, and here it had", () =>

@@ -176,51 +176,52 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     }
   }, 120_000)
 
-  it("LIM-RATE-1: a rate-limit count held on a lock is a 503 with Retry-After once RELAY_RATE_LIMIT_TIMEOUT_MILLIS has passed, and the node counts on when it is released", async () => {
+  /**
+   * One node on a fresh database, run with `env`: a tenant's GET account is answered 200, then `whileLocked` runs
+   * while another session holds `table` in ACCESS EXCLUSIVE mode, and once that session commits the GET is answered
+   * 200 again.
+   */
+  const whileTableLocked = async (
+    env: Record<string, string>,
+    table: string,
+    whileLocked: (read: () => Promise<Answer>, node: ServerProcess) => Promise<void>
+  ) => {
     const database = await newPostgresDatabase()
-    const node = await startServer({ ...serverEnv(database), RELAY_RATE_LIMIT_STORE: "database", RELAY_RATE_LIMIT_TIMEOUT_MILLIS: "200", RELAY_LOG_LEVEL: "Info" })
+    const node = await startServer({ ...serverEnv(database), ...env, RELAY_LOG_LEVEL: "Info" })
     const holder = new pg.Client({ connectionString: database })
     await holder.connect()
     try {
       const tenant = await tenantOn(node, "10")
       const read = () => send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)
       expect((await read()).status).toBe(200)
-      // Another session holds the windows' table, as a migration or a maintenance statement would.
       await holder.query("BEGIN")
-      await holder.query("LOCK TABLE rate_limit_windows IN ACCESS EXCLUSIVE MODE")
+      await holder.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
+      await whileLocked(read, node)
+      await holder.query("COMMIT")
+      expect((await read()).status).toBe(200)
+    } finally {
+      await holder.end().catch(() => undefined)
+      await node.stop("SIGKILL")
+    }
+  }
+
+  it("LIM-RATE-1: a rate-limit count held on a lock is a 503 with Retry-After once RELAY_RATE_LIMIT_TIMEOUT_MILLIS has passed, and the node counts on when it is released", async () => {
+    // Another session holds the windows' table, as a migration or a maintenance statement would.
+    await whileTableLocked({ RELAY_RATE_LIMIT_STORE: "database", RELAY_RATE_LIMIT_TIMEOUT_MILLIS: "200" }, "rate_limit_windows", async (read, node) => {
       const held = await read()
       expect([held.status, held.retryAfter]).toEqual([503, "1"])
       expect(node.output()).toMatch(/did not answer a rate-limit count within 200 ms/)
-      await holder.query("COMMIT")
-      expect((await read()).status).toBe(200)
-    } finally {
-      await holder.end().catch(() => undefined)
-      await node.stop("SIGKILL")
-    }
+    })
   }, 120_000)
 
   it("a round trip the database does not answer is a 503 with Retry-After once RELAY_PG_REPLY_TIMEOUT_MILLIS has passed, not a request held for as long as TCP waits; the node serves again when it answers", async () => {
-    const database = await newPostgresDatabase()
     // No lock timeout: a statement held on the table lock gets no answer at all, as from a frozen server or a
     // network that drops packets (the server's own timeouts would end the wait here, and cannot there).
-    const node = await startServer({ ...serverEnv(database), RELAY_PG_LOCK_TIMEOUT_MILLIS: "0", RELAY_PG_REPLY_TIMEOUT_MILLIS: "300", RELAY_LOG_LEVEL: "Info" })
-    const holder = new pg.Client({ connectionString: database })
-    await holder.connect()
-    try {
-      const tenant = await tenantOn(node, "10")
-      const read = () => send(`${node.url}/relay/v1/accounts/${tenant.source}`, "GET", tenant.auth)
-      expect((await read()).status).toBe(200)
-      await holder.query("BEGIN")
-      await holder.query("LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE")
+    await whileTableLocked({ RELAY_PG_LOCK_TIMEOUT_MILLIS: "0", RELAY_PG_REPLY_TIMEOUT_MILLIS: "300" }, "accounts", async (read, node) => {
       const unanswered = await Promise.all([read(), read(), read()])
       expect(unanswered.map((answer) => [answer.status, answer.retryAfter])).toEqual([[503, "1"], [503, "1"], [503, "1"]])
       expect(node.output()).toMatch(/PostgreSQL did not answer within 300 ms; the connection was closed/)
-      await holder.query("COMMIT")
-      expect((await read()).status).toBe(200)
-    } finally {
-      await holder.end().catch(() => undefined)
-      await node.stop("SIGKILL")
-    }
+    })
   }, 120_000)
 
   it("a node started before its database exists waits for it, saying so, and serves once it is there", async () => {

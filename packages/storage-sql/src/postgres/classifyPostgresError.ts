@@ -10,7 +10,7 @@
  *   get within `connectionTimeoutMillis` (a server that does not answer its start-up, or every connection busy):
  *   unavailable, and not re-run. A server that has not answered for that long is not expected to answer the re-run
  *   sooner, and each re-run would make the request wait the whole bound again (eight re-runs of a 10 s wait for a
- *   connection held a request for 90 s); the caller gets a 503 with Retry-After at once instead.
+ *   connection would hold a request for 90 s); the caller gets a 503 with Retry-After at once instead.
  * Every other error, other integrity rules included, is a fault: running it again cannot help.
  */
 import type { Storage } from "@custody-relay/core"

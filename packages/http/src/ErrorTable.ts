@@ -67,6 +67,6 @@ export const toMarkdown = (): string =>
     "| error | status | code |",
     "|---|---|---|",
     ...Object.entries(errorTable).map(([tag, mapping]) => `| ${tag} | ${mapping.status} | ${mapping.code} |`),
-    `| (the database unavailable or busy, after re-runs; with Retry-After) | ${unavailableMapping.status} | ${unavailableMapping.code} |`,
+    `| (the database unavailable or busy, after the re-runs that can help; with Retry-After) | ${unavailableMapping.status} | ${unavailableMapping.code} |`,
     `| (defect: an unexpected failure) | ${defectMapping.status} | ${defectMapping.code} |`
   ].join("\n")

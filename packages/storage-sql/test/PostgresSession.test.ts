@@ -57,6 +57,19 @@ const proxied = (options: { readonly maxRetries?: number; readonly pool?: Postgr
 
 const throughProxy = proxied()
 
+/** Another session, open for the scope, that holds the row `id` of `table` locked in a transaction it leaves open. */
+const rowLockedElsewhere = (url: string, table: "accounts" | "clients", id: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const session = new pg.Client({ connectionString: url })
+      await session.connect()
+      await session.query("begin")
+      await session.query(`select id from ${table} where id = $1 for update`, [id])
+      return session
+    }),
+    (session) => Effect.promise(() => session.end())
+  )
+
 const countRows = (db: Kysely<Database>, table: "clients" | "accounts", id: string) =>
   Effect.promise(() => db.selectFrom(table).select(db.fn.countAll<string>().as("n")).where("id", "=", id as never).executeTakeFirstOrThrow())
     .pipe(Effect.map((row) => Number(row.n)))
@@ -204,16 +217,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.isTrue(looked.exit._tag === "Success" && looked.exit.value.every(Option.isSome))
       assert.strictEqual(looked.count, 1)
       // A write unit, while another connection holds the second row: the first is already locked by the unit.
-      const holder = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const connection = new pg.Client({ connectionString: url })
-          await connection.connect()
-          await connection.query("begin")
-          await connection.query("select id from accounts where id = $1 for update", [second.id])
-          return connection
-        }),
-        (connection) => Effect.promise(() => connection.end())
-      )
+      const holder = yield* rowLockedElsewhere(url, "accounts", second.id)
       const unit = yield* Effect.forkChild(trips(both("write")))
       // Polled, not slept on: the unit's pipeline reaches the server when this machine gets to it. In the other order
       // the unit would wait on the second row before locking the first, and the first would stay free throughout.
@@ -603,6 +607,21 @@ describe.skipIf(postgresSkipReason !== undefined)("a round trip the database doe
       assert.include(error?.message, "connection timeout")
       assert.strictEqual(tried, 1, "connections tried while the database did not answer")
       assert.isTrue(Option.isSome(yield* lookup))
+    })))
+
+  it.live("a statement the server stops at statement_timeout fails as unavailable (503), not as a fault (500), and is not re-run", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // No lock timeout: the write unit's read waits on the row lock until the server's statement timeout stops it.
+      const { storage, url } = yield* proxied({ maxRetries: SqlStorage.DEFAULT_MAX_RETRIES, pool: { lockTimeoutMillis: 0, statementTimeoutMillis: 300 } })
+      const client = Records.client()
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      const holder = yield* rowLockedElsewhere(url, "clients", client.id)
+      let runs = 0
+      const error = storageErrorOf(yield* Effect.exit(storage.transaction("write", (unit) => Effect.suspend(() => (runs++, unit.getClient(client.id))))))
+      yield* Effect.promise(() => holder.query("rollback"))
+      assert.isTrue(error?.isUnavailable === true && !error.isRetryable, String(error))
+      assert.include(error?.message, "statement timeout")
+      assert.strictEqual(runs, 1)
     })))
 
   it.live("a COMMIT whose answer does not come fails as outcome unknown and is not re-run: the database may have committed, and here it had", () =>

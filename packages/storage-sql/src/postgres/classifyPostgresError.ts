@@ -6,8 +6,9 @@
  * - 23505 unique_violation: a duplicate the core's own check did not see; the constraint name comes with it.
  * - Class 08 (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53xxx (insufficient resources),
  *   3D000 (the database does not exist: not yet created or restored) and socket errors: the server, not the query.
- * - A round trip the server did not answer in time (Pipeline's `UnansweredReply`), and a connection the pool did not
- *   get within `connectionTimeoutMillis` (a server that does not answer its start-up, or every connection busy):
+ * - A round trip the server did not answer in time (Pipeline's `UnansweredReply`), a connection the pool did not
+ *   get within `connectionTimeoutMillis` (a server that does not answer its start-up, or every connection busy), and
+ *   57014 query_canceled (a statement the server stopped at `statement_timeout`, or an operator cancelled):
  *   unavailable, and not re-run. A server that has not answered for that long is not expected to answer the re-run
  *   sooner, and each re-run would make the request wait the whole bound again (eight re-runs of a 10 s wait for a
  *   connection would hold a request for 90 s); the caller gets a 503 with Retry-After at once instead.
@@ -20,6 +21,7 @@ import { invalidatesKept } from "./PreparedStatements.js"
 
 const CONFLICTS = new Set(["40001", "40P01", "55P03"])
 const UNAVAILABLE = new Set(["57P01", "57P02", "57P03", "3D000"])
+const QUERY_CANCELED = "57014"
 
 /**
  * pg-pool's errors for a connection it did not get within `connectionTimeoutMillis`: every connection busy for that
@@ -35,8 +37,8 @@ const constraintOf = (cause: unknown): string =>
     : "unknown"
 
 export const classifyPostgresError = (cause: unknown): Storage.StorageError => {
-  if (cause instanceof UnansweredReply || isConnectTimeout(cause)) return StorageFailure.timedOut(cause)
   const code = StorageFailure.codeOf(cause)
+  if (cause instanceof UnansweredReply || isConnectTimeout(cause) || code === QUERY_CANCELED) return StorageFailure.timedOut(cause)
   if (code !== undefined) {
     if (CONFLICTS.has(code) || invalidatesKept(cause)) return StorageFailure.conflict(cause)
     if (code === "23505") return StorageFailure.constraintViolated(constraintOf(cause), cause)

@@ -624,6 +624,21 @@ describe.skipIf(postgresSkipReason !== undefined)("a round trip the database doe
       assert.strictEqual(runs, 1)
     })))
 
+  it.live("a statement kysely runs itself (a migration's, the rate limiter's) has the same bound, and its connection is closed, not lent again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, proxy } = yield* bounded
+      const read = Effect.tryPromise(() => db.selectFrom("clients").select("id").execute())
+      const release = proxy.holdReplies()
+      const exit = yield* Effect.exit(read)
+      release()
+      const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      assert.instanceOf(error instanceof Error ? error.cause : undefined, UnansweredReply, String(exit))
+      // The pool's one connection was closed: the next statement opens another.
+      const opened = proxy.connections()
+      assert.strictEqual((yield* read).length, 1)
+      assert.strictEqual(proxy.connections(), opened + 1)
+    })))
+
   it.live("a COMMIT whose answer does not come fails as outcome unknown and is not re-run: the database may have committed, and here it had", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db, proxy, storage } = yield* bounded

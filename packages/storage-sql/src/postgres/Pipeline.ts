@@ -85,6 +85,21 @@ export class UnansweredReply extends Error {
   }
 }
 
+/**
+ * Arms the bound on one round trip on `stream` (see the top of this file): past `millis`, `fail` gets
+ * `UnansweredReply` and the stream is destroyed. Returns what disarms it, to call when the answer comes. Unref'd: a
+ * round trip waiting on the network does not keep a process alive that would otherwise end. 0 arms nothing.
+ */
+export const replyDeadline = (millis: number, stream: { destroy(): void }, fail: (error: UnansweredReply) => void): () => void => {
+  if (millis <= 0) return () => undefined
+  const timer = setTimeout(() => {
+    fail(new UnansweredReply(millis))
+    stream.destroy()
+  }, millis)
+  timer.unref()
+  return () => clearTimeout(timer)
+}
+
 /** What kysely's pg driver makes of a result: the rows, and the count a write changed. */
 const resultOf = (result: PgResult): QueryResult<unknown> => {
   const changes = result.command === "INSERT" || result.command === "UPDATE" || result.command === "DELETE" ||
@@ -131,8 +146,8 @@ export class Pipeline {
   private failure: unknown = undefined
   /** The connection's kept statements, and how this pipeline sent its own (set by `submit`). */
   private prepared: { readonly on: PreparedStatements; readonly plan: Plan } | undefined
-  /** Fires when the server has not answered in time (`replyTimeoutMillis`). */
-  private deadline: ReturnType<typeof setTimeout> | undefined
+  /** Disarms the bound on the round trip (`replyDeadline`), armed when it is sent. */
+  private disarm: () => void = () => undefined
   /** Whether `done` was called: once, with the answers, the server's error or `UnansweredReply`. */
   private finished = false
 
@@ -145,16 +160,10 @@ export class Pipeline {
   }
 
   private finish(error: unknown, results?: ReadonlyArray<QueryResult<unknown>>): void {
-    clearTimeout(this.deadline)
+    this.disarm()
     if (this.finished) return
     this.finished = true
     this.done(error, results)
-  }
-
-  /** Past the bound: the pipeline fails, and the connection closes (pg then fails whatever else waits on it). */
-  private unanswered(connection: WireConnection): void {
-    this.finish(new UnansweredReply(this.parts.replyTimeoutMillis))
-    connection.stream.destroy()
   }
 
   submit(connection: WireConnection): null {
@@ -177,11 +186,8 @@ export class Pipeline {
     } finally {
       connection.stream.uncork?.()
     }
-    if (this.parts.replyTimeoutMillis > 0) {
-      // Unref'd: a round trip waiting on the network does not keep a process alive that would otherwise end.
-      this.deadline = setTimeout(() => this.unanswered(connection), this.parts.replyTimeoutMillis)
-      this.deadline.unref()
-    }
+    // Past the bound the pipeline fails, and the connection closes (pg then fails whatever else waits on it).
+    this.disarm = replyDeadline(this.parts.replyTimeoutMillis, connection.stream, (error) => this.finish(error))
     return null
   }
 

@@ -6,12 +6,13 @@
  */
 import type { RateLimiter, Storage } from "@custody-relay/core"
 import type { Layer } from "effect"
-import { Kysely, PostgresDialect } from "kysely"
+import { Kysely, type PostgresCursor, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from "kysely"
+import type pg from "pg"
 import type { Database } from "../schema/Database.js"
 import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
 import { PostgresEngine } from "./PostgresEngine.js"
-import type { PgParts } from "./Pipeline.js"
+import { type PgParts, replyDeadline, type UnansweredReply } from "./Pipeline.js"
 import { type PostgresPoolOptions, poolSettings } from "./PoolSettings.js"
 import { pipelineOn } from "./PostgresSession.js"
 
@@ -43,6 +44,41 @@ export const pgParts = async (settings: Pick<PgParts, "preparedStatements" | "re
   }
 }
 
+/**
+ * pg's pool as kysely's own statements reach it (migrations, the rate limiter's, a tool's on the kysely instance):
+ * each bounded by `replyTimeoutMillis` as a unit's round trips are (Pipeline's `replyDeadline`). A connection the
+ * bound closed goes back to the pool as broken, so the pool drops it rather than lend it again. Without the bound a
+ * statement whose answer never came held its connection for as long as TCP waits, after its caller had stopped
+ * waiting: the rate limiter's own bound (`rateLimitTimeoutMillis`) answers the request, and would leave a connection
+ * behind at each count the database did not answer.
+ */
+const boundedForKysely = (pool: pg.Pool, replyTimeoutMillis: number): PostgresPool => ({
+  options: pool.options,
+  connect: async (): Promise<PostgresPoolClient> => {
+    const client = await pool.connect()
+    let unanswered: UnansweredReply | undefined
+    const query = (sql: string | PostgresCursor<unknown>, parameters?: ReadonlyArray<unknown>) => {
+      // A cursor reads its rows in several round trips at its caller's pace; the relay opens none.
+      if (typeof sql !== "string") return client.query(sql as never)
+      return new Promise<PostgresQueryResult<unknown>>((resolve, reject) => {
+        const disarm = replyDeadline(replyTimeoutMillis, (client as unknown as pg.Client).connection.stream, (error) => {
+          unanswered = error
+          reject(error)
+        })
+        client.query(sql, [...(parameters ?? [])]).then(
+          (result) => (disarm(), resolve(result as unknown as PostgresQueryResult<unknown>)),
+          (error: unknown) => (disarm(), reject(error))
+        )
+      })
+    }
+    return {
+      query: query as PostgresPoolClient["query"],
+      release: (destroy) => client.release(unanswered ?? destroy)
+    }
+  },
+  end: () => pool.end()
+})
+
 /** Opens the pool; exported for tools and tests that need the kysely instance itself. */
 export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
   const settings = poolSettings(options.pool)
@@ -65,7 +101,7 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   pool.on("connect", (client) => {
     client.on("error", () => undefined)
   })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedForKysely(pool, settings.replyTimeoutMillis) }) })
   pipelineOn(db, { pool, parts })
   return db
 }

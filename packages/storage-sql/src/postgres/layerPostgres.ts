@@ -48,9 +48,9 @@ export const pgParts = async (settings: Pick<PgParts, "preparedStatements" | "re
  * pg's pool as kysely's own statements reach it (migrations, the rate limiter's, a tool's on the kysely instance):
  * each bounded by `replyTimeoutMillis` as a unit's round trips are (Pipeline's `replyDeadline`). A connection the
  * bound closed goes back to the pool as broken, so the pool drops it rather than lend it again. Without the bound a
- * statement whose answer never came held its connection for as long as TCP waits, after its caller had stopped
+ * statement whose answer never comes holds its connection for as long as TCP waits, after its caller has stopped
  * waiting: the rate limiter's own bound (`rateLimitTimeoutMillis`) answers the request, and would leave a connection
- * behind at each count the database did not answer.
+ * behind at each count the database does not answer.
  */
 const boundedForKysely = (pool: pg.Pool, replyTimeoutMillis: number): PostgresPool => ({
   options: pool.options,

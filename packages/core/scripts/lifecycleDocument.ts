@@ -111,6 +111,12 @@ Guarantees:
   mid-call leaves a lease that expires, and the entry is carried out again.
 - **Visible.** Each entry shows its state (\`pending\`, \`done\`, \`given_up\`), attempts, last error and next
   attempt. A transfer whose submission is given up fails with \`PROVIDER_ERROR\` and its funds are released.
+- **Quiet through an outage.** While the database is unreachable the worker cannot lease: it pauses longer after
+  each failed lease, doubling from its idle pause (${OutboxWorker.defaults.idleMillis} ms) up to ${OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000} s, so effects resume within
+  ${OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000} s of the database's return. It logs one warning when the outage begins (\`outbox paused\`, the
+  error in one line), one every ${minutes(OutboxWorker.STILL_FAILING_EVERY_MILLIS)} while it lasts (\`outbox still paused\`, with \`failedLeases\` and
+  \`pausedSeconds\`), and one info line when a lease succeeds again (\`outbox resumed\`). A failure that is not the
+  database being unavailable is logged as an error with its cause in full, at the same pace.
 
 The fee estimate is the one provider call a request waits for (calculate-fee and initiate need its answer): it
 runs before the write unit, holding no lock, within \`RelayConfig.providerCallTimeoutMillis\`

@@ -23,7 +23,7 @@ import {
   Webhooks,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Context, Deferred, Effect, Fiber, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import { activeAccount, approvedWhitelistEntry, newClient, principalOf, validAddress } from "./TestWorld.js"
 
@@ -136,6 +136,41 @@ const pauses = <E = never, R = never>(times: number, done: Effect.Effect<boolean
       yield* TestClock.adjust(options.idleMillis)
     }
   })
+
+/** A database outage: while `down`, every unit fails as the SQL stores fail when the server refuses connections. */
+interface Outage {
+  down: boolean
+  /** Units asked for while down. */
+  refused: number
+}
+
+/** `world`, its storage's units failing as unavailable while the outage is on. */
+const worldWithOutage = (calls: ProviderCalls, outage: Outage) =>
+  Layer.effectContext(Effect.gen(function*() {
+    // The whole context, the world's RelayConfig included: only its storage is replaced.
+    const context = yield* Effect.context<Relay.RelayServices>()
+    const storage = Context.get(context, Storage.Storage)
+    const refused = new Storage.StorageError({
+      reason: new Storage.StorageUnavailable({ message: "connect ECONNREFUSED 127.0.0.1:5432", cause: new Error("ECONNREFUSED") })
+    })
+    return Context.add(context, Storage.Storage, {
+      ...storage,
+      transaction: (mode, work) => {
+        if (!outage.down) return storage.transaction(mode, work)
+        outage.refused++
+        return Effect.fail(refused)
+      }
+    })
+  })).pipe(Layer.provide(world(calls)))
+
+/** Log lines as the JSON logger writes them, parsed. */
+const capturedLogs = () => {
+  const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
+  const logger = Logger.make((entry) => {
+    lines.push(JSON.parse(Logger.formatJson.log(entry)))
+  })
+  return { lines, layer: Logger.layer([logger]) }
+}
 
 describe("Outbox", () => {
   it("the default retries of an effect span more than a day, whatever the jitter (a receiver down overnight still gets it)", () => {
@@ -431,5 +466,50 @@ describe("Outbox", () => {
       const unknown = yield* Effect.flip(ProviderReports.apply({ kind: "transfer", requestId: entry.id, progress: { stage: "completed" } }))
       assert.strictEqual(unknown._tag, "InvalidRequest")
     }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("while the database is unreachable the running worker says so once, then once a minute, in one line each; it leases less and less often, and says when it resumes", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const outage: Outage = { down: false, refused: 0 }
+    const logs = capturedLogs()
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      yield* settleAll
+      const tx = yield* initiate("0.1")
+      outage.down = true
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options))
+      const outageSeconds = 600
+      for (let second = 0; second < outageSeconds; second++) {
+        for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
+        yield* TestClock.adjust("1 second")
+      }
+      // At the idle pause (200 ms) the worker would have tried 3,000 times; it backs off to one try every 5 s.
+      const ceilingSeconds = OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000
+      assert.isAtMost(outage.refused, 8 + outageSeconds / ceilingSeconds)
+      assert.isAtLeast(outage.refused, outageSeconds / ceilingSeconds - 2)
+      // One line at once, then one a minute: the outage's ten minutes are about eleven lines, none with a stack.
+      const reminders = outageSeconds / (OutboxWorker.STILL_FAILING_EVERY_MILLIS / 1000)
+      assert.deepStrictEqual(logs.lines.map((line) => line.level), logs.lines.map(() => "WARN"))
+      assert.isAtLeast(logs.lines.length, reminders)
+      assert.isAtMost(logs.lines.length, reminders + 1)
+      assert.deepStrictEqual(logs.lines[0]?.message, ["outbox paused: leasing due entries failed; retrying", "StorageUnavailable: connect ECONNREFUSED 127.0.0.1:5432"])
+      assert.strictEqual((logs.lines.at(-1)?.message as Array<string>)[0], "outbox still paused: leasing due entries fails")
+      assert.isAbove(Number(logs.lines.at(-1)?.annotations["failedLeases"]), 100)
+      assert.notInclude(JSON.stringify(logs.lines), "    at ")
+      assert.deepStrictEqual(calls.submitted, [])
+
+      // Back: within the pause's ceiling the worker leases again, says so, and hands the transfer over once.
+      outage.down = false
+      const refusedInAll = outage.refused
+      logs.lines.length = 0
+      yield* pauses(OutboxWorker.LEASE_RETRY_CEILING_MILLIS / options.idleMillis, Effect.sync(() => calls.submitted.length === 1))
+      const [entry] = yield* entriesOf(tx.id)
+      assert.deepStrictEqual(calls.submitted, [entry?.id])
+      const resumed = logs.lines.find((line) => line.level === "INFO")
+      assert.deepStrictEqual(resumed?.message, "outbox resumed: leasing due entries again")
+      assert.strictEqual(resumed?.annotations["failedLeases"], refusedInAll)
+      assert.isAtLeast(Number(resumed?.annotations["pausedSeconds"]), outageSeconds)
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(Layer.merge(worldWithOutage(calls, outage), logs.layer)))
   })
 })

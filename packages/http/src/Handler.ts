@@ -104,11 +104,15 @@ interface RequestState {
 }
 
 /**
- * A defect that is the storage being unavailable or busy (a lost or refused connection; a lock held past every
- * re-run's timeout), not a bug: the answer is 503 with Retry-After.
+ * The storage error of a defect that is the storage being unavailable or busy (a lost or refused connection; a lock
+ * held past every re-run's timeout), not a bug: the answer is 503 with Retry-After.
  */
-const isStorageUnavailable = (cause: Cause.Cause<unknown>): boolean =>
-  cause.reasons.some((reason) => reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.isTransient)
+const unavailableStorageIn = (cause: Cause.Cause<unknown>): Storage.StorageError | undefined => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.isTransient) return reason.defect
+  }
+  return undefined
+}
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
@@ -241,11 +245,13 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const reply = yield* program.pipe(
       // The one place a refusal becomes an answer.
       Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
-      Effect.catchCause((cause) =>
-        isStorageUnavailable(cause)
-          ? Effect.as(Effect.logWarning("request failed: the database is unavailable", Cause.pretty(cause)), Reply.unavailable(requestId))
+      Effect.catchCause((cause) => {
+        const unavailable = unavailableStorageIn(cause)
+        // An outage is said in one line a request, its error's message: a stack would add nothing but lines.
+        return unavailable !== undefined
+          ? Effect.as(Effect.logWarning("request failed: the database is unavailable", unavailable.message), Reply.unavailable(requestId))
           : Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
-      )
+      })
     )
     const status = reply.status
     const durationMs = Math.round(performance.now() - startedAt)

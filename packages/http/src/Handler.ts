@@ -143,16 +143,23 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   // entry: the same line, for a fraction of the cost (JsonLogLines.plain; docs/benchmarks.md, sixth round).
   const requestLines = logs === undefined ? jsonLines : undefined
   const slowReadMillis = options.slowReadMillis ?? RequestLine.DEFAULT_SLOW_READ_MILLIS
-  const layer = Layer.mergeAll(
-    relayLayer,
-    Layer.succeed(RelayConfig.RelayConfig, config),
-    Layer.succeed(Webhooks.WebhookSettings, { ...Webhooks.WebhookSettings.defaultValue(), ...options.webhooks }),
+  const logging = Layer.mergeAll(
     Logger.layer([logs === undefined ? outputLogger : logs.logger]),
     Layer.succeed(
       References.MinimumLogLevel,
       logs === undefined ? outputLevel : LogCapture.lowerOf(outputLevel, RequestLine.MOST_VERBOSE)
-    ),
+    )
+  )
+  const layer = Layer.mergeAll(
+    relayLayer,
+    Layer.succeed(RelayConfig.RelayConfig, config),
+    Layer.succeed(Webhooks.WebhookSettings, { ...Webhooks.WebhookSettings.defaultValue(), ...options.webhooks }),
     Layer.succeed(References.TracerEnabled, options.tracing ?? false)
+  ).pipe(
+    // Given to the layers' own building too: what they log (a database unreachable at start-up) and the fibers they
+    // fork for the runtime's life (a synced rate limiter's rounds) go to the same output, at the same level, as the
+    // requests' lines, not to Effect's default logger.
+    Layer.provideMerge(logging)
   )
   const runtime = ManagedRuntime.make(layer)
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES

@@ -6,6 +6,7 @@
 import { Rates, Relay } from "@custody-relay/core"
 import { Effect, Layer, Logger } from "effect"
 import { describe, expect, it } from "vitest"
+import { makeHandler } from "../src/index.js"
 import { field, makeFixture, makeTenant, record } from "./RelayFixture.js"
 
 /** Each request line's level by its request id, from lines as the JSON logger prints them. */
@@ -125,6 +126,27 @@ describe("logs", () => {
       expect(logged).not.toContain(tenant.admin.secret)
     } finally {
       await fixture.dispose()
+    }
+  })
+
+  it("what the layers log while they are built, and the fibers they fork for the runtime's life, go to the handler's logger at its level", async () => {
+    const { lines, logger } = capture()
+    // As a SQL layer says a database is unreachable at start-up, and a synced rate limiter's rounds log a failure.
+    const saying = Layer.effectDiscard(Effect.gen(function*() {
+      yield* Effect.logWarning("said while the layer is built")
+      yield* Effect.logInfo("below the level: not said")
+      yield* Effect.forkScoped(Effect.logWarning("said by a fiber the layer forked"))
+    }))
+    const handler = makeHandler({ logger, logLevel: "Warn", layer: Layer.merge(Relay.layerMemory(), saying) })
+    try {
+      await handler.ready
+      for (let turn = 0; turn < 10 && lines.length < 2; turn++) await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(lines.map((line) => [JSON.parse(line).level, JSON.parse(line).message])).toEqual([
+        ["WARN", "said while the layer is built"],
+        ["WARN", "said by a fiber the layer forked"]
+      ])
+    } finally {
+      await handler.dispose()
     }
   })
 })

@@ -6,6 +6,7 @@
 import {
   Account,
   DomainEvent,
+  OutageLog,
   Outbox,
   OutboxWorker,
   RelayConfig,
@@ -114,8 +115,8 @@ Guarantees:
 - **Quiet through an outage.** While the database is unreachable the worker cannot lease: it pauses longer after
   each failed lease, doubling from its idle pause (${OutboxWorker.defaults.idleMillis} ms) up to ${OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000} s, so effects resume within
   ${OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000} s of the database's return. It logs one warning when the outage begins (\`outbox paused\`, the
-  error in one line), one every ${minutes(OutboxWorker.STILL_FAILING_EVERY_MILLIS)} while it lasts (\`outbox still paused\`, with \`failedLeases\` and
-  \`pausedSeconds\`), and one info line when a lease succeeds again (\`outbox resumed\`). A failure that is not the
+  error in one line), one every ${minutes(OutageLog.REMIND_EVERY_MILLIS)} while it lasts (\`outbox still paused\`, with \`failures\` and
+  \`outageSeconds\`), and one info line when a lease succeeds again (\`outbox resumed\`). A failure that is not the
   database being unavailable is logged as an error with its cause in full, at the same pace.
 
 The fee estimate is the one provider call a request waits for (calculate-fee and initiate need its answer): it

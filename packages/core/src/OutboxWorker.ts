@@ -12,6 +12,7 @@
 import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
 import * as Idempotency from "./Idempotency.js"
+import * as OutageLog from "./OutageLog.js"
 import * as Outbox from "./Outbox.js"
 import type { RelayServices } from "./Relay.js"
 import * as Storage from "./Storage.js"
@@ -243,15 +244,9 @@ export const drain = Effect.fnUntraced(function*(options: WorkerOptions = defaul
 
 const HOUSEKEEPING_EVERY_MILLIS = 10 * 60 * 1000
 
-/**
- * A failure the worker logs: the database unavailable (or a race lost past every re-run) in one line, as it is an
- * outage to wait out, not a fault; anything else with its cause in full.
- */
 const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
-  const error = Cause.squash(cause)
-  return error instanceof Storage.StorageError && error.isTransient
-    ? Effect.logWarning(message, error.message)
-    : Effect.logError(message, Cause.pretty(cause))
+  const { level, detail } = OutageLog.failureOf(cause)
+  return Effect.logWithLevel(level)(message, detail)
 }
 
 /**
@@ -261,34 +256,9 @@ const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
  */
 export const LEASE_RETRY_CEILING_MILLIS = 5_000
 
-/** While leases go on failing, one line this often says so: an outage of an hour is a few lines, not thousands. */
-export const STILL_FAILING_EVERY_MILLIS = 60_000
-
-/** Leases failed in a row: since when, how many, and when the log last said so. */
-interface FailedLeases {
-  readonly sinceMillis: number
-  count: number
-  reportedAtMillis: number
-}
-
-/**
- * One more failed lease: said at once if it is the first, then once every `STILL_FAILING_EVERY_MILLIS`. Answers the
- * pause before the next lease.
- */
-const leaseFailed = (settings: WorkerOptions, failed: FailedLeases, nowMillis: number, cause: Cause.Cause<unknown>) => {
-  const ceilingMillis = Math.max(settings.idleMillis, LEASE_RETRY_CEILING_MILLIS)
-  const pauseMillis = Math.min(settings.idleMillis * 2 ** Math.min(failed.count - 1, 30), ceilingMillis)
-  const report = failed.count === 1
-    ? logFailure("outbox paused: leasing due entries failed; retrying", cause)
-    : nowMillis - failed.reportedAtMillis >= STILL_FAILING_EVERY_MILLIS
-    ? logFailure("outbox still paused: leasing due entries fails", cause).pipe(
-      Effect.annotateLogs({ failedLeases: failed.count, pausedSeconds: Math.round((nowMillis - failed.sinceMillis) / 1000) })
-    )
-    : undefined
-  if (report === undefined) return Effect.succeed(pauseMillis)
-  failed.reportedAtMillis = nowMillis
-  return Effect.as(report, pauseMillis)
-}
+/** The pause after the `failures`th lease in a row that failed. */
+const pauseAfterFailedLeases = (settings: WorkerOptions, failures: number): number =>
+  Math.min(settings.idleMillis * 2 ** Math.min(failures - 1, 30), Math.max(settings.idleMillis, LEASE_RETRY_CEILING_MILLIS))
 
 /**
  * The worker for the life of a process. Unlike rounds of `runDue`, it never waits for a slow lane to lease again: up
@@ -296,7 +266,7 @@ const leaseFailed = (settings: WorkerOptions, failed: FailedLeases, nowMillis: n
  * leases what is due, skipping the lanes still being carried out (their next entries go after them, in a later
  * lease). So a provider call or a webhook receiver that takes half a lease to answer holds up only its own lane, not
  * the transfers approved meanwhile. Pauses when nothing was due, and longer after each lease that failed (see
- * `leaseFailed`). Interrupt to stop (its lanes stop with it; what they leased is carried out again once the leases
+ * `LEASE_RETRY_CEILING_MILLIS`; the outage is logged as `OutageLog` says). Interrupt to stop (its lanes stop with it; what they leased is carried out again once the leases
  * run out).
  */
 export const run = (options: Partial<WorkerOptions> = {}) => {
@@ -309,7 +279,11 @@ export const run = (options: Partial<WorkerOptions> = {}) => {
     const waiting: Array<{ readonly key: string; readonly leasedAt: number; readonly entries: ReadonlyArray<Outbox.OutboxEntry> }> = []
     const laneEnded = yield* Latch.make(false)
     let lastHousekeeping = 0
-    let failed: FailedLeases | undefined
+    const leases = OutageLog.make({
+      began: "outbox paused: leasing due entries failed; retrying",
+      continues: "outbox still paused: leasing due entries fails",
+      ended: "outbox resumed: leasing due entries again"
+    })
     while (true) {
       // Closed before looking, so a lane that ends after the look still wakes the wait below.
       laneEnded.closeUnsafe()
@@ -335,21 +309,15 @@ export const run = (options: Partial<WorkerOptions> = {}) => {
       }
       const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
       const leased = yield* lease(settings, busyLanes).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
-      const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       if (Cause.isCause(leased)) {
-        if (failed === undefined) failed = { sinceMillis: nowMillis, count: 1, reportedAtMillis: nowMillis }
-        else failed.count++
-        yield* Effect.sleep(Duration.millis(yield* leaseFailed(settings, failed, nowMillis, leased)))
+        yield* leases.failed(OutageLog.failureOf(leased))
+        yield* Effect.sleep(Duration.millis(pauseAfterFailedLeases(settings, leases.failures())))
         continue
       }
-      if (failed !== undefined) {
-        yield* Effect.logInfo("outbox resumed: leasing due entries again").pipe(
-          Effect.annotateLogs({ failedLeases: failed.count, pausedSeconds: Math.round((nowMillis - failed.sinceMillis) / 1000) })
-        )
-        failed = undefined
-      }
+      yield* leases.succeeded
       const { due, leasedAt } = leased
       for (const [key, entries] of lanesByKey(due)) waiting.push({ key, leasedAt, entries })
+      const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
         lastHousekeeping = nowMillis
         yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))

@@ -11,6 +11,7 @@ import {
   CustodyProvider,
   DomainEvent,
   Ids,
+  OutageLog,
   Outbox,
   OutboxWorker,
   ProviderReports,
@@ -488,13 +489,13 @@ describe("Outbox", () => {
       assert.isAtMost(outage.refused, 8 + outageSeconds / ceilingSeconds)
       assert.isAtLeast(outage.refused, outageSeconds / ceilingSeconds - 2)
       // One line at once, then one a minute: the outage's ten minutes are about eleven lines, none with a stack.
-      const reminders = outageSeconds / (OutboxWorker.STILL_FAILING_EVERY_MILLIS / 1000)
+      const reminders = outageSeconds / (OutageLog.REMIND_EVERY_MILLIS / 1000)
       assert.deepStrictEqual(logs.lines.map((line) => line.level), logs.lines.map(() => "WARN"))
       assert.isAtLeast(logs.lines.length, reminders)
       assert.isAtMost(logs.lines.length, reminders + 1)
       assert.deepStrictEqual(logs.lines[0]?.message, ["outbox paused: leasing due entries failed; retrying", "StorageUnavailable: connect ECONNREFUSED 127.0.0.1:5432"])
       assert.strictEqual((logs.lines.at(-1)?.message as Array<string>)[0], "outbox still paused: leasing due entries fails")
-      assert.isAbove(Number(logs.lines.at(-1)?.annotations["failedLeases"]), 100)
+      assert.isAbove(Number(logs.lines.at(-1)?.annotations["failures"]), 100)
       assert.notInclude(JSON.stringify(logs.lines), "    at ")
       assert.deepStrictEqual(calls.submitted, [])
 
@@ -507,8 +508,8 @@ describe("Outbox", () => {
       assert.deepStrictEqual(calls.submitted, [entry?.id])
       const resumed = logs.lines.find((line) => line.level === "INFO")
       assert.deepStrictEqual(resumed?.message, "outbox resumed: leasing due entries again")
-      assert.strictEqual(resumed?.annotations["failedLeases"], refusedInAll)
-      assert.isAtLeast(Number(resumed?.annotations["pausedSeconds"]), outageSeconds)
+      assert.strictEqual(resumed?.annotations["failures"], refusedInAll)
+      assert.isAtLeast(Number(resumed?.annotations["outageSeconds"]), outageSeconds)
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(Layer.merge(worldWithOutage(calls, outage), logs.layer)))
   })

@@ -11,12 +11,16 @@
  * start at each key's first request and would give each node's clients a different reset than the one the relay's
  * headers promise.
  *
- * When Redis cannot be reached the request is let through and a warning logged (Kong's `fault_tolerant`): the
- * budget protects capacity, not funds, and a limiter outage must not stop custody. `failOpen: false` answers 503
- * instead. ioredis is loaded when the layer is built, so a deployment that counts elsewhere never loads it.
+ * When Redis cannot be reached the request is let through (Kong's `fault_tolerant`): the budget protects capacity,
+ * not funds, and a limiter outage must not stop custody. `failOpen: false` answers 503 instead. Either way the
+ * request does not wait for a Redis that is down: a command is refused at once while the connection is down (no
+ * offline queue), and while an outage is on only one request every `RETRY_EVERY_MILLIS` asks Redis again; the others
+ * are let through (or refused) without asking. The outage is logged when it begins, once a minute while it lasts and
+ * when it ends (OutageLog), not once a request. ioredis is loaded when the layer is built, so a deployment that counts
+ * elsewhere never loads it.
  */
-import { RateLimiter, Storage } from "@custody-relay/core"
-import { Clock, Effect, Layer } from "effect"
+import { OutageLog, RateLimiter, Storage } from "@custody-relay/core"
+import { type Cause, Clock, Effect, Layer } from "effect"
 
 export interface RedisRateLimiterOptions {
   /** `redis://host:port/db` */
@@ -25,7 +29,12 @@ export interface RedisRateLimiterOptions {
   readonly keyPrefix?: string
   /** Let requests through when Redis cannot be reached (true by default); false answers 503 instead. */
   readonly failOpen?: boolean
+  /** How long a request waits for Redis's answer before the fault policy decides: 1000 ms by default. */
+  readonly commandTimeoutMillis?: number
 }
+
+/** While Redis is unreachable, one request this often asks it again; the others are not counted, and do not wait. */
+export const RETRY_EVERY_MILLIS = 1_000
 
 /**
  * Adds each key's count (ARGV[2i-1]) to its window's counter, and returns every counter after its addition; a counter
@@ -50,15 +59,18 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
       const client = yield* Effect.acquireRelease(
         Effect.sync(() =>
           new Redis(options.url, {
-            // A request waits at most a second for Redis (and for no retry): then the fault policy decides.
+            // A request waits at most `commandTimeoutMillis` for Redis, for no retry, and not at all while the
+            // connection is down (no offline queue, where a command would wait for the next reconnection to fail):
+            // then the fault policy decides.
             maxRetriesPerRequest: 0,
-            commandTimeout: 1_000,
+            enableOfflineQueue: false,
+            commandTimeout: options.commandTimeoutMillis ?? 1_000,
             connectTimeout: 2_000
           })
         ),
         (redis) => Effect.promise(() => redis.quit().catch(() => "closed"))
       )
-      // An unreachable Redis is reported on each request by the fault policy, not as an unhandled event.
+      // An unreachable Redis is reported through the fault policy's outage log, not as an unhandled event.
       client.on("error", () => undefined)
       // Start counting once connected; a Redis that is down at start is no reason not to start (fault policy).
       yield* Effect.promise(() =>
@@ -82,18 +94,50 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
           ).pipe(Effect.map((totals) => (totals as ReadonlyArray<unknown>).map(Number))),
         { atTurnEnd: setImmediate }
       )
+      const outage = OutageLog.make(
+        failOpen
+          ? {
+            began: "rate limit: Redis is unreachable; requests are let through uncounted",
+            continues: "rate limit: Redis is still unreachable; requests are let through uncounted",
+            ended: "rate limit: counting in Redis again"
+          }
+          : {
+            began: "rate limit: Redis is unreachable; requests are refused (503)",
+            continues: "rate limit: Redis is still unreachable; requests are refused (503)",
+            ended: "rate limit: counting in Redis again"
+          }
+      )
+      /** While an outage is on: whether a request is asking Redis again, and when the next may. */
+      let asking = false
+      let nextAskAtMillis = 0
+      let lastCause: unknown
+      const notCounted = () =>
+        failOpen
+          ? Effect.succeed(0)
+          : Effect.die(new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "the rate limiter's Redis is unreachable", cause: lastCause }) }))
+      const unreachable = (error: Cause.UnknownError) =>
+        Effect.flatMap(Clock.currentTimeMillis, (failedAtMillis) => {
+          lastCause = error.cause
+          nextAskAtMillis = failedAtMillis + RETRY_EVERY_MILLIS
+          return Effect.andThen(outage.failed({ level: "Warn", detail: String(error.cause) }), notCounted())
+        })
       return RateLimiter.RateLimiter.of({
         consume: Effect.fnUntraced(function*(key: string, policy: RateLimiter.RateLimitPolicy) {
           const nowMillis = yield* Clock.currentTimeMillis
           const { windowStart, resetAt } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-          const counted = yield* count(key, windowStart, resetAt * 1000).pipe(
-            Effect.catch((error) =>
-              failOpen
-                ? Effect.as(Effect.logWarning("rate limit not counted: Redis is unreachable; the request is let through", String(error.cause)), 0)
-                : Effect.die(new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "the rate limiter's Redis is unreachable", cause: error.cause }) }))
-            )
+          if (!outage.isOn()) {
+            return RateLimiter.decide(yield* Effect.catch(count(key, windowStart, resetAt * 1000), unreachable), policy, resetAt, nowMillis)
+          }
+          if (asking || nowMillis < nextAskAtMillis) return RateLimiter.decide(yield* notCounted(), policy, resetAt, nowMillis)
+          asking = true
+          const total = yield* count(key, windowStart, resetAt * 1000).pipe(
+            Effect.tap(() => outage.succeeded),
+            Effect.catch(unreachable),
+            Effect.ensuring(Effect.sync(() => {
+              asking = false
+            }))
           )
-          return RateLimiter.decide(counted, policy, resetAt, nowMillis)
+          return RateLimiter.decide(total, policy, resetAt, nowMillis)
         })
       })
     })

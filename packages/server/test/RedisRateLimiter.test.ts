@@ -5,12 +5,14 @@
  * one turn of the event loop go to Redis in one call (`TurnCounts`), and stay exact: a property over turns of
  * requests from two nodes checks every count's place against a model.
  */
+import { connect, createServer, type Server, type Socket } from "node:net"
 import { RateLimiter } from "@custody-relay/core"
-import { Exit, type Layer, ManagedRuntime } from "effect"
+import { Exit, Layer, Logger, ManagedRuntime } from "effect"
+import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { Redis } from "ioredis"
 import { afterAll, assert, describe, it } from "vitest"
-import { layerRedis } from "../src/index.js"
+import { layerRedis, RETRY_EVERY_MILLIS } from "../src/index.js"
 
 const url = process.env["RELAY_TEST_REDIS_URL"]
 if (url === undefined || url === "") console.log("RedisRateLimiter: skipped, RELAY_TEST_REDIS_URL is not set")
@@ -31,6 +33,94 @@ const inOneWindow = async <A extends { readonly resetAt: number }>(burst: (key: 
   for (let attempt = 1; ; attempt += 1) {
     const answers = await burst(`crk_${crypto.randomUUID()}`)
     if (new Set(answers.map((answer) => answer.resetAt)).size === 1 || attempt === 3) return answers
+  }
+}
+
+/**
+ * A TCP proxy to Redis that can hold Redis's replies back (`holdReplies`: a frozen server, a network that has stopped
+ * passing packets; the commands still reach Redis and run) and can go away (`refuse`: every connection closed, new ones
+ * refused, as while Redis restarts).
+ */
+const redisProxy = async (target: URL) => {
+  /** Replies held back while holding, in order, each with the connection it goes to. */
+  let held: Array<() => void> | undefined
+  let server: Server | undefined
+  const sockets = new Set<Socket>()
+  const listen = (port: number) =>
+    new Promise<number>((resolve) => {
+      server = createServer((client) => {
+        const upstream = connect(Number(target.port || 6379), target.hostname)
+        sockets.add(client).add(upstream)
+        client.on("data", (chunk: Buffer) => upstream.write(chunk))
+        upstream.on("data", (chunk: Buffer) => {
+          if (held === undefined) client.write(chunk)
+          else held.push(() => client.write(chunk))
+        })
+        for (const [one, other] of [[client, upstream], [upstream, client]] as const) {
+          one.on("error", () => other.destroy())
+          one.on("close", () => other.destroy())
+        }
+      })
+      server.listen(port, "127.0.0.1", () => {
+        const address = server?.address()
+        resolve(typeof address === "object" && address !== null ? address.port : 0)
+      })
+    })
+  const port = await listen(0)
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    holdReplies: () => {
+      held ??= []
+    },
+    refuse: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        sockets.clear()
+        server?.close(() => resolve())
+      }),
+    /** Passes the held replies on, late, as a server that froze sends them when it thaws; accepts connections again. */
+    restore: async () => {
+      const replies = held ?? []
+      held = undefined
+      replies.forEach((reply) => reply())
+      if (server?.listening !== true) await listen(port)
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        if (server?.listening === true) server.close(() => resolve())
+        else resolve()
+      })
+  }
+}
+
+/** A node on `redisUrl` whose clock is a TestClock set to now, and the lines it logs. */
+const nodeWithClock = (redisUrl: string, options: Partial<Parameters<typeof layerRedis>[0]> = {}) => {
+  const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
+  const logger = Logger.make((entry) => {
+    lines.push(JSON.parse(Logger.formatJson.log(entry)))
+  })
+  const runtime = ManagedRuntime.make(
+    Layer.mergeAll(layerRedis({ url: redisUrl, keyPrefix: prefix, ...options }), TestClock.layer(), Logger.layer([logger])) as Layer.Layer<RateLimiter.RateLimiter | TestClock.TestClock>
+  )
+  runtimes.push(runtime as unknown as ManagedRuntime.ManagedRuntime<RateLimiter.RateLimiter, never>)
+  return {
+    lines,
+    consume: (key: string) => runtime.runPromise(RateLimiter.RateLimiter.use((limiter) => limiter.consume(key, { limit: 1000, windowSeconds: 60 }))),
+    setTime: (millis: number) => runtime.runPromise(TestClock.setTime(millis)),
+    adjust: (millis: number) => runtime.runPromise(TestClock.adjust(millis))
+  }
+}
+
+/** What Redis itself counted for `key` (read beside the proxy, not through it). */
+const countedInRedis = async (key: string) => {
+  const redis = new Redis(url ?? "")
+  try {
+    const keys = await redis.keys(`${prefix}${key}:*`)
+    const values = keys.length === 0 ? [] : await redis.mget(...keys)
+    return values.reduce((total, value) => total + Number(value ?? 0), 0)
+  } finally {
+    await redis.quit()
   }
 }
 
@@ -150,5 +240,70 @@ describe.skipIf(url === undefined || url === "")("RateLimiter on Redis", () => {
     const open = node({ url: "redis://127.0.0.1:1" })
     const answers = await Promise.all(Array.from({ length: 5 }, () => open("crk_any", 1)))
     assert.deepStrictEqual(answers.map((answer) => answer.allowed), [true, true, true, true, true])
+  })
+
+  it("while Redis does not answer, one request a second asks it again and the others are let through without asking; the outage is logged once, and its end", async () => {
+    const proxy = await redisProxy(new URL(url ?? ""))
+    try {
+      const node = nodeWithClock(proxy.url, { commandTimeoutMillis: 200 })
+      await node.setTime(Date.now())
+      const key = `crk_${crypto.randomUUID()}`
+      assert.isTrue((await node.consume(key)).allowed)
+      proxy.holdReplies()
+      // The first count after the hold waits for its answer until the command's timeout: the outage begins.
+      assert.isTrue((await node.consume(key)).allowed)
+      assert.strictEqual(await countedInRedis(key), 2)
+      // Within the retry interval every request is let through at once, and none reaches Redis.
+      const meanwhile = await Promise.all(Array.from({ length: 20 }, () => node.consume(key)))
+      assert.deepStrictEqual(meanwhile.map((answer) => answer.allowed), meanwhile.map(() => true))
+      assert.strictEqual(await countedInRedis(key), 2)
+      // A second later, one request asks again (and still gets no answer); the others meanwhile do not.
+      await node.adjust(RETRY_EVERY_MILLIS)
+      const [asked, ...others] = await Promise.all(Array.from({ length: 5 }, () => node.consume(key)))
+      assert.isTrue(asked?.allowed)
+      assert.deepStrictEqual(others.map((answer) => answer.allowed), others.map(() => true))
+      assert.strictEqual(await countedInRedis(key), 3)
+      // Redis answers again: the next request that asks counts, and from then on every request does.
+      await proxy.restore()
+      await node.adjust(RETRY_EVERY_MILLIS)
+      await node.consume(key)
+      await node.consume(key)
+      assert.strictEqual(await countedInRedis(key), 5)
+      assert.deepStrictEqual(node.lines.map((line) => [line.level, Array.isArray(line.message) ? line.message[0] : line.message]), [
+        ["WARN", "rate limit: Redis is unreachable; requests are let through uncounted"],
+        ["INFO", "rate limit: counting in Redis again"]
+      ])
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it("while Redis refuses connections, requests are let through and the outage is logged once; counting resumes once it is back, and that is logged", async () => {
+    const proxy = await redisProxy(new URL(url ?? ""))
+    try {
+      const node = nodeWithClock(proxy.url)
+      await node.setTime(Date.now())
+      const key = `crk_${crypto.randomUUID()}`
+      assert.isTrue((await node.consume(key)).allowed)
+      await proxy.refuse()
+      // Each asks Redis (the clock moves a retry interval between them), is refused at once, and is let through.
+      for (let i = 0; i < 3; i++) {
+        assert.isTrue((await node.consume(key)).allowed)
+        await node.adjust(RETRY_EVERY_MILLIS)
+      }
+      await proxy.restore()
+      let counted = 1
+      // ioredis reconnects on its own schedule (at most 2 s apart): a request a retry interval asks until one counts.
+      for (let attempt = 0; attempt < 400 && counted === 1; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 25))
+        await node.adjust(RETRY_EVERY_MILLIS)
+        await node.consume(key)
+        counted = await countedInRedis(key)
+      }
+      assert.strictEqual(counted, 2)
+      assert.deepStrictEqual(node.lines.map((line) => line.level), ["WARN", "INFO"])
+    } finally {
+      await proxy.close()
+    }
   })
 })

@@ -5,7 +5,7 @@
  * requests, on any node, each get a distinct count. Rows of windows that ended are purged at most once a minute per
  * node. The window arithmetic and the decision are the port's own (`windowOf`, `decide`).
  */
-import { RateLimiter, Storage } from "@custody-relay/core"
+import { OutageLog, RateLimiter, Storage } from "@custody-relay/core"
 import { Clock, Effect, Fiber, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
 import type { Database } from "./schema/Database.js"
@@ -148,7 +148,10 @@ export const makeSynced = (
         catch: engine.classify
       }).pipe(Effect.retry(retry), bounded(countTimeoutMillis))
 
-    /** Adds every window's new requests to the database in one upsert and takes each total back; forgets ended windows. */
+    /**
+     * Adds every window's new requests to the database in one upsert and takes each total back; forgets ended windows.
+     * Answers whether there was anything to add: a round that had nothing met no database.
+     */
     const sync = Effect.gen(function*() {
       const nowMillis = yield* Clock.currentTimeMillis
       const due: Array<{ readonly key: string; readonly window: LocalWindow; readonly added: number }> = []
@@ -187,14 +190,21 @@ export const makeSynced = (
         )
       }
       yield* purge(nowMillis)
+      return due.length > 0
     })
 
     // One round at a time. A failed round (the database unreachable) keeps its counts for the next one; decisions
-    // go on locally.
+    // go on locally. An outage is said when it begins, once a minute while it lasts, and when it ends (OutageLog),
+    // not at every round.
     const rounds = yield* Semaphore.make(1)
-    const round = Effect.catchCause(
-      rounds.withPermits(1)(sync),
-      (cause) => Effect.logWarning("rate limit: reconciling with the database failed", cause)
+    const reconciling = OutageLog.make({
+      began: "rate limit: reconciling with the database failed; counting on locally",
+      continues: "rate limit: reconciling with the database still fails; counting on locally",
+      ended: "rate limit: reconciling with the database again"
+    })
+    const round = rounds.withPermits(1)(sync).pipe(
+      Effect.tap((added) => (added ? reconciling.succeeded : Effect.void)),
+      Effect.catchCause((cause) => reconciling.failed(OutageLog.failureOf(cause)))
     )
     // The first round comes an interval after start, not at once: a round at start found nothing to write, or, when
     // the forked fiber first ran after a request had counted, wrote that request before its interval was up.

@@ -7,7 +7,7 @@
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { type Account, Ids, Money, type Page, Storage, Timestamp } from "@custody-relay/core"
-import { Cause, Effect, Exit, Layer, Option, type Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
 import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -1073,17 +1073,30 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       const { db, proxy } = yield* throughProxy
       const key = `crk_${crypto.randomUUID()}`
       const stored = Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
-      // A round every 20 ms, each waiting at most 200 ms for its upsert.
-      const limiter = yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 20, 200)
+      const lines: Array<{ readonly level: string; readonly message: unknown }> = []
+      const logger = Logger.make((entry) => {
+        lines.push(JSON.parse(Logger.formatJson.log(entry)))
+      })
+      // A round every 20 ms, each waiting at most 200 ms for its upsert; its rounds log through `logger`.
+      const limiter = yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 20, 200).pipe(Effect.provide(Logger.layer([logger])))
       yield* limiter.consume(key, policy)
       const release = proxy.holdReplies()
       // Decisions go on locally while the rounds get no answer; the first of them waits past its bound.
       for (let i = 0; i < 4; i++) assert.isTrue((yield* limiter.consume(key, policy)).allowed)
       yield* Effect.sleep("500 millis")
+      for (let i = 0; i < 4; i++) assert.isTrue((yield* limiter.consume(key, policy)).allowed)
+      yield* Effect.sleep("500 millis")
       release()
-      yield* until(Effect.map(stored, (row) => Number(row?.count ?? 0) === 5))
-      // The unanswered upsert reached the database (only its answer was held): each request counted there once.
+      // Answered again: the next round that has a count to add says so.
+      assert.isTrue((yield* limiter.consume(key, policy)).allowed)
+      yield* until(Effect.map(stored, (row) => Number(row?.count ?? 0) === 10))
+      // The unanswered upserts reached the database (only their answers were held): each request counted there once.
       yield* Effect.sleep("100 millis")
-      assert.strictEqual(Number((yield* stored)?.count), 5, "every request counted once in the database")
+      assert.strictEqual(Number((yield* stored)?.count), 10, "every request counted once in the database")
+      // Two rounds failed: the outage is said once, and its end once (OutageLog), not a line a round.
+      assert.deepStrictEqual(lines.map((line) => [line.level, Array.isArray(line.message) ? line.message[0] : line.message]), [
+        ["WARN", "rate limit: reconciling with the database failed; counting on locally"],
+        ["INFO", "rate limit: reconciling with the database again"]
+      ])
     }).pipe(Effect.scoped))
 })

@@ -266,8 +266,8 @@ const pauseAfterFailedLeases = (settings: WorkerOptions, failures: number): numb
  * leases what is due, skipping the lanes still being carried out (their next entries go after them, in a later
  * lease). So a provider call or a webhook receiver that takes half a lease to answer holds up only its own lane, not
  * the transfers approved meanwhile. Pauses when nothing was due, and longer after each lease that failed (see
- * `LEASE_RETRY_CEILING_MILLIS`; the outage is logged as `OutageLog` says). Interrupt to stop (its lanes stop with it; what they leased is carried out again once the leases
- * run out).
+ * `LEASE_RETRY_CEILING_MILLIS`; the outage is logged as `OutageLog` says). Interrupt to stop (its lanes stop with
+ * it; what they leased is carried out again once the leases run out).
  */
 export const run = (options: Partial<WorkerOptions> = {}) => {
   const settings = { ...defaults, ...options }

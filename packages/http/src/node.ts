@@ -187,9 +187,16 @@ export const toNodeListener = (handler: FetchHandler) =>
 export interface Listening {
   readonly server: Server
   readonly url: string
-  /** Stops accepting connections, lets in-flight requests finish, then resolves. */
+  /**
+   * Stops accepting connections, lets in-flight requests finish, then resolves. A kept-alive connection is served no
+   * longer than the request it carries when close is called, and the next if one comes: that answer says
+   * `Connection: close` and closes it.
+   */
   readonly close: () => Promise<void>
 }
+
+/** While closing, how often connections that have become idle are closed: each kept-alive one ends this soon after its last answer. */
+const CLOSE_IDLE_EVERY_MILLIS = 50
 
 /** Serves `handler` on `host:port` (port 0 picks a free one). */
 export const serve = (handler: FetchHandler, options: { readonly port: number; readonly host?: string }): Promise<Listening> =>
@@ -208,7 +215,18 @@ export const serve = (handler: FetchHandler, options: { readonly port: number; r
         url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
         close: () =>
           new Promise<void>((done) => {
-            server.close(() => done())
+            // node goes on serving a kept-alive connection after close() for as long as its client sends on it: a
+            // client that keeps one busy (back-to-back requests, a slow answer at the moment of close) would hold
+            // the server open for ever. So every answer from now on closes its connection, and connections that
+            // have finished their answers are closed as they go idle, not at their keep-alive timeout.
+            server.prependListener("request", (_incoming: IncomingMessage, outgoing: ServerResponse) => {
+              outgoing.shouldKeepAlive = false
+            })
+            const idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MILLIS)
+            server.close(() => {
+              clearInterval(idle)
+              done()
+            })
             server.closeIdleConnections()
           })
       })

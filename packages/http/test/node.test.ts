@@ -2,7 +2,7 @@
  * The node:http adapter is translation only: a real socket in, the same answers out, the body streamed through
  * the handler's size limit, and close() waiting for requests in flight.
  */
-import { request as httpRequest, ServerResponse } from "node:http"
+import { Agent, request as httpRequest, ServerResponse } from "node:http"
 import { connect } from "node:net"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
@@ -143,6 +143,54 @@ describe("node adapter", () => {
     release()
     expect((await inFlight).status).toBe(200)
     await closing
+  })
+
+  it("close() ends while a client keeps sending on a kept-alive connection: the next answer says Connection: close and closes it", async () => {
+    let arrived = () => {}
+    let release = () => {}
+    let holding = false
+    const own = await serve(async (request) => {
+      if (holding) {
+        holding = false
+        arrived()
+        await new Promise<void>((resolve) => (release = resolve))
+      }
+      return fixture.handler(request)
+    }, { port: 0 })
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const get = () =>
+      new Promise<{ readonly status: number; readonly connection: string | undefined }>((resolve, reject) => {
+        httpRequest(`${own.url}/relay/v1/accounts`, { agent, headers: auth() }, (response) => {
+          response.resume()
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, connection: response.headers.connection }))
+        }).on("error", reject).end()
+      })
+    try {
+      expect((await get()).status).toBe(200)
+      // The connection is busy with a request when close is called, and its client sends again at once after each
+      // answer, as a client that polls back to back does.
+      holding = true
+      const arrival = new Promise<void>((resolve) => (arrived = resolve))
+      const busy = get()
+      await arrival
+      let closed = false
+      const closing = own.close().then(() => (closed = true))
+      release()
+      const answers = [await busy]
+      while (!closed && answers.length < 100) {
+        const next = await get().catch(() => undefined)
+        if (next === undefined) break
+        answers.push(next)
+      }
+      // The answer in flight, and at most the next one, which closes the connection (unless the connection, idle
+      // after the first, was closed before the next request reached it); then no new connection is taken.
+      expect(answers.length).toBeLessThanOrEqual(2)
+      if (answers.length === 2) expect(answers[1]).toEqual({ status: 200, connection: "close" })
+      await closing
+    } finally {
+      agent.destroy()
+      await own.close()
+    }
   })
 
   it("requests handled in one turn: the first reply is written at once, the others together at the turn's end, each on its own request in order (TurnEndWrites)", async () => {

@@ -1,10 +1,10 @@
 /**
  * `pnpm start` as a newcomer meets it: a first start on a fresh SQLite file seeds demo data and prints each key
  * once with a curl line that works; a restart does not seed again; SIGTERM lets a request in flight finish, then
- * the process exits cleanly with the database closed.
+ * the process exits cleanly with the database closed, even while a client keeps a kept-alive connection busy.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { request as httpRequest } from "node:http"
+import { Agent, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -78,6 +78,55 @@ describe("pnpm start", () => {
       expect(await server.exited).toBe(0)
       expect(server.output()).toContain("custody-relay stopped")
     } finally {
+      server.child.kill("SIGKILL")
+    }
+  })
+
+  it("graceful shutdown: a client that keeps sending on a kept-alive connection does not hold the process open; it exits 0", async () => {
+    const server = await startServer({ RELAY_DATABASE: join(directory, "kept-alive.db"), RELAY_DEMO: "always" })
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      const match = /admin\s+x-api-key: (\S+)\s+x-api-secret: (\S+)/.exec(server.output())
+      const get = () =>
+        new Promise<number>((resolve, reject) => {
+          httpRequest(`${server.url}/relay/v1/accounts`, { agent, headers: { "x-api-key": match?.[1] ?? "", "x-api-secret": match?.[2] ?? "" } }, (res) => {
+            res.resume()
+            res.on("end", () => resolve(res.statusCode ?? 0))
+          }).on("error", reject).end()
+        })
+      let exited = false
+      void server.exited.then(() => (exited = true))
+      for (let i = 0; i < 5; i++) expect(await get()).toBe(200)
+      // The connection is busy when the signal lands (half a body sent, the rest after it), and afterwards its client
+      // sends on it back to back, as a poller that never lets it go idle does.
+      const busy = new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${server.url}/relay/v1/accounts`, {
+          agent,
+          method: "POST",
+          headers: { "x-api-key": match?.[1] ?? "", "x-api-secret": match?.[2] ?? "", "content-type": "application/json", "transfer-encoding": "chunked" }
+        }, (res) => {
+          res.resume()
+          res.on("end", () => resolve(res.statusCode ?? 0))
+        })
+        req.on("error", reject)
+        req.write("{\"name\":\"Busy\",")
+        setTimeout(() => {
+          server.child.kill("SIGTERM")
+          setTimeout(() => req.end("\"workspace\":\"custody\",\"assetId\":\"BTC\"}"), 300)
+        }, 100)
+      })
+      expect(await busy).toBe(201)
+      let afterSignal = 0
+      while (!exited && afterSignal < 500) {
+        if (await get().catch(() => undefined) === undefined) break
+        afterSignal++
+      }
+      // At most the next answer, which closes the connection; then no new connection is taken.
+      expect(afterSignal).toBeLessThanOrEqual(1)
+      expect(await server.exited).toBe(0)
+      expect(server.output()).toContain("custody-relay stopped")
+    } finally {
+      agent.destroy()
       server.child.kill("SIGKILL")
     }
   })

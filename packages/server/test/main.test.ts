@@ -8,10 +8,32 @@ import { Agent, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { scriptNodeArguments, signalWhileHeld, startServer } from "./ServerProcess.js"
+import { scriptNodeArguments, type ServerProcess, signalWhileHeld, startServer } from "./ServerProcess.js"
 
 const directory = mkdtempSync(join(tmpdir(), "relay-main-"))
 afterAll(() => rmSync(directory, { recursive: true, force: true }))
+
+/**
+ * A POST creating an account on `server`, sent with half its body, then SIGTERM, then the rest 300 ms later: a request
+ * in flight while the server stops. Answers its status. `agent` sends it on a connection the agent keeps.
+ */
+const createdAcrossSigterm = (server: ServerProcess, credential: RegExpExecArray | null, agent?: Agent) =>
+  new Promise<number>((resolve, reject) => {
+    const req = httpRequest(`${server.url}/relay/v1/accounts`, {
+      ...(agent === undefined ? {} : { agent }),
+      method: "POST",
+      headers: { "x-api-key": credential?.[1] ?? "", "x-api-secret": credential?.[2] ?? "", "content-type": "application/json", "transfer-encoding": "chunked" }
+    }, (res) => {
+      res.resume()
+      res.on("end", () => resolve(res.statusCode ?? 0))
+    })
+    req.on("error", reject)
+    req.write("{\"name\":\"In flight\",")
+    setTimeout(() => {
+      server.child.kill("SIGTERM")
+      setTimeout(() => req.end("\"workspace\":\"custody\",\"assetId\":\"BTC\"}"), 300)
+    }, 100)
+  })
 
 describe("pnpm start", () => {
   it("the custody-relay bin is a node script: its entry starts with a #! line, which the build keeps", () => {
@@ -54,26 +76,7 @@ describe("pnpm start", () => {
     const server = await startServer({ RELAY_DATABASE: join(directory, "graceful.db"), RELAY_DEMO: "always" })
     try {
       const match = /admin\s+x-api-key: (\S+)\s+x-api-secret: (\S+)/.exec(server.output())
-      const url = new URL(`${server.url}/relay/v1/accounts`)
-      const pending = new Promise<number>((resolve, reject) => {
-        const req = httpRequest({
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: "POST",
-          headers: { "x-api-key": match?.[1] ?? "", "x-api-secret": match?.[2] ?? "", "content-type": "application/json", "transfer-encoding": "chunked" }
-        }, (res) => {
-          res.resume()
-          resolve(res.statusCode ?? 0)
-        })
-        req.on("error", reject)
-        // Half the body now, SIGTERM, then the rest: the request is in flight while the server shuts down.
-        req.write("{\"name\":\"In flight\",")
-        setTimeout(() => {
-          server.child.kill("SIGTERM")
-          setTimeout(() => req.end("\"workspace\":\"custody\",\"assetId\":\"BTC\"}"), 300)
-        }, 100)
-      })
+      const pending = createdAcrossSigterm(server, match)
       expect(await pending).toBe(201)
       expect(await server.exited).toBe(0)
       expect(server.output()).toContain("custody-relay stopped")
@@ -97,24 +100,9 @@ describe("pnpm start", () => {
       let exited = false
       void server.exited.then(() => (exited = true))
       for (let i = 0; i < 5; i++) expect(await get()).toBe(200)
-      // The connection is busy when the signal lands (half a body sent, the rest after it), and afterwards its client
-      // sends on it back to back, as a poller that never lets it go idle does.
-      const busy = new Promise<number>((resolve, reject) => {
-        const req = httpRequest(`${server.url}/relay/v1/accounts`, {
-          agent,
-          method: "POST",
-          headers: { "x-api-key": match?.[1] ?? "", "x-api-secret": match?.[2] ?? "", "content-type": "application/json", "transfer-encoding": "chunked" }
-        }, (res) => {
-          res.resume()
-          res.on("end", () => resolve(res.statusCode ?? 0))
-        })
-        req.on("error", reject)
-        req.write("{\"name\":\"Busy\",")
-        setTimeout(() => {
-          server.child.kill("SIGTERM")
-          setTimeout(() => req.end("\"workspace\":\"custody\",\"assetId\":\"BTC\"}"), 300)
-        }, 100)
-      })
+      // The connection is busy when the signal lands, and afterwards its client sends on it back to back, as a poller
+      // that never lets it go idle does.
+      const busy = createdAcrossSigterm(server, match, agent)
       expect(await busy).toBe(201)
       let afterSignal = 0
       while (!exited && afterSignal < 500) {

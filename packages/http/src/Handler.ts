@@ -24,6 +24,7 @@ import * as ApiReference from "./ApiReference.js"
 import * as Control from "./Control.js"
 import type { AnyError } from "./ErrorTable.js"
 import { MethodNotAllowed, RateLimited, RouteNotFound } from "./HttpError.js"
+import * as Health from "./Health.js"
 import * as Idempotency from "./Idempotency.js"
 import * as Incoming from "./Incoming.js"
 import * as JsonLogLines from "./JsonLogLines.js"
@@ -244,10 +245,13 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const state: RequestState = { rateHeaders: {}, keyId: undefined }
     const { pathname } = request
     const isControl = control !== undefined && (pathname === Control.PREFIX || pathname.startsWith(`${Control.PREFIX}/`))
+    const probe = Health.probe(request.method, pathname)
     const program: Effect.Effect<Reply.Reply, AnyError, Relay.RelayServices> = isControl
       ? control(request)
       : (request.method === "GET" || request.method === "HEAD") && pathname === OpenApi.PATH
       ? Effect.sync(openApi)
+      : probe !== undefined
+      ? probe
       : api(request, state)
     const reply = yield* program.pipe(
       // The one place a refusal becomes an answer.

@@ -232,6 +232,25 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     })
   }, 120_000)
 
+  it("the readiness probe is 503 with Retry-After while the database does not answer, and 200 once it does; liveness stays 200", async () => {
+    const probe = async (node: ServerProcess, which: "live" | "ready") => {
+      const response = await fetch(`${node.url}/health/${which}`)
+      return [response.status, response.headers.get("retry-after")]
+    }
+    // The probe's read held on a table lock with no lock timeout: no answer, as from a database that is down.
+    await whileTableLocked({ RELAY_PG_LOCK_TIMEOUT_MILLIS: "0", RELAY_PG_REPLY_TIMEOUT_MILLIS: "300" }, "relay_settings", async (_read, node) => {
+      expect(await probe(node, "ready")).toEqual([503, "1"])
+      expect(await probe(node, "live")).toEqual([200, null])
+    })
+    const database = await newPostgresDatabase()
+    const node = await startServer({ ...serverEnv(database), RELAY_LOG_LEVEL: "Info" })
+    try {
+      expect(await probe(node, "ready")).toEqual([200, null])
+    } finally {
+      await node.stop("SIGKILL")
+    }
+  }, 120_000)
+
   it("a node started before its database exists waits for it, saying so, and serves once it is there", async () => {
     const name = `relay_late_${process.pid}_${Date.now()}`
     const url = new URL(adminUrl ?? "")

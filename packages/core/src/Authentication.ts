@@ -4,7 +4,7 @@
  * a store that confirms it in the request's own round trip (Storage.KeptCredentials), so an admin's change applies
  * to the next request (AUTH-PERM-2).
  */
-import { Cause, Context, Effect, Exit, Option } from "effect"
+import { Context, Effect, Exit, Option } from "effect"
 import * as ApiUser from "./ApiUser.js"
 import type { Principal } from "./Principal.js"
 import { Unauthenticated } from "./RelayError.js"
@@ -44,14 +44,6 @@ const principalOf = (user: ApiUser.ApiUser): Principal => ({
 
 /** Both built by `principalOf`, so the same API user gives the same text. */
 const samePrincipal = (a: Principal, b: Principal): boolean => JSON.stringify(a) === JSON.stringify(b)
-
-/** The StorageError a program died with, if it did. */
-const storageErrorIn = (cause: Cause.Cause<unknown>): Storage.StorageError | undefined => {
-  for (const reason of cause.reasons) {
-    if (reason._tag === "Die" && reason.defect instanceof Storage.StorageError) return reason.defect
-  }
-  return undefined
-}
 
 /**
  * Runs `program` as the caller these credentials authenticate: the entry point of an adapter's request. The
@@ -97,7 +89,7 @@ const onKept = <A, E, R>(
   const pending: Storage.PendingCredential = { keyId, stamp: kept.stamp, confirmed: false }
   return Effect.flatMap(Effect.exit(Effect.provideService(program(principal), Storage.CurrentCredential, pending)), (exit) => {
     if (pending.confirmed) return exit
-    const storageError = Exit.isFailure(exit) ? storageErrorIn(exit.cause) : undefined
+    const storageError = Exit.isFailure(exit) ? Storage.errorIn(exit.cause) : undefined
     if (storageError?.reason._tag === "CredentialChanged") return afresh
     if (storageError?.isUnavailable === true) return exit
     return Effect.flatMap(authenticate(keyId, secret), (current) => samePrincipal(current, principal) ? exit : program(current))

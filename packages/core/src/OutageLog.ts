@@ -30,8 +30,8 @@ export interface Failure {
  * message, as it is an outage to wait out and not a fault; anything else at Error with its cause in full.
  */
 export const failureOf = (cause: Cause.Cause<unknown>): Failure => {
-  const error = Cause.squash(cause)
-  return error instanceof Storage.StorageError && error.isTransient
+  const error = Storage.errorIn(cause)
+  return error?.isTransient === true
     ? { level: "Warn", detail: error.message }
     : { level: "Error", detail: Cause.pretty(cause) }
 }

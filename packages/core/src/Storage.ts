@@ -9,7 +9,7 @@
  *
  * `layerMemory` sits here with the port: the embedded default for tests, demos and the Promise facade.
  */
-import { Context, Effect, Layer, Option, Schema, Semaphore } from "effect"
+import { type Cause, Context, Effect, Layer, Option, Schema, Semaphore } from "effect"
 import type { Account, AccountFilter, AccountIdentity } from "./Account.js"
 import type { ApiUser } from "./ApiUser.js"
 import type { Client } from "./Client.js"
@@ -99,6 +99,18 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
   override get message() {
     return `${this.reason._tag}: ${this.reason.message}`
   }
+}
+
+/**
+ * The StorageError a program failed or died with (`run` makes a unit's storage failure a defect), if it did: what the
+ * adapters and the workers ask of a cause before they answer or log it.
+ */
+export const errorIn = (cause: Cause.Cause<unknown>): StorageError | undefined => {
+  for (const reason of cause.reasons) {
+    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (error instanceof StorageError) return error
+  }
+  return undefined
 }
 
 type Op<A> = Effect.Effect<A, StorageError>

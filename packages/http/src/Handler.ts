@@ -105,14 +105,12 @@ interface RequestState {
 }
 
 /**
- * The storage error of a defect that is the storage being unavailable or busy (a lost or refused connection; a lock
+ * The storage error of a failure that is the storage being unavailable or busy (a lost or refused connection; a lock
  * held past every re-run's timeout), not a bug: the answer is 503 with Retry-After.
  */
 const unavailableStorageIn = (cause: Cause.Cause<unknown>): Storage.StorageError | undefined => {
-  for (const reason of cause.reasons) {
-    if (reason._tag === "Die" && reason.defect instanceof Storage.StorageError && reason.defect.isTransient) return reason.defect
-  }
-  return undefined
+  const error = Storage.errorIn(cause)
+  return error?.isTransient === true ? error : undefined
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024

@@ -94,19 +94,12 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
           ).pipe(Effect.map((totals) => (totals as ReadonlyArray<unknown>).map(Number))),
         { atTurnEnd: setImmediate }
       )
-      const outage = OutageLog.make(
-        failOpen
-          ? {
-            began: "rate limit: Redis is unreachable; requests are let through uncounted",
-            continues: "rate limit: Redis is still unreachable; requests are let through uncounted",
-            ended: "rate limit: counting in Redis again"
-          }
-          : {
-            began: "rate limit: Redis is unreachable; requests are refused (503)",
-            continues: "rate limit: Redis is still unreachable; requests are refused (503)",
-            ended: "rate limit: counting in Redis again"
-          }
-      )
+      const meanwhile = failOpen ? "requests are let through uncounted" : "requests are refused (503)"
+      const outage = OutageLog.make({
+        began: `rate limit: Redis is unreachable; ${meanwhile}`,
+        continues: `rate limit: Redis is still unreachable; ${meanwhile}`,
+        ended: "rate limit: counting in Redis again"
+      })
       /** While an outage is on: whether a request is asking Redis again, and when the next may. */
       let asking = false
       let nextAskAtMillis = 0

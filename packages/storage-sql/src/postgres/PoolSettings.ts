@@ -25,13 +25,13 @@ export interface PostgresPoolOptions {
   /** How long one statement may run before the server cancels it; default 30000. */
   readonly statementTimeoutMillis?: number
   /**
-   * How long the client waits for the answer to each round trip of a unit (the statements it sends together), or to
-   * a statement kysely runs itself (a migration's, the rate limiter's), before it gives the connection up; default
-   * 35000, `statementTimeoutMillis` and 5 s for the answer to travel. The server's own timeouts do not reach a client the network has cut off, nor end a frozen server's wait: past this
-   * bound the unit fails as unavailable (503 with Retry-After), is not re-run, and the connection is closed (see
-   * Pipeline). Keep it above `statementTimeoutMillis` (with that at 0, above the longest statement run, a long
-   * migration's included), or a statement the server would still run is cut short by the client. 0 waits as long as
-   * TCP does (many minutes).
+   * How long the client waits for the answer to each round trip of a unit (the statements it sends together), or to a
+   * statement kysely runs itself (a migration's, the rate limiter's), before it gives the connection up; default 35000,
+   * `statementTimeoutMillis` and 5 s for the answer to travel. The server's own timeouts do not reach a client the
+   * network has cut off, nor end a frozen server's wait: past this bound the unit fails as unavailable (503 with
+   * Retry-After), is not re-run, and the connection is closed (see Pipeline). Keep it above `statementTimeoutMillis`
+   * (with that at 0, above the longest statement run, a long migration's included), or a statement the server would
+   * still run is cut short by the client. 0 waits as long as TCP does (many minutes).
    */
   readonly replyTimeoutMillis?: number
   /** How long a session may sit idle inside a transaction before the server ends it; default 60000. */

@@ -4,22 +4,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { OutageLog } from "@custody-relay/core"
-import { Effect, Logger } from "effect"
+import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-
-const captured = () => {
-  const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
-  const logger = Logger.make((entry) => {
-    lines.push(JSON.parse(Logger.formatJson.log(entry)))
-  })
-  return { lines, layer: Logger.layer([logger]) }
-}
+import { capturedLogs } from "./TestWorld.js"
 
 const messages: OutageLog.Messages = { began: "down", continues: "still down", ended: "back" }
 
 describe("OutageLog", () => {
   it.effect("a failure a second for five minutes is said once, then once a minute; the first success after it once, with the failures and seconds", () => {
-    const logs = captured()
+    const logs = capturedLogs()
     return Effect.gen(function*() {
       const outage = OutageLog.make(messages)
       yield* outage.succeeded
@@ -43,7 +36,7 @@ describe("OutageLog", () => {
   })
 
   it.effect("a failure at Error is said at Error; a new outage after a success is said anew", () => {
-    const logs = captured()
+    const logs = capturedLogs()
     return Effect.gen(function*() {
       const outage = OutageLog.make(messages, 1000)
       yield* outage.failed({ level: "Error", detail: "a fault" })

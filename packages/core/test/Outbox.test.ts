@@ -24,9 +24,9 @@ import {
   Webhooks,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Context, Deferred, Effect, Fiber, Layer, Logger } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { activeAccount, approvedWhitelistEntry, newClient, principalOf, validAddress } from "./TestWorld.js"
+import { activeAccount, approvedWhitelistEntry, capturedLogs, newClient, principalOf, validAddress } from "./TestWorld.js"
 
 interface ProviderCalls {
   submitted: Array<string>
@@ -163,15 +163,6 @@ const worldWithOutage = (calls: ProviderCalls, outage: Outage) =>
       }
     })
   })).pipe(Layer.provide(world(calls)))
-
-/** Log lines as the JSON logger writes them, parsed. */
-const capturedLogs = () => {
-  const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
-  const logger = Logger.make((entry) => {
-    lines.push(JSON.parse(Logger.formatJson.log(entry)))
-  })
-  return { lines, layer: Logger.layer([logger]) }
-}
 
 describe("Outbox", () => {
   it("the default retries of an effect span more than a day, whatever the jitter (a receiver down overnight still gets it)", () => {

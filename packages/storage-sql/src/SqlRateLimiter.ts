@@ -41,29 +41,41 @@ const bounded = (millis: number) => <A>(statement: Effect.Effect<A, Storage.Stor
  * Adds each window's counts to its row, creating it, and returns the new totals in the order given: one atomic
  * upsert. Its rows are written in one order (key, then window), so two nodes' upserts of the same keys wait for each
  * other instead of deadlocking.
+ *
+ * The upsert commits on its own, so a connection lost once it was sent leaves its outcome unknown: the database may
+ * have added the counts. That failure is not re-run, which could add them twice; one before the statement had a
+ * connection to go out on (refused, no such host) is, as a lost race is.
  */
 const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
-  Effect.tryPromise({
-    try: async () => {
-      const rows = await db.insertInto("rate_limit_windows")
-        .values(
-          [...windows]
-            .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
-            .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
-        )
-        .onConflict((oc) =>
-          oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
-        )
-        .returning(["key", "window_start", "count"])
-        .execute()
-      const totals = new Map(rows.map((row) => [`${Number(row.window_start)} ${row.key}`, Number(row.count)]))
-      return windows.map((window) => {
-        const total = totals.get(`${window.windowStart} ${window.key}`)
-        if (total === undefined) throw new Error(`the upsert of rate-limit windows returned no count for ${window.key}`)
-        return total
-      })
-    },
-    catch: engine.classify
+  Effect.suspend(() => {
+    let sent = false
+    return Effect.tryPromise({
+      try: () =>
+        db.connection().execute(async (connection) => {
+          sent = true
+          const rows = await connection.insertInto("rate_limit_windows")
+            .values(
+              [...windows]
+                .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
+                .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
+            )
+            .onConflict((oc) =>
+              oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
+            )
+            .returning(["key", "window_start", "count"])
+            .execute()
+          const totals = new Map(rows.map((row) => [`${Number(row.window_start)} ${row.key}`, Number(row.count)]))
+          return windows.map((window) => {
+            const total = totals.get(`${window.windowStart} ${window.key}`)
+            if (total === undefined) throw new Error(`the upsert of rate-limit windows returned no count for ${window.key}`)
+            return total
+          })
+        }),
+      catch: (cause) => {
+        const error = engine.classify(cause)
+        return sent && error.isUnavailable ? StorageFailure.commitOutcomeUnknown(cause) : error
+      }
+    })
   }).pipe(Effect.retry(retry), bounded(timeoutMillis))
 
 /** Removes the windows that ended by `nowMillis`, at most once per PURGE_INTERVAL_MILLIS of calls. */

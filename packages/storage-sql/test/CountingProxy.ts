@@ -38,8 +38,12 @@ export const countingProxy = async (target: URL) => {
   let answered = 0
   /** The server's replies held back while `holdReplies` is in force, in order. */
   let held: Array<() => void> | undefined
+  /** Every open connection through the proxy: the client's socket and the server's. */
+  const open = new Set<readonly [Socket, Socket]>()
   const server: Server = createServer((client: Socket) => {
     const upstream = connect(Number(target.port || 5432), target.hostname)
+    const pair = [client, upstream] as const
+    open.add(pair)
     let started = false
     let pending: Buffer = Buffer.alloc(0)
     let replies: Buffer = Buffer.alloc(0)
@@ -70,7 +74,10 @@ export const countingProxy = async (target: URL) => {
     upstream.on("end", () => client.end())
     client.on("error", () => upstream.destroy())
     upstream.on("error", () => client.destroy())
-    client.on("close", () => upstream.destroy())
+    client.on("close", () => {
+      open.delete(pair)
+      upstream.destroy()
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const address = server.address()
@@ -105,6 +112,17 @@ export const countingProxy = async (target: URL) => {
         held = undefined
         replies.forEach((reply) => reply())
       }
+    },
+    /**
+     * Cuts every open connection, both ways, as a network that fails would: what the server did stays done, and the
+     * replies held back for them never arrive.
+     */
+    cutConnections: () => {
+      for (const [client, upstream] of open) {
+        client.destroy()
+        upstream.destroy()
+      }
+      open.clear()
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }

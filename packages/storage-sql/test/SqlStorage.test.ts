@@ -7,7 +7,7 @@
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { type Account, Ids, Money, type Page, Storage, Timestamp } from "@custody-relay/core"
-import { Cause, Effect, Exit, Layer, Logger, Option, type Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
 import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -1033,8 +1033,14 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
     const db = yield* Effect.promise(() => openPostgres({ connectionString: proxy.url }))
     yield* destroyWithScope(db)
     yield* Effect.promise(() => migrateToLatest(db))
-    return { db, proxy }
+    // The same database without the proxy, to see what reached it.
+    const direct = yield* Effect.promise(() => openPostgres({ connectionString: url }))
+    yield* destroyWithScope(direct)
+    return { db, direct, proxy }
   })
+  /** A window's count in the database, as the rows hold it. */
+  const storedCount = (direct: Kysely<Database>, key: string) =>
+    Effect.promise(async () => Number((await direct.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())?.count ?? 0))
   const policy = { limit: 100, windowSeconds: 3600 }
   /** Whether a count ended as the database being unavailable (the request is then answered 503). */
   const unavailable = (exit: Exit.Exit<unknown>) => {
@@ -1066,6 +1072,48 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
         // Answered again: the node counts on.
         assert.strictEqual((yield* limiter.consume(key("counted"), policy)).remaining, 98, name)
       }
+    }).pipe(Effect.scoped))
+
+  it.live("a count whose connection is lost after the database ran it is not sent again: the request fails as unavailable, counted once", () =>
+    Effect.gen(function*() {
+      const { db, direct, proxy } = yield* throughProxy
+      const limiter = SqlRateLimiter.make(db, PostgresEngine, 5_000)
+      const key = `crk_${crypto.randomUUID()}`
+      assert.strictEqual((yield* limiter.consume(key, policy)).remaining, 99)
+      const release = proxy.holdReplies()
+      const counting = yield* Effect.forkChild(Effect.exit(limiter.consume(key, policy)))
+      // The upsert reached the database and committed; its answer is held, then the connection is cut.
+      yield* until(Effect.map(storedCount(direct, key), (count) => count === 2))
+      proxy.cutConnections()
+      release()
+      const exit = yield* Fiber.join(counting)
+      assert.isTrue(unavailable(exit), `the count ended as ${String(exit)}`)
+      const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      assert.isTrue(error instanceof Storage.StorageError && error.isOutcomeUnknown, "its outcome is unknown")
+      yield* Effect.sleep("100 millis")
+      assert.strictEqual(yield* storedCount(direct, key), 2, "the request was counted once, not again by a re-run")
+      // The node counts on, on a new connection.
+      assert.strictEqual((yield* limiter.consume(key, policy)).remaining, 97)
+    }).pipe(Effect.scoped))
+
+  it.live("a synced limiter's round whose connection is lost after the database ran it takes its counts as written: counted once", () =>
+    Effect.gen(function*() {
+      const { db, direct, proxy } = yield* throughProxy
+      const key = `crk_${crypto.randomUUID()}`
+      // A round every 20 ms.
+      const limiter = yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 20, 5_000).pipe(Effect.provide(Logger.layer([])))
+      yield* limiter.consume(key, policy)
+      yield* until(Effect.map(storedCount(direct, key), (count) => count === 1))
+      const release = proxy.holdReplies()
+      for (let i = 0; i < 4; i++) assert.isTrue((yield* limiter.consume(key, policy)).allowed)
+      // A round's upsert of the four reached the database and committed; its answer is held, then the connection is cut.
+      yield* until(Effect.map(storedCount(direct, key), (count) => count === 5))
+      proxy.cutConnections()
+      release()
+      for (let i = 0; i < 2; i++) assert.isTrue((yield* limiter.consume(key, policy)).allowed)
+      yield* until(Effect.map(storedCount(direct, key), (count) => count >= 7))
+      yield* Effect.sleep("200 millis")
+      assert.strictEqual(yield* storedCount(direct, key), 7, "every request counted once in the database")
     }).pipe(Effect.scoped))
 
   it.live("a synced limiter's round left unanswered fails in its bound, its counts taken as written: counted once, not again by the rounds after it", () =>

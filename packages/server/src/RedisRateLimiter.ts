@@ -29,9 +29,12 @@ export interface RedisRateLimiterOptions {
   readonly keyPrefix?: string
   /** Let requests through when Redis cannot be reached (true by default); false answers 503 instead. */
   readonly failOpen?: boolean
-  /** How long a request waits for Redis's answer before the fault policy decides: 1000 ms by default. */
+  /** How long a request waits for Redis's answer before the fault policy decides (DEFAULT_COMMAND_TIMEOUT_MILLIS). */
   readonly commandTimeoutMillis?: number
 }
+
+/** How long a count waits for Redis's answer by default. */
+export const DEFAULT_COMMAND_TIMEOUT_MILLIS = 1_000
 
 /** While Redis is unreachable, one request this often asks it again; the others are not counted, and do not wait. */
 export const RETRY_EVERY_MILLIS = 1_000
@@ -64,7 +67,7 @@ export const layerRedis = (options: RedisRateLimiterOptions): Layer.Layer<RateLi
             // then the fault policy decides.
             maxRetriesPerRequest: 0,
             enableOfflineQueue: false,
-            commandTimeout: options.commandTimeoutMillis ?? 1_000,
+            commandTimeout: options.commandTimeoutMillis ?? DEFAULT_COMMAND_TIMEOUT_MILLIS,
             connectTimeout: 2_000
           })
         ),

@@ -48,6 +48,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     databaseSettings: {
       startupTimeoutMillis: config.databaseStartupTimeoutSeconds * 1000,
       ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
+      redis: { commandTimeoutMillis: config.redisTimeoutMillis, failOpen: config.redisFailOpen },
       rateLimitSyncMillis: config.rateLimitSyncMillis,
       rateLimitTimeoutMillis: config.rateLimitTimeoutMillis,
       pool: {

@@ -5,6 +5,7 @@
 import { OutboxWorker, RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
 import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
+import { DEFAULT_COMMAND_TIMEOUT_MILLIS as DEFAULT_REDIS_COMMAND_TIMEOUT_MILLIS } from "./RedisRateLimiter.js"
 
 export interface ServerConfig {
   readonly port: number
@@ -19,6 +20,10 @@ export interface ServerConfig {
   readonly rateLimitTimeoutMillis: number
   /** The Redis that counts rate-limit windows when rateLimitStore is "redis". */
   readonly redisUrl: string | undefined
+  /** How long a request waits for Redis to count it before the fault policy decides. */
+  readonly redisTimeoutMillis: number
+  /** While Redis does not count: let requests through (true) or answer 503 (false). */
+  readonly redisFailOpen: boolean
   readonly defaultRequiredApprovals: number
   readonly controlToken: string | undefined
   /** Seed the demo client: "auto" seeds a SQLite file that did not exist yet, or ":memory:". */
@@ -113,6 +118,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", DEFAULT_RATE_LIMIT_SYNC_MILLIS, 10, 3_600_000),
     rateLimitTimeoutMillis: integer(env, "RELAY_RATE_LIMIT_TIMEOUT_MILLIS", DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, 10, 600_000),
     redisUrl: redisUrl(env),
+    redisTimeoutMillis: integer(env, "RELAY_REDIS_TIMEOUT_MILLIS", DEFAULT_REDIS_COMMAND_TIMEOUT_MILLIS, 10, 600_000),
+    redisFailOpen: oneOf(env, "RELAY_REDIS_FAIL_OPEN", ["true", "false"], "true") === "true",
     defaultRequiredApprovals: integer(env, "RELAY_DEFAULT_QUORUM", relayDefaults.defaultRequiredApprovals, 0, 10),
     controlToken: token === undefined || token === "" ? undefined : token,
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),

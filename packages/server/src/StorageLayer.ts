@@ -10,7 +10,7 @@
 import { RateLimiter, type Storage } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, layerPostgres, layerSqlite, type PostgresPoolOptions } from "@custody-relay/storage-sql"
 import { Layer } from "effect"
-import { layerRedis } from "./RedisRateLimiter.js"
+import { layerRedis, type RedisRateLimiterOptions } from "./RedisRateLimiter.js"
 
 export type Engine = "sqlite" | "postgres"
 /**
@@ -29,6 +29,8 @@ export interface DatabaseSettings {
   readonly startupTimeoutMillis?: number
   /** The Redis that counts rate-limit windows when the store is "redis". */
   readonly redisUrl?: string
+  /** The "redis" store's wait for an answer and its fault policy (RedisRateLimiterOptions; its defaults when absent). */
+  readonly redis?: Pick<RedisRateLimiterOptions, "commandTimeoutMillis" | "failOpen">
   /** How often the "synced" store reconciles with the database (DEFAULT_RATE_LIMIT_SYNC_MILLIS by default). */
   readonly rateLimitSyncMillis?: number
   /**
@@ -55,5 +57,5 @@ export const fromDatabase = (
   if (rateLimitStore === "database" || rateLimitStore === "synced") return sql
   if (rateLimitStore === "memory") return Layer.merge(sql, RateLimiter.RateLimiter.layerMemory)
   if (settings.redisUrl === undefined) throw new Error('the "redis" rate-limit store needs a Redis URL (RELAY_REDIS_URL)')
-  return Layer.merge(sql, layerRedis({ url: settings.redisUrl }))
+  return Layer.merge(sql, layerRedis({ ...settings.redis, url: settings.redisUrl }))
 }

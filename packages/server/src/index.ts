@@ -6,5 +6,5 @@ export { createRelay, type RelayOptions, type RunningRelay } from "./createRelay
 export { demoText, seedDemo, type DemoCredentials } from "./seedDemo.js"
 export { defaultRateLimitStore, engineOf, fromDatabase, type Engine, type RateLimitStore } from "./StorageLayer.js"
 export { configFromEnv, type ServerConfig } from "./ServerConfig.js"
-export { layerRedis, type RedisRateLimiterOptions, RETRY_EVERY_MILLIS } from "./RedisRateLimiter.js"
+export { DEFAULT_COMMAND_TIMEOUT_MILLIS as DEFAULT_REDIS_COMMAND_TIMEOUT_MILLIS, layerRedis, type RedisRateLimiterOptions, RETRY_EVERY_MILLIS } from "./RedisRateLimiter.js"
 export { nodeSecretDigest } from "./NodeSecretDigest.js"

@@ -13,6 +13,7 @@ import * as fc from "fast-check"
 import { Redis } from "ioredis"
 import { afterAll, assert, describe, it } from "vitest"
 import { layerRedis, RETRY_EVERY_MILLIS } from "../src/index.js"
+import { startServer } from "./ServerProcess.js"
 
 const url = process.env["RELAY_TEST_REDIS_URL"]
 if (url === undefined || url === "") console.log("RedisRateLimiter: skipped, RELAY_TEST_REDIS_URL is not set")
@@ -306,4 +307,34 @@ describe.skipIf(url === undefined || url === "")("RateLimiter on Redis", () => {
       await proxy.close()
     }
   })
+
+  it("the server's RELAY_REDIS_TIMEOUT_MILLIS and RELAY_REDIS_FAIL_OPEN reach its limiter: a count Redis does not answer is refused (503) once that wait has passed", async () => {
+    const proxy = await redisProxy(new URL(url ?? ""))
+    const server = await startServer({
+      RELAY_DATABASE: ":memory:",
+      RELAY_RATE_LIMIT_STORE: "redis",
+      RELAY_REDIS_URL: proxy.url,
+      RELAY_REDIS_TIMEOUT_MILLIS: "3000",
+      RELAY_REDIS_FAIL_OPEN: "false"
+    })
+    try {
+      const found = /initiator\s+x-api-key: (\S+)\s+x-api-secret: (\S+)/.exec(server.output())
+      const headers = { "x-api-key": found?.[1] ?? "", "x-api-secret": found?.[2] ?? "" }
+      const list = async () => {
+        const started = performance.now()
+        const response = await fetch(`${server.url}/relay/v1/accounts`, { headers })
+        await response.arrayBuffer()
+        return { status: response.status, retryAfter: response.headers.get("retry-after"), millis: performance.now() - started }
+      }
+      assert.strictEqual((await list()).status, 200)
+      proxy.holdReplies()
+      // Failing closed, the request is refused; it waited the configured 3 s, not the default 1 s, for Redis.
+      const held = await list()
+      assert.deepStrictEqual([held.status, held.retryAfter], [503, "1"])
+      assert.isAtLeast(held.millis, 2_900)
+    } finally {
+      await server.stop("SIGKILL")
+      await proxy.close()
+    }
+  }, 60_000)
 })

@@ -15,6 +15,8 @@ describe("configFromEnv", () => {
       rateLimitSyncMillis: 1000,
       rateLimitTimeoutMillis: 5000,
       redisUrl: undefined,
+      redisTimeoutMillis: 1000,
+      redisFailOpen: true,
       defaultRequiredApprovals: 1,
       controlToken: undefined,
       demo: "auto",
@@ -54,6 +56,8 @@ describe("configFromEnv", () => {
       RELAY_RATE_WINDOW_SECONDS: "10",
       RELAY_RATE_LIMIT_STORE: "redis",
       RELAY_REDIS_URL: "redis://cache:6379",
+      RELAY_REDIS_TIMEOUT_MILLIS: "250",
+      RELAY_REDIS_FAIL_OPEN: "false",
       RELAY_RATE_LIMIT_SYNC_MILLIS: "250",
       RELAY_RATE_LIMIT_TIMEOUT_MILLIS: "2000",
       RELAY_DEFAULT_QUORUM: "2",
@@ -86,6 +90,8 @@ describe("configFromEnv", () => {
       rateLimitSyncMillis: 250,
       rateLimitTimeoutMillis: 2000,
       redisUrl: "redis://cache:6379",
+      redisTimeoutMillis: 250,
+      redisFailOpen: false,
       defaultRequiredApprovals: 2,
       controlToken: "secret-token",
       demo: "never",
@@ -104,7 +110,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

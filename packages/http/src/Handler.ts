@@ -102,6 +102,8 @@ interface RequestState {
   rateHeaders: Readonly<Record<string, string>>
   /** Safe to log: a key id identifies but does not authenticate (AUTH-KEY-1). */
   keyId: string | undefined
+  /** Why the request was answered 503: the storage error's message, one line, for the request's own line. */
+  unavailable?: string
 }
 
 /**
@@ -256,20 +258,22 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
       Effect.catchCause((cause) => {
         const unavailable = unavailableStorageIn(cause)
-        // An outage is said in one line a request, its error's message: a stack would add nothing but lines.
-        return unavailable !== undefined
-          ? Effect.as(Effect.logWarning("request failed: the database is unavailable", unavailable.message), Reply.unavailable(requestId))
-          : Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
+        if (unavailable === undefined) return Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
+        // An outage is said in the request's own line, with its error's message: a stack, or a line of its own, would
+        // add nothing but lines, one more for every request the outage refuses.
+        state.unavailable = unavailable.message
+        return Effect.succeed(Reply.unavailable(requestId))
       })
     )
     const status = reply.status
     const durationMs = Math.round(performance.now() - startedAt)
     const level = RequestLine.levelOf(request.method, status, durationMs, slowReadMillis)
     if (logsRequestAt(level)) {
-      const { keyId } = state
-      if (requestLines === undefined) {
+      const { keyId, unavailable } = state
+      if (requestLines === undefined || level === "Warn") {
         yield* Effect.logWithLevel(level)("request").pipe(
-          Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId })
+          Effect.annotateLogs(keyId === undefined ? { status, durationMs } : { status, durationMs, keyId }),
+          Effect.annotateLogs(unavailable === undefined ? {} : { error: unavailable })
         )
       } else {
         // The annotations in the order Effect's entry would hold them; the generator runs on the request's fiber,

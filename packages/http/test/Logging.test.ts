@@ -3,7 +3,7 @@
  * x-request-id), method, path, status and key id. Secrets never appear (AUTH-SEC-1): the test captures every log
  * line while credentials are created, used, mistyped and revoked, and while a defect is answered.
  */
-import { Rates, Relay } from "@custody-relay/core"
+import { RateLimiter, Rates, Relay, Storage } from "@custody-relay/core"
 import { Effect, Layer, Logger } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeHandler } from "../src/index.js"
@@ -101,6 +101,26 @@ describe("logs", () => {
       expect(requestLevels(kept)).toMatchObject({ "read-ok": "DEBUG", "head-ok": "DEBUG", "read-400": "INFO", "read-404": "INFO", "read-401": "INFO", "command-ok": "INFO", "command-400": "INFO" })
     } finally {
       await fixture.dispose()
+    }
+  })
+
+  it("a request answered 503 because the storage is unavailable is one line, at Warn, carrying the error's message in one line", async () => {
+    const { lines, logger } = capture()
+    const storage = Layer.succeed(Storage.Storage, Storage.Storage.of({
+      transaction: () => Effect.fail(new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "connect ECONNREFUSED 127.0.0.1:5432", cause: new Error("ECONNREFUSED") }) }))
+    }))
+    const handler = makeHandler({ logger, outbox: false, layer: Relay.layer(Layer.merge(storage, RateLimiter.RateLimiter.layerMemory)) })
+    try {
+      const answer = await handler(new Request("http://relay.test/health/ready", { headers: { "x-request-id": "down-1" } }))
+      expect(answer.status).toBe(503)
+      const said = lines.map((line) => record(JSON.parse(line))).filter((entry) => record(entry["annotations"])["requestId"] === "down-1")
+      expect(said.map((entry) => [entry["level"], entry["message"]])).toEqual([["WARN", "request"]])
+      const error = record(said[0]?.["annotations"])["error"]
+      expect(error).toMatch(/connect ECONNREFUSED 127\.0\.0\.1:5432/)
+      expect(error).not.toContain("\n")
+      expect(record(said[0]?.["annotations"])).toMatchObject({ status: 503, method: "GET", path: "/health/ready" })
+    } finally {
+      await handler.dispose()
     }
   })
 

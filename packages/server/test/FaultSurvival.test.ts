@@ -220,14 +220,14 @@ describe.skipIf(!hasPostgres)("fault survival on PostgreSQL, two nodes", () => {
     await whileTableLocked({ RELAY_PG_LOCK_TIMEOUT_MILLIS: "0", RELAY_PG_REPLY_TIMEOUT_MILLIS: "300" }, "accounts", async (read, node) => {
       const unanswered = await Promise.all([read(), read(), read()])
       expect(unanswered.map((answer) => [answer.status, answer.retryAfter])).toEqual([[503, "1"], [503, "1"], [503, "1"]])
-      // Each 503 is said in one line, the error's message, not its stack.
-      const warnings = node.output().split("\n").filter((line) => line.includes("request failed: the database is unavailable"))
-      expect(warnings.length).toBeGreaterThanOrEqual(3)
-      for (const line of warnings) {
-        expect(JSON.parse(line).message).toEqual([
-          "request failed: the database is unavailable",
-          expect.stringMatching(/^StorageUnavailable: PostgreSQL did not answer within 300 ms; the connection was closed[^\n]*$/)
-        ])
+      // Each 503 is said in one line, its request's, at Warn with the error's message, not its stack.
+      const lines = node.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
+      const refused = lines.filter((line) => line.annotations?.status === 503)
+      expect(refused.length).toBeGreaterThanOrEqual(3)
+      for (const line of refused) {
+        expect([line.level, line.message]).toEqual(["WARN", "request"])
+        expect(line.annotations.error).toMatch(/^StorageUnavailable: PostgreSQL did not answer within 300 ms; the connection was closed[^\n]*$/)
+        expect(lines.filter((other) => other.annotations?.requestId === line.annotations.requestId)).toHaveLength(1)
       }
     })
   }, 120_000)

@@ -129,7 +129,7 @@ export const catalogue = {
   "transaction.broadcast": kind("transaction", "The transfer was broadcast; it gathers confirmations.", TransactionStep),
   "transaction.completed": kind("transaction", "The transfer is confirmed on chain.", TransactionStep),
   "transaction.failed": kind("transaction", "The provider or the network failed the transfer; its funds are released.", TransactionStep),
-  "transaction.cancelled": kind("transaction", "The transfer was withdrawn before broadcast; its funds are released.", TransactionStep),
+  "transaction.cancelled": kind("transaction", "The transfer was withdrawn while it awaited its approvals; its funds are released.", TransactionStep),
   "funds.credited": kind("account", "Funds arrived on an account (a deposit, or an internal transfer's destination).", Funds),
   "funds.reserved": kind("account", "Funds were reserved for a transfer (amount plus fee in the same asset).", Funds),
   "funds.released": kind("account", "A reservation ended without a transfer; the funds are available again.", Funds),

@@ -3,7 +3,9 @@
  * report theirs: a transaction waits for its quorum of approvers (AWAITING_SIGNATURE), then for the custody
  * provider's own policy (PENDING_PROVIDER_APPROVAL), is broadcast (BROADCASTING), waits for confirmations
  * (CONFIRMING) and ends COMPLETED, or ends REJECTED (an approver or the provider said no), CANCELLED (withdrawn
- * before broadcast) or FAILED (the provider or the network failed it). Reads show the status in upper case; the
+ * while it awaited its approvals) or FAILED (the provider or the network failed it). Once the quorum is reached the
+ * transfer is the provider's to carry out or refuse: the relay cannot call it back (the provider port has no cancel),
+ * so a cancel from then on would release funds the provider may still send. Reads show the status in upper case; the
  * initiate response shows the same state in lower case (TXN-INIT-1). Every status belongs to exactly one list
  * group (TXN-LIST-2), and the reservation of funds is open exactly while the status is in the pending group.
  */
@@ -58,7 +60,6 @@ export const machine = StateMachine.make({
     { from: "AWAITING_SIGNATURE", event: "fail", to: "FAILED" },
     { from: "PENDING_PROVIDER_APPROVAL", event: "providerApprove", to: "BROADCASTING" },
     { from: "PENDING_PROVIDER_APPROVAL", event: "providerReject", to: "REJECTED" },
-    { from: "PENDING_PROVIDER_APPROVAL", event: "cancel", to: "CANCELLED" },
     { from: "PENDING_PROVIDER_APPROVAL", event: "fail", to: "FAILED" },
     { from: "BROADCASTING", event: "broadcast", to: "CONFIRMING" },
     { from: "BROADCASTING", event: "fail", to: "FAILED" },

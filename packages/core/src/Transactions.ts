@@ -477,7 +477,10 @@ const applyEventTo = Effect.fnUntraced(function*(
   return next
 })
 
-/** Withdraws a transaction before broadcast (administration); its reservation is released. */
+/**
+ * Withdraws a transaction still awaiting its approvals (administration); its reservation is released. From its
+ * quorum on it is the provider's (see Transaction.machine), and a cancel is refused as TransitionNotAllowed.
+ */
 export const cancel = operation("Transactions.cancel")(function*(id: string) {
   id = yield* requireUuid("id", id)
   const now = yield* Timestamp.now

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Accounts, CustodyProvider, OutboxWorker, Permission, Reconciliation, Transactions, WhitelistedAddresses } from "@custody-relay/core"
+import { Accounts, CustodyProvider, Ids, OutboxWorker, Permission, Reconciliation, Relay, Transactions, WhitelistedAddresses } from "@custody-relay/core"
 import { failureOf, failureTag } from "./Failure.js"
 import { activeAccount, approvedWhitelistEntry, layer, newClient, principalOf, validAddress } from "./TestWorld.js"
 
@@ -233,7 +233,10 @@ describe("Transactions", () => {
         failureTag(yield* Effect.exit(Transactions.applyProviderEvent(failing.id, "fail", "NOPE"))),
         "InvalidRequest"
       )
+      // Awaiting its approvals (the policy raised to 1 for it), a transfer is withdrawn and its funds released.
+      yield* Accounts.setApprovalPolicy(source, 1)
       const cancelled = yield* Transactions.initiate(p, transfer(source, destination, "0.1"))
+      yield* Accounts.setApprovalPolicy(source, 0)
       assert.strictEqual((yield* Transactions.cancel(cancelled.id)).status, "CANCELLED")
       const rejected = yield* Transactions.initiate(p, transfer(source, destination, "0.1"))
       assert.strictEqual((yield* Transactions.applyProviderEvent(rejected.id, "providerReject")).status, "REJECTED")
@@ -243,6 +246,34 @@ describe("Transactions", () => {
       for (const account of [source, destination]) assert.isTrue((yield* Reconciliation.reconcileAccount(account)).consistent)
       assert.strictEqual((yield* Transactions.inspect(id)).status, "COMPLETED")
     }).pipe(Effect.provide(layer())))
+
+  it.effect("TXN-FLOW-1: a transfer whose quorum is reached is the provider's: a cancel is refused and its funds stay reserved until the provider's word", () =>
+    Effect.gen(function*() {
+      const p = yield* principalOf(yield* newClient)
+      const source = yield* activeAccount(p, "BTC", "1", 0)
+      const destination = yield* approvedWhitelistEntry(p, "BTC")
+      // Awaiting its approvals, it is still the relay's to withdraw.
+      const withdrawn = yield* Transactions.initiate(p, transfer(source, destination, "0.1", "BTC", "external"))
+      yield* Accounts.setApprovalPolicy(source, 1)
+      const waiting = yield* Transactions.initiate(p, transfer(source, destination, "0.1", "BTC", "external"))
+      assert.strictEqual((yield* Transactions.cancel(waiting.id)).status, "CANCELLED")
+      assert.strictEqual(withdrawn.status, "pending_provider_approval")
+      // Its quorum reached (a policy of 0), the order is handed to the provider, which will carry it out.
+      yield* OutboxWorker.runDue()
+      const submitted = yield* Transactions.inspect(withdrawn.id)
+      assert.isNotNull(submitted.providerTransactionId)
+      const balance = (yield* Accounts.inspect(source)).availableBalance
+      assert.strictEqual(failureTag(yield* Effect.exit(Transactions.cancel(withdrawn.id))), "TransitionNotAllowed")
+      assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, balance, "no funds released for an order the provider holds")
+      // The provider completes it; the relay follows it to the end, the reservation settled once.
+      yield* OutboxWorker.drain()
+      assert.strictEqual((yield* Transactions.inspect(withdrawn.id)).status, "COMPLETED")
+      assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, balance)
+      assert.isTrue((yield* Reconciliation.reconcileAccount(source)).consistent)
+    }).pipe(Effect.provide(Relay.layerMemory({
+      ids: Ids.Ids.layerSequential,
+      provider: CustodyProvider.layerSimulated({ lifecycle: { policyMillis: 0, broadcastMillis: 0, confirmationMillis: 0, addressReviewMillis: 0, failureShare: 0 } })
+    }))))
 
   it.effect("TXN-LIST-1 TXN-LIST-2 SCOPE-3: filters by account, asset and status group", () =>
     Effect.gen(function*() {

@@ -11,6 +11,7 @@
  * A rotated secret keeps signing beside the new one for a grace period, so receivers can switch without a gap.
  */
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import ipaddr from "ipaddr.js"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as DomainEvent from "./DomainEvent.js"
 import { requireUuid } from "./Accounts.js"
@@ -82,8 +83,9 @@ export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@custody
     rotationGraceSeconds: 24 * 60 * 60,
     /**
      * Whether a subscription may target loopback, private and link-local addresses. Off: a client could otherwise
-     * make the relay call its own network (SSRF). Only literal addresses and `localhost` are recognised: names are
-     * not resolved here, so a name that resolves to a private address is the deployment's egress policy to stop.
+     * make the relay call its own network (SSRF). Addresses are judged however they are written, and `localhost` and
+     * its subdomains as names (isNonPublicHost); other names are not resolved here, so a name that resolves to a
+     * private address is the deployment's egress policy to stop.
      */
     allowPrivateTargets: false
   })
@@ -96,7 +98,28 @@ const newSecret = Effect.sync(() => {
   return `whsec_${btoa(String.fromCharCode(...bytes))}`
 })
 
-const PRIVATE_HOST = /^(?:localhost|127\.|10\.|192\.168\.|169\.254\.|172\.(?:1[6-9]|2\d|3[01])\.|0\.|\[?::1\]?$|\[?f[cd][0-9a-f]{2}:|\[?fe80:)/i
+/**
+ * Whether a URL's host (as `URL` writes it: IPv4 in dotted decimal, IPv6 in brackets) is one a subscription may not
+ * target unless allowed: `localhost` and its subdomains, and every address but a public unicast one, by ipaddr.js's
+ * table of special ranges (loopback, private, link-local, unique-local, carrier-grade NAT, unspecified, multicast,
+ * broadcast, reserved, benchmarking, documentation, and the IPv6 prefixes that carry an IPv4 address: 6to4, Teredo,
+ * NAT64). An IPv4-mapped address (`::ffff:127.0.0.1`) is judged by its IPv4 address, and an IPv4-compatible one
+ * (`::127.0.0.1`, deprecated, which some stacks still route to IPv4) is refused, as both reach IPv4 hosts.
+ */
+const isNonPublicHost = (hostname: string): boolean => {
+  const host = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname
+  if (!ipaddr.isValid(host)) {
+    const name = host.toLowerCase().replace(/\.$/, "")
+    return name === "localhost" || name.endsWith(".localhost")
+  }
+  const address = ipaddr.parse(host)
+  if (address.kind() === "ipv6") {
+    const v6 = address as ipaddr.IPv6
+    if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().range() !== "unicast"
+    if (v6.parts.slice(0, 6).every((part) => part === 0)) return true
+  }
+  return address.range() !== "unicast"
+}
 
 /** A target a subscription may have: http(s), no credentials in it, and (unless allowed) no private address. */
 const requireTarget = (url: string, allowPrivate: boolean) => {
@@ -109,7 +132,7 @@ const requireTarget = (url: string, allowPrivate: boolean) => {
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return Effect.fail(InvalidRequest.field("url", "must be http or https"))
   if (parsed.username !== "" || parsed.password !== "") return Effect.fail(InvalidRequest.field("url", "must not carry credentials"))
   if (url.length > 2000) return Effect.fail(InvalidRequest.field("url", "must be at most 2000 characters"))
-  if (!allowPrivate && PRIVATE_HOST.test(parsed.hostname)) {
+  if (!allowPrivate && isNonPublicHost(parsed.hostname)) {
     return Effect.fail(InvalidRequest.field("url", "must not target a loopback, private or link-local address"))
   }
   return Effect.succeed(parsed.toString())

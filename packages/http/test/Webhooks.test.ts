@@ -233,6 +233,40 @@ describe("webhooks", () => {
     }
     expect((await as.post("/relay/v1/webhooks", { url: "https://hooks.example.com/x", eventTypes: ["no.such.event"] })).status).toBe(400)
     expect((await as.post("/relay/v1/webhooks", { url: "https://hooks.example.com/x" })).status).toBe(201)
+  })
+
+  it("no address but a public one is a target by default, however it is written: IPv4 forms, IPv6 forms that carry an IPv4 address, special ranges", async () => {
+    const fixture = makeFixture()
+    fixtures.push(fixture)
+    const tenant = await makeTenant(fixture)
+    const as = fixture.as(tenant.admin)
+    const refused = [
+      // Loopback, private, link-local (the cloud's metadata service), unspecified, in the spellings URL accepts.
+      "http://localhost/x", "http://LOCALHOST./x", "http://api.localhost/x", "http://127.1/x", "http://0x7f000001/x", "http://2130706433/x",
+      "http://0.0.0.0/x", "http://192.168.1.1/x", "http://172.16.0.1/x", "http://169.254.169.254/latest/meta-data",
+      // Carrier-grade NAT, multicast, broadcast, benchmarking, documentation, reserved.
+      "http://100.64.0.1/x", "http://224.0.0.1/x", "http://255.255.255.255/x", "http://198.18.0.1/x", "http://192.0.2.1/x", "http://240.0.0.1/x",
+      // IPv6: loopback, unspecified, unique-local, link-local, multicast, documentation.
+      "http://[::1]/x", "http://[::]/x", "http://[fd00::1]/x", "http://[fe80::1]/x", "http://[ff02::1]/x", "http://[2001:db8::1]/x",
+      // IPv6 that reaches an IPv4 address: mapped, compatible, NAT64, 6to4, Teredo.
+      "http://[::ffff:127.0.0.1]/x", "http://[::ffff:169.254.169.254]/x", "http://[::ffff:10.0.0.1]/x", "http://[::127.0.0.1]/x",
+      "http://[64:ff9b::a00:1]/x", "http://[2002:a00:1::]/x", "http://[2001::1]/x"
+    ]
+    for (const url of refused) {
+      const answer = await as.post("/relay/v1/webhooks", { url })
+      expect([answer.status, record(answer.body)["message"]], url).toEqual([400, "url: must not target a loopback, private or link-local address"])
+    }
+    // Public addresses, in both families and as an IPv4-mapped one, and names that are not localhost's.
+    for (const url of ["http://8.8.8.8/x", "http://[2606:4700::1111]/x", "http://[::ffff:8.8.8.8]/x", "https://localhost.example.com/x", "https://hooks.example.com/x"]) {
+      expect((await as.post("/relay/v1/webhooks", { url })).status, url).toBe(201)
+    }
+  })
+
+  it("the permission's exact 403, and another client's subscription is 404", async () => {
+    const fixture = makeFixture()
+    fixtures.push(fixture)
+    const tenant = await makeTenant(fixture)
+    const as = fixture.as(tenant.admin)
     const viewer = await fixture.createUser(tenant.clientId, ["View custody account"])
     const refused = await fixture.as(viewer).get("/relay/v1/webhooks")
     expect(refused.status).toBe(403)

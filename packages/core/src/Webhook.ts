@@ -75,6 +75,9 @@ export const NewSubscriptionInput = Schema.Struct({
   eventTypes: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMaxLength(64))).check(Schema.isMaxLength(64)))
 })
 
+/** The answer to a redelivery: how many deliveries it queued. */
+export const Redelivered = Schema.Struct({ redelivered: Schema.Int })
+
 export const RedeliverInput = Schema.Struct({
   eventId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(64))),
   since: Schema.optionalKey(Timestamp.Timestamp)

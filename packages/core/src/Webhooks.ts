@@ -14,6 +14,7 @@ import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import ipaddr from "ipaddr.js"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as DomainEvent from "./DomainEvent.js"
+import * as Idempotency from "./Idempotency.js"
 import { requireUuid } from "./Accounts.js"
 import { ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
@@ -187,8 +188,12 @@ export const subscribe = operation("Webhooks.subscribe")(function*(principal: Pr
     createdAt: now,
     updatedAt: now
   }
-  yield* Storage.run("write", (unit) => unit.insertWebhookSubscription(subscription))
-  return { ...toView(subscription), secret: subscription.secret }
+  // Under an idempotency key the answer, secret and all, is kept with the subscription: a retry is answered the
+  // subscription the first run made, not a second one signing with a secret its client never saw.
+  return yield* Idempotency.write(
+    Webhook.SubscriptionWithSecret,
+    (unit) => Effect.as(unit.insertWebhookSubscription(subscription), { ...toView(subscription), secret: subscription.secret })
+  )
 })
 
 export const list = operation("Webhooks.list")(function*(principal: Principal) {
@@ -208,8 +213,12 @@ export const rotateSecret = operation("Webhooks.rotateSecret")(function*(princip
   const secret = yield* newSecret
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const { rotationGraceSeconds } = yield* WebhookSettings
-  const rotated = yield* Storage.run("write", (unit) => rotateIn(unit, caller, id, secret, nowMillis, rotationGraceSeconds))
-  return { ...toView(rotated), secret }
+  // Kept under an idempotency key, as a subscription is: a retried rotation answers the first one's secret rather
+  // than rotating again, which would end at once the grace of the secret its receivers still verify with.
+  return yield* Idempotency.write(
+    Webhook.SubscriptionWithSecret,
+    (unit) => Effect.map(rotateIn(unit, caller, id, secret, nowMillis, rotationGraceSeconds), (rotated) => ({ ...toView(rotated), secret }))
+  )
 })
 
 /** A rotation's unit of work: the new secret signs, the old one beside it until the grace ends. */
@@ -238,7 +247,7 @@ type FindSubscription = (unit: Storage.StorageUnit) => Effect.Effect<Webhook.Web
 
 const toggle = Effect.fnUntraced(function*(find: FindSubscription, enabled: boolean) {
   const now = yield* Timestamp.now
-  return toView(yield* Storage.run("write", (unit) => toggleIn(unit, find, enabled, now)))
+  return yield* Idempotency.write(Webhook.SubscriptionView, (unit) => Effect.map(toggleIn(unit, find, enabled, now), toView))
 })
 
 const toggleIn = Effect.fnUntraced(function*(
@@ -294,7 +303,7 @@ export const redeliver = operation("Webhooks.redeliver")(function*(
   if ((what.eventId === undefined) === (what.since === undefined)) {
     return yield* InvalidRequest.field("eventId", "give exactly one of eventId and since")
   }
-  return yield* Storage.run("write", (unit) => redeliverIn(unit, caller, id, what))
+  return yield* Idempotency.write(Webhook.Redelivered, (unit) => redeliverIn(unit, caller, id, what))
 })
 
 /** A redelivery's unit of work: the matching events found and a new delivery of each queued, oldest first. */

@@ -457,7 +457,7 @@ export const routes: ReadonlyArray<Route> = [
     description: WebhooksNote + " Give exactly one of eventId and since; the deliveries keep the events' webhook-id.",
     extension: true,
     body: Webhook.RedeliverInput,
-    response: Schema.Struct({ redelivered: Schema.Int }),
+    response: Webhook.Redelivered,
     run: (principal, { params, body }) => Webhooks.redeliver(principal, param(params, "id"), body)
   })
 ]

@@ -82,6 +82,49 @@ describe("Idempotency-Key", () => {
     expect(theirs.headers.get("idempotent-replayed")).toBeNull()
   })
 
+  it("the webhook commands run once under a key: a retried subscription, rotation, toggle or redelivery replays the first answer", async () => {
+    const as = fixture.as(tenant.admin)
+    const subscriptions = async () => record((await as.get("/relay/v1/webhooks")).body)["total"]
+    const before = await subscriptions()
+    const body = { url: "https://hooks.example.com/relay" }
+    const first = await as.post("/relay/v1/webhooks", body, { "idempotency-key": "hook-1" })
+    const retried = await as.post("/relay/v1/webhooks", body, { "idempotency-key": "hook-1" })
+    expect([first.status, retried.status]).toEqual([201, 201])
+    // The same subscription and the same secret: the only one that signs its deliveries.
+    expect(retried.body).toEqual(first.body)
+    expect([first.headers.get("idempotent-replayed"), retried.headers.get("idempotent-replayed")]).toEqual([null, "true"])
+    expect(await subscriptions()).toBe(Number(before) + 1)
+    expect((await as.post("/relay/v1/webhooks", { url: "https://other.example.com/relay" }, { "idempotency-key": "hook-1" })).status).toBe(409)
+
+    const id = field(first.body, "id")
+    const original = field(first.body, "secret")
+    const rotated = await as.post(`/relay/v1/webhooks/${id}/rotate-secret`, undefined, { "idempotency-key": "rotate-1" })
+    const rotatedAgain = await as.post(`/relay/v1/webhooks/${id}/rotate-secret`, undefined, { "idempotency-key": "rotate-1" })
+    expect(rotatedAgain.body).toEqual(rotated.body)
+    expect(rotatedAgain.headers.get("idempotent-replayed")).toBe("true")
+    // Rotated once: the secret before it still signs beside the new one, through its grace period.
+    const { Storage } = await import("@custody-relay/core")
+    const stored = await fixture.handler.runtime.runPromise(Storage.run("lookup", (unit) => unit.getWebhookSubscription(id)))
+    expect(stored._tag === "Some" ? [stored.value.secret, stored.value.previousSecret] : []).toEqual([field(rotated.body, "secret"), original])
+
+    const disabled = await as.post(`/relay/v1/webhooks/${id}/disable`, undefined, { "idempotency-key": "toggle-1" })
+    await as.post(`/relay/v1/webhooks/${id}/enable`)
+    const disabledAgain = await as.post(`/relay/v1/webhooks/${id}/disable`, undefined, { "idempotency-key": "toggle-1" })
+    expect(disabledAgain.headers.get("idempotent-replayed")).toBe("true")
+    expect(disabledAgain.body).toEqual(disabled.body)
+    // The replay changed nothing: the subscription stays enabled, as the last command left it.
+    expect(record((await as.get(`/relay/v1/webhooks/${id}`)).body)["enabled"]).toBe(true)
+
+    const since = { since: "2000-01-01T00:00:00.000Z" }
+    const redelivered = await as.post(`/relay/v1/webhooks/${id}/redeliver`, since, { "idempotency-key": "redeliver-1" })
+    const deliveries = async () => record((await as.get(`/relay/v1/webhooks/${id}/deliveries`)).body)["total"]
+    const queued = await deliveries()
+    const redeliveredAgain = await as.post(`/relay/v1/webhooks/${id}/redeliver`, since, { "idempotency-key": "redeliver-1" })
+    expect([redelivered.status, redeliveredAgain.status, redeliveredAgain.headers.get("idempotent-replayed")]).toEqual([200, 200, "true"])
+    expect(redeliveredAgain.body).toEqual(redelivered.body)
+    expect(await deliveries()).toBe(queued)
+  })
+
   it("a malformed key is 400", async () => {
     const answer = await fixture.as(tenant.admin).post("/relay/v1/transactions/calculate-fee", transfer(tenant), { "idempotency-key": "x".repeat(300) })
     expect(answer.status).toBe(400)

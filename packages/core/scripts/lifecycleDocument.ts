@@ -95,8 +95,19 @@ Guarantees:
 - **Exactly when decided.** An entry exists if and only if the unit that decided it committed.
 - **At least once, idempotent at the provider.** A failed attempt is retried with exponential backoff and
   jitter (from ${OutboxWorker.defaults.baseBackoffMillis} ms, doubling, capped at ${minutes(OutboxWorker.defaults.maxBackoffMillis)}); after
-  ${OutboxWorker.defaults.maxAttempts} failed attempts the entry is \`given_up\`. Each call carries the entry's id as its request id, so a
+  ${OutboxWorker.defaults.maxAttempts} failed attempts the entry is \`given_up\`, and at once when the provider refuses the call
+  (\`CustodyProviderFailed\` with \`refused: true\`). Each call carries the entry's id as its request id, so a
   repeat (after a crash between the call and its recording) is recognised by the provider.
+- **No funds released for an order the provider may hold.** A transfer's submission is retried until the provider
+  answers, past its ${OutboxWorker.defaults.maxAttempts} attempts too (every ${minutes(OutboxWorker.defaults.maxBackoffMillis)} by then, each failure logged as an error from
+  then on): an attempt that got no answer may have reached the provider, which would then carry the order out, and
+  releasing its funds could let them be spent twice. Until then the transfer stays \`PENDING_PROVIDER_APPROVAL\` with
+  its funds reserved; a later attempt, with the same request id, is answered with the order the provider holds or
+  refused. Only the provider's refusal ends it: the transfer fails with \`PROVIDER_ERROR\` and its funds are
+  released. An operator who has learned from the provider that it holds nothing may end it sooner with
+  \`Transactions.applyProviderEvent(id, "fail", "PROVIDER_ERROR")\`; should an attempt already under way then be
+  accepted, the provider's id is logged as an error (the transfer closed, its funds released) for the operator to
+  settle with the provider. A cancel is refused from the quorum on (the transaction table above).
 - **Never under a lock.** The worker leases due entries in one short unit, calls the provider with no unit
   open, and records the result in the unit that applies it.
 - **Slow calls overlap.** The worker carries out leased entries in lanes, up to ${OutboxWorker.defaults.concurrency} at once
@@ -111,7 +122,7 @@ Guarantees:
   lease time (${minutes(OutboxWorker.defaults.leaseMillis)}), so two never carry out one entry at the same time; a process that dies
   mid-call leaves a lease that expires, and the entry is carried out again.
 - **Visible.** Each entry shows its state (\`pending\`, \`done\`, \`given_up\`), attempts, last error and next
-  attempt. A transfer whose submission is given up fails with \`PROVIDER_ERROR\` and its funds are released.
+  attempt.
 - **Quiet through an outage.** While the database is unreachable the worker cannot lease: it pauses longer after
   each failed lease, doubling from its idle pause (${OutboxWorker.defaults.idleMillis} ms) up to ${OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000} s, so effects resume within
   ${OutboxWorker.LEASE_RETRY_CEILING_MILLIS / 1000} s of the database's return. It logs one warning when the outage begins (\`outbox paused\`, the
@@ -150,7 +161,10 @@ Implement the \`CustodyProvider\` port (packages/core/src/CustodyProvider.ts) an
   \`FeeEstimationUnsupported\` for an asset you cannot price (400), \`CustodyProviderFailed\` for a fault (500).
 - \`createDepositAddress(accountId, asset)\`: one account, one address, however often asked.
 - \`submitTransfer(order)\`: use \`order.requestId\` as your platform's idempotency key / external id; answer
-  with your own transaction id.
+  with your own transaction id. Fail with \`CustodyProviderFailed({ operation, detail, refused: true })\` only when
+  your platform answered that it will not take the order and holds nothing under that id (it found the order
+  invalid): the transfer then fails and its funds are released at once. Any other failure (no answer, a timeout, a
+  server error) leaves \`refused\` out, and the call is repeated until your platform answers.
 - \`registerWhitelistedAddress(registration)\`: likewise keyed by \`registration.requestId\`; answer your id.
 - \`progressReporting\`: \`"polled"\` and the worker asks \`transferProgress(providerTransactionId)\` and
   \`addressReview(providerId)\` every \`RelayConfig.providerPollMillis\` until the record ends; or \`"pushed"\`,

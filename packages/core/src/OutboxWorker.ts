@@ -3,7 +3,9 @@
  * Each round leases the due entries in one short unit of work, then carries each out with no unit open (a
  * provider call never holds a lock), and settles it in the unit that records its result. A failed attempt is
  * retried with exponential backoff and jitter; after `maxAttempts` the entry is given up, visibly, with what
- * that means for its record (a transfer that could not be handed to the provider fails and releases its funds).
+ * that means for its record. A transfer's submission is the exception: it is retried until the provider answers,
+ * since a submission whose outcome is unknown may be an order the provider holds, and releasing its funds could let
+ * them be spent twice; the provider's refusal gives it up at once, and the transfer fails and releases its funds.
  *
  * Run one per process (`run`, forked for the life of a server); several processes on one database share the
  * work, and leases keep them from carrying out one entry at the same time. A process that dies mid-effect
@@ -11,6 +13,7 @@
  */
 import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
+import { CustodyProviderFailed } from "./RelayError.js"
 import * as Idempotency from "./Idempotency.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Outbox from "./Outbox.js"
@@ -34,7 +37,7 @@ export interface WorkerOptions {
    * (PostgreSQL).
    */
   readonly concurrency: number
-  /** Failed attempts before an entry is given up. */
+  /** Failed attempts before an entry is given up (a transfer's submission only by the provider's refusal). */
   readonly maxAttempts: number
   /** The first retry's delay; each next one doubles, up to `maxBackoffMillis`, then jittered down to three quarters. */
   readonly baseBackoffMillis: number
@@ -64,6 +67,21 @@ const handlers: {
   registerWhitelistedAddress: WhitelistedAddresses.registerAtProvider,
   followWhitelistedAddress: WhitelistedAddresses.followReview,
   deliverWebhook: Webhooks.deliver
+}
+
+/**
+ * Effects retried until the provider answers, whatever their count of attempts: only the provider's refusal gives
+ * them up. A submission none of whose attempts was answered may still have reached the provider, which then holds
+ * an order it will carry out; its transfer keeps its funds reserved until the provider's word (a later attempt is
+ * answered with the order under the same request id, or refused) or an operator's (`Transactions.applyProviderEvent`
+ * once the provider has been asked).
+ */
+const retriedUntilAnswered: ReadonlySet<Outbox.EffectKind> = new Set(["submitTransfer"])
+
+/** Whether an attempt's failure is the provider's refusal: it holds nothing, and a repeat cannot succeed. */
+const isRefusal = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.findErrorOption(cause)
+  return Option.isSome(failure) && failure.value instanceof CustodyProviderFailed && failure.value.refused === true
 }
 
 /** What giving an entry up means for its record, beyond the entry's own state. */
@@ -119,6 +137,7 @@ const leaseDue = Effect.fnUntraced(function*(
 const describe = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.findErrorOption(cause)
   const error = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+  if (error instanceof CustodyProviderFailed) return `${error.message}: ${error.refused === true ? "refused: " : ""}${error.detail}`
   return error instanceof Error ? error.message : String(error)
 }
 
@@ -128,10 +147,16 @@ const recordFailure = Effect.fnUntraced(function*(options: WorkerOptions, entry:
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   const lastError = describe(cause).slice(0, 500)
-  yield* Effect.logWarning("outbox effect failed").pipe(
-    Effect.annotateLogs({ entry: entry.id, kind: entry.kind, subject: entry.subjectId, attempts: entry.attempts + 1, error: lastError })
-  )
-  yield* Storage.run("write", (unit) => recordFailureIn(unit, entry, options, nowMillis, delay, lastError, now))
+  const refused = isRefusal(cause)
+  const attempts = entry.attempts + 1
+  // Past its attempts, an effect retried until answered is an operator's matter: a transfer's funds stay reserved.
+  const unresolved = !refused && retriedUntilAnswered.has(entry.kind) && attempts >= options.maxAttempts
+  yield* (unresolved
+    ? Effect.logError("outbox effect still unanswered after its attempts; retried until the provider answers")
+    : Effect.logWarning("outbox effect failed")).pipe(
+      Effect.annotateLogs({ entry: entry.id, kind: entry.kind, subject: entry.subjectId, attempts, error: lastError })
+    )
+  yield* Storage.run("write", (unit) => recordFailureIn(unit, entry, options, nowMillis, delay, lastError, now, refused))
 })
 
 const recordFailureIn = Effect.fnUntraced(function*(
@@ -141,12 +166,13 @@ const recordFailureIn = Effect.fnUntraced(function*(
   nowMillis: number,
   delay: number,
   lastError: string,
-  now: Timestamp.Timestamp
+  now: Timestamp.Timestamp,
+  refused: boolean
 ) {
   const found = yield* unit.getOutboxEntry(entry.id)
   if (Option.isNone(found) || found.value.state !== "pending") return
   const attempts = found.value.attempts + 1
-  const gaveUp = attempts >= options.maxAttempts
+  const gaveUp = refused || (!retriedUntilAnswered.has(entry.kind) && attempts >= options.maxAttempts)
   yield* unit.updateOutboxEntry({
     ...found.value,
     attempts,

@@ -154,10 +154,17 @@ export class FeeEstimationUnsupported extends TaggedRefusal<FeeEstimationUnsuppo
   }
 }
 
-/** The custody provider failed or is unreachable (TXN-FEE-3: a 500 case). */
+/**
+ * The custody provider failed or is unreachable (TXN-FEE-3: a 500 case). `refused`, set by a provider adapter: the
+ * provider answered that it will not carry out this call and holds nothing under its request id (an order it finds
+ * invalid, an asset or an address it does not serve), so a repeat cannot succeed and nothing it does later comes of
+ * the call. Absent, the outcome is unknown (no answer, a timeout, a server error): the provider may have carried the
+ * call out, or may yet.
+ */
 export class CustodyProviderFailed extends TaggedRefusal<CustodyProviderFailed>()("CustodyProviderFailed", {
   operation: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  refused: Schema.optionalKey(Schema.Boolean)
 }) {
   override get message() {
     return `the custody provider failed during ${this.operation}`

@@ -682,6 +682,11 @@ const recordSubmission = Effect.fnUntraced(function*(
       data: { providerTransactionId }
     })
     if (progressReporting === "polled") yield* Outbox.enqueue(unit, "followTransfer", current.clientId, current.id)
+  } else if (current.providerTransactionId === null) {
+    // Closed while the call was out (an operator failed it): its funds were released, yet the provider took the order.
+    yield* Effect.logError("the provider accepted a transfer the relay had already closed; settle it with the provider").pipe(
+      Effect.annotateLogs({ transaction: current.id, status: current.status, providerTransactionId, request: entry.id })
+    )
   }
   yield* Outbox.settle(unit, entry, Outbox.done)
 })
@@ -719,8 +724,10 @@ const recordProgress = Effect.fnUntraced(function*(
 })
 
 /**
- * What follows when the outbox gives up handing a transfer to the provider: the transfer fails (PROVIDER_ERROR)
- * and its reservation is released, so funds are never held by a transfer that will not happen.
+ * What follows when the provider refuses a transfer's submission (the outbox gives it up at once; a submission
+ * whose outcome is unknown is retried until answered, see OutboxWorker): the transfer fails (PROVIDER_ERROR) and
+ * its reservation is released, so funds are never held by a transfer that will not happen, and never released for
+ * an order the provider may hold.
  */
 export const failUnsubmitted = Effect.fnUntraced(function*(unit: Storage.StorageUnit, transactionId: string) {
   const tx = yield* findAny(unit, transactionId)

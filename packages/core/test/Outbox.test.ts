@@ -1,9 +1,10 @@
 /**
  * The outbox and its worker: a provider that fails N times and then succeeds has each effect carried out exactly
  * once (retries with backoff, under TestClock); a provider call that blocks holds no lock, so a write on the same
- * account completes meanwhile; a slow provider call or webhook receiver holds up only its own entries; an effect
- * given up after its last attempt fails its transfer and releases the funds; the live simulated provider carries a
- * transfer to COMPLETED and an address to APPROVED.
+ * account completes meanwhile; a slow provider call or webhook receiver holds up only its own entries; a
+ * submission never answered is retried past its attempts with its funds reserved, and one the provider refuses fails
+ * its transfer at once and releases the funds; the live simulated provider carries a transfer to COMPLETED and an
+ * address to APPROVED.
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
@@ -37,6 +38,8 @@ interface ProviderCalls {
   entered?: number
   /** Submission calls begun, counted before any gate. */
   begun?: number
+  /** Whether the failures are the provider's refusal (it holds nothing) rather than calls without an answer. */
+  refuse?: boolean
 }
 
 /** The simulated provider, with submissions counted, failing the first `failures` and optionally waiting on a gate. */
@@ -55,7 +58,9 @@ const countingProvider = (calls: ProviderCalls, lifecycle: CustodyProvider.Simul
             if (calls.holdFirst !== undefined && calls.entered === 1) yield* Deferred.await(calls.holdFirst)
             if (calls.failuresLeft > 0) {
               calls.failuresLeft--
-              return yield* new RelayError.CustodyProviderFailed({ operation: "submitTransfer", detail: "provider unavailable" })
+              return yield* (calls.refuse === true
+                ? new RelayError.CustodyProviderFailed({ operation: "submitTransfer", detail: "destination not served", refused: true })
+                : new RelayError.CustodyProviderFailed({ operation: "submitTransfer", detail: "provider unavailable" }))
             }
             calls.submitted.push(order.requestId)
             return yield* simulated.submitTransfer(order)
@@ -391,17 +396,67 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
-  it.effect("an effect given up after its last attempt fails the transfer (PROVIDER_ERROR) and releases its funds", () => {
+  it.effect("a submission no attempt of which was answered is not given up: its funds stay reserved, and it goes through once the provider answers", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 1000, gate: undefined }
+    const { layer: logging, lines } = capturedLogs()
+    return Effect.gen(function*() {
+      const { initiate, source } = yield* setup
+      const tx = yield* initiate("0.1")
+      const reserved = (yield* Accounts.inspect(source)).availableBalance
+      // Three times the attempts after which another effect is given up, the last ones a minute apart.
+      for (let round = 0; round < 3 * options.maxAttempts; round++) {
+        yield* OutboxWorker.runDue(options)
+        yield* TestClock.adjust("2 minutes")
+      }
+      const [entry] = yield* entriesOf(tx.id)
+      assert.strictEqual(entry?.state, "pending")
+      assert.isAtLeast(entry?.attempts ?? 0, 2 * options.maxAttempts)
+      assert.match(entry?.lastError ?? "", /provider unavailable/)
+      // The provider may hold the order: the transfer stays open and its funds reserved.
+      assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "PENDING_PROVIDER_APPROVAL")
+      assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, reserved)
+      // Past its attempts, each failure is an error for an operator to look at.
+      assert.isTrue(lines.some((line) => line.level === "ERROR" && String(line.message).includes("still unanswered after its attempts")))
+      // The provider answers: the same request id goes through, once.
+      calls.failuresLeft = 0
+      yield* settleAll
+      assert.deepStrictEqual(calls.submitted, [entry?.id])
+      assert.isNotNull((yield* Transactions.inspect(tx.id)).providerTransactionId)
+      assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, reserved)
+      assert.isTrue((yield* Reconciliation.reconcileAccount(source)).consistent)
+    }).pipe(Effect.provide(world(calls)), Effect.provide(logging))
+  })
+
+  it.effect("a submission the provider accepts after an operator closed its transfer is logged as an error, with both ids", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const { layer: logging, lines } = capturedLogs()
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      calls.gate = yield* Deferred.make<void>()
+      const tx = yield* initiate("0.1")
+      const worker = yield* Effect.forkChild(OutboxWorker.runDue(options))
+      yield* Effect.yieldNow
+      // While the call is out, an operator fails the transfer; then the provider takes the order.
+      yield* Transactions.applyProviderEvent(tx.id, "fail", "PROVIDER_ERROR")
+      yield* Deferred.succeed(calls.gate, undefined)
+      yield* Fiber.join(worker)
+      const said = lines.filter((line) => line.level === "ERROR")
+      assert.deepStrictEqual(said.map((line) => line.message), ["the provider accepted a transfer the relay had already closed; settle it with the provider"])
+      assert.strictEqual(said[0]?.annotations["transaction"], tx.id)
+      assert.isString(said[0]?.annotations["providerTransactionId"])
+    }).pipe(Effect.provide(world(calls)), Effect.provide(logging))
+  })
+
+  it.effect("the provider's refusal of a submission gives it up at once: the transfer fails (PROVIDER_ERROR) and releases its funds", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 1000, gate: undefined, refuse: true }
     return Effect.gen(function*() {
       const { initiate, source } = yield* setup
       const before = (yield* Accounts.inspect(source)).availableBalance
       const tx = yield* initiate("0.1")
       yield* settleAll
       const [entry] = yield* entriesOf(tx.id)
-      assert.strictEqual(entry?.state, "given_up")
-      assert.strictEqual(entry?.attempts, options.maxAttempts)
-      assert.match(entry?.lastError ?? "", /provider/i)
+      assert.deepStrictEqual([entry?.state, entry?.attempts], ["given_up", 1])
+      assert.match(entry?.lastError ?? "", /refused: destination not served/)
       const failed = yield* Transactions.inspect(tx.id)
       assert.deepStrictEqual([failed.status, failed.subStatus], ["FAILED", "PROVIDER_ERROR"])
       assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, before)

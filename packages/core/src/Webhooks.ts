@@ -85,8 +85,8 @@ export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@custody
     /**
      * Whether a subscription may target loopback, private and link-local addresses. Off: a client could otherwise
      * make the relay call its own network (SSRF). Addresses are judged however they are written, and `localhost` and
-     * its subdomains as names (isNonPublicHost); other names are not resolved here, so a name that resolves to a
-     * private address is the deployment's egress policy to stop.
+     * its subdomains as names (isNonPublicHost); other names are not resolved here: a transport that sees the address
+     * it connects to checks it (the server's layerNodeWebhookTransport), else the deployment's egress policy must.
      */
     allowPrivateTargets: false
   })
@@ -107,7 +107,7 @@ const newSecret = Effect.sync(() => {
  * NAT64). An IPv4-mapped address (`::ffff:127.0.0.1`) is judged by its IPv4 address, and an IPv4-compatible one
  * (`::127.0.0.1`, deprecated, which some stacks still route to IPv4) is refused, as both reach IPv4 hosts.
  */
-const isNonPublicHost = (hostname: string): boolean => {
+export const isNonPublicHost = (hostname: string): boolean => {
   const host = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname
   if (!ipaddr.isValid(host)) {
     const name = host.toLowerCase().replace(/\.$/, "")

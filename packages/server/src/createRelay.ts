@@ -13,6 +13,7 @@ import { type CorsOptions, makeHandler, type RateLimitOptions, type RelayHandler
 import type { Logger, LogLevel } from "effect"
 import * as ApiReferenceScript from "./ApiReferenceScript.js"
 import { nodeSecretDigest } from "./NodeSecretDigest.js"
+import { layerNodeWebhookTransport } from "./WebhookTransport.js"
 import * as StorageLayer from "./StorageLayer.js"
 
 export interface RelayOptions {
@@ -80,7 +81,9 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
       provider: CustodyProvider.layerSimulated({
         lifecycle: options.provider ?? (options.controlToken === undefined ? {} : "manual")
       }),
-      secretDigest: nodeSecretDigest
+      secretDigest: nodeSecretDigest,
+      // Checks the address a webhook's name resolves to, which the core cannot (WebhookTransport.ts).
+      webhookTransport: layerNodeWebhookTransport()
     }),
     ...(options.outbox === undefined ? {} : { outbox: options.outbox }),
     ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),

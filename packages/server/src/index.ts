@@ -8,3 +8,4 @@ export { defaultRateLimitStore, engineOf, fromDatabase, type Engine, type RateLi
 export { configFromEnv, type ServerConfig } from "./ServerConfig.js"
 export { DEFAULT_COMMAND_TIMEOUT_MILLIS as DEFAULT_REDIS_COMMAND_TIMEOUT_MILLIS, layerRedis, type RedisRateLimiterOptions, RETRY_EVERY_MILLIS } from "./RedisRateLimiter.js"
 export { nodeSecretDigest } from "./NodeSecretDigest.js"
+export { layerNodeWebhookTransport, type ResolveAll } from "./WebhookTransport.js"

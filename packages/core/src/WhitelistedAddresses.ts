@@ -198,7 +198,11 @@ export const registerAtProvider = Effect.fnUntraced(function*(outboxEntry: Outbo
   yield* Storage.run("write", (unit) => recordRegistration(unit, outboxEntry, entry, providerId, provider.progressReporting))
 })
 
-/** In one unit: the provider's id recorded, the review followed when polled, the outbox entry settled. */
+/**
+ * In one unit: the provider's id recorded, the review followed when polled, the outbox entry settled. Only the unit
+ * that records the id starts following: a registration carried out twice (a worker that outlived its lease, beside
+ * the one that took the entry over) records it once and follows the review once.
+ */
 const recordRegistration = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   outboxEntry: Outbox.OutboxEntry,
@@ -220,9 +224,9 @@ const recordRegistration = Effect.fnUntraced(function*(
       actor: DomainEvent.provider,
       data: { providerId }
     })
-  }
-  if (progressReporting === "polled" && current.status === "PENDING") {
-    yield* Outbox.enqueue(unit, "followWhitelistedAddress", current.clientId, current.id)
+    if (progressReporting === "polled" && current.status === "PENDING") {
+      yield* Outbox.enqueue(unit, "followWhitelistedAddress", current.clientId, current.id)
+    }
   }
   yield* Outbox.settle(unit, outboxEntry, Outbox.done)
 })

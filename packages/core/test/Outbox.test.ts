@@ -447,6 +447,24 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)), Effect.provide(logging))
   })
 
+  it.effect("WL-STATE-1: a registration carried out twice (a worker past its lease beside the one that took it over) records it once and follows the review once", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const lifecycle = { policyMillis: 0, broadcastMillis: 0, confirmationMillis: 0, addressReviewMillis: 3_600_000, failureShare: 0 }
+    return Effect.gen(function*() {
+      const { principal } = yield* setup
+      const address = yield* WhitelistedAddresses.create(principal, { name: "Twice", address: validAddress("BTC"), assetType: "BTC" })
+      const [registration] = yield* entriesOf(address.id)
+      assert.strictEqual(registration?.kind, "registerWhitelistedAddress")
+      // Both workers call the provider with the entry's request id, and each records what it answered.
+      yield* WhitelistedAddresses.registerAtProvider(registration!)
+      yield* WhitelistedAddresses.registerAtProvider(registration!)
+      const entries = yield* entriesOf(address.id)
+      assert.deepStrictEqual(entries.map((entry) => entry.kind), ["registerWhitelistedAddress", "followWhitelistedAddress"])
+      const events = yield* Storage.run("read", (unit) => unit.listEvents({ entityId: address.id }, 0, 100))
+      assert.strictEqual(events.filter((event) => event.type === "whitelisted_address.registered").length, 1)
+    }).pipe(Effect.provide(world(calls, lifecycle)))
+  })
+
   it.effect("the provider's refusal of a submission gives it up at once: the transfer fails (PROVIDER_ERROR) and releases its funds", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 1000, gate: undefined, refuse: true }
     return Effect.gen(function*() {

@@ -69,6 +69,14 @@ export class CommandKey {
   markReplayed(): void {
     this.#replayed = true
   }
+  /**
+   * The command ran under the key. A unit can run more than once (re-run after a lost race, or with a SQLite commit
+   * group another unit undid), and a run that met a result it then lost with its group did not replay it: the run
+   * that commits says which it was.
+   */
+  markRan(): void {
+    this.#replayed = false
+  }
 }
 
 /** The key the caller gave the command running in this fiber, if any (see `withKey`). */
@@ -157,6 +165,7 @@ const writeUnderKey = Effect.fnUntraced(function*<S extends Schema.Codec<unknown
     expiresAt: Timestamp.fromMillis(nowMillis + ttlSeconds * 1000)
   })
   if (Option.isSome(claimed)) return yield* replayOf(result, key, claimed.value)
+  key.markRan()
   const kept = keptAs(result)
   const text = kept.encode(yield* work(unit))
   yield* unit.completeIdempotencyKey(key.scope, key.key, text)

@@ -11,4 +11,17 @@ export type Timestamp = typeof Timestamp.Type
 
 export const fromMillis = (millis: number): Timestamp => new Date(millis).toISOString() as Timestamp
 
+/** An instant as a caller may write it: ISO 8601 in UTC, milliseconds optional (GEN-TIME-1's form). */
+export const WRITTEN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/
+
+/** What a caller is told when an instant is not written so. */
+export const WRITTEN_HINT = "must be an ISO 8601 time in UTC, e.g. 2026-01-31T12:00:00.000Z"
+
+/** The Timestamp an instant written by a caller names (see WRITTEN), or undefined when it names none. */
+export const parse = (text: string): Timestamp | undefined => {
+  if (!WRITTEN.test(text)) return undefined
+  const millis = Date.parse(text)
+  return Number.isNaN(millis) ? undefined : fromMillis(millis)
+}
+
 export const now: Effect.Effect<Timestamp> = Effect.map(Clock.currentTimeMillis, fromMillis)

@@ -80,7 +80,8 @@ export const Redelivered = Schema.Struct({ redelivered: Schema.Int })
 
 export const RedeliverInput = Schema.Struct({
   eventId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(64))),
-  since: Schema.optionalKey(Timestamp.Timestamp)
+  /** An instant as a caller may write it (Timestamp.WRITTEN), milliseconds optional. */
+  since: Schema.optionalKey(Schema.String.check(Schema.isPattern(Timestamp.WRITTEN)))
 })
 
 type Op<A> = Effect.Effect<A, StorageError>

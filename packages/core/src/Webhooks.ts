@@ -303,7 +303,9 @@ export const redeliver = operation("Webhooks.redeliver")(function*(
   if ((what.eventId === undefined) === (what.since === undefined)) {
     return yield* InvalidRequest.field("eventId", "give exactly one of eventId and since")
   }
-  return yield* Idempotency.write(Webhook.Redelivered, (unit) => redeliverIn(unit, caller, id, what))
+  const since = what.since === undefined ? undefined : Timestamp.parse(what.since)
+  if (what.since !== undefined && since === undefined) return yield* InvalidRequest.field("since", Timestamp.WRITTEN_HINT)
+  return yield* Idempotency.write(Webhook.Redelivered, (unit) => redeliverIn(unit, caller, id, since === undefined ? what : { since }))
 })
 
 /** A redelivery's unit of work: the matching events found and a new delivery of each queued, oldest first. */

@@ -4,7 +4,7 @@
  * receives the decoded record, typed. Single-valued parameters given twice, non-integer or out-of-range pages
  * (PAGE-3) and values outside an enumeration are 400 with the parameter named in `details`.
  */
-import { Ids, Page, RelayError } from "@custody-relay/core"
+import { Ids, Page, RelayError, Timestamp } from "@custody-relay/core"
 import { Result } from "effect"
 
 export interface QueryParameter<A> {
@@ -69,16 +69,14 @@ export const uuid = (description: string): QueryParameter<string | undefined> =>
   decode: single((value) => (Ids.isUuid(value) ? Result.succeed(Ids.canonicalUuid(value)) : Result.fail("must be a UUID")), undefined)
 })
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/
-
 /** An instant in UTC, ISO 8601 (GEN-TIME-1's form; milliseconds optional), compared as the stored timestamps are. */
 export const timestamp = (description: string): QueryParameter<string | undefined> => ({
   description,
   multi: false,
   schema: { type: "string", format: "date-time" },
   decode: single((value) => {
-    if (!TIMESTAMP.test(value) || Number.isNaN(Date.parse(value))) return Result.fail("must be an ISO 8601 time in UTC, e.g. 2026-01-31T12:00:00.000Z")
-    return Result.succeed(new Date(value).toISOString())
+    const instant = Timestamp.parse(value)
+    return instant === undefined ? Result.fail(Timestamp.WRITTEN_HINT) : Result.succeed(instant)
   }, undefined)
 })
 

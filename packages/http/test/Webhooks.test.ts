@@ -185,6 +185,15 @@ describe("webhooks", () => {
     expect(record((await fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/redeliver`, { eventId: first })).body)["redelivered"]).toBe(1)
     await until(() => target.received.length >= 3)
     expect(target.received.at(-1)?.headers["webhook-id"]).toBe(first)
+    // Every event since a time, written as the events' `from` filter takes it: milliseconds optional (GEN-TIME-1).
+    const since = async (value: string) => fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/redeliver`, { since: value })
+    const all = record((await since("2000-01-01T00:00:00Z")).body)["redelivered"]
+    expect(all).toBeGreaterThanOrEqual(2)
+    expect(record((await since("2000-01-01T00:00:00.5Z")).body)["redelivered"]).toBe(all)
+    expect(record((await since("2999-01-01T00:00:00.000Z")).body)["redelivered"]).toBe(0)
+    for (const value of ["2000-01-01", "2000-01-01T00:00:00+01:00", "2000-13-45T00:00:00Z", "yesterday"]) {
+      expect((await since(value)).status, value).toBe(400)
+    }
   })
 
   it("a dead receiver's subscription is disabled with its reason after the policy's attempts; the API keeps answering", async () => {

@@ -56,7 +56,7 @@ ready before traffic.
   admin api-users create --client CLIENT_ID --permission NAME [--permission NAME ...] [--all-permissions] [--name NAME]
   admin api-users list [--client CLIENT_ID]
   admin api-users show KEY_ID|API_USER_ID
-  admin api-users permissions KEY_ID|API_USER_ID (--set NAME ... | --add NAME ... | --remove NAME ...)
+  admin api-users permissions KEY_ID|API_USER_ID (--set NAME [--set NAME ...] | --add NAME [--add NAME ...] | --remove NAME [--remove NAME ...])
   admin api-users revoke KEY_ID|API_USER_ID
   admin api-users rotate-secret KEY_ID|API_USER_ID
   admin webhooks list --client CLIENT_ID

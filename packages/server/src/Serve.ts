@@ -73,11 +73,14 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
   if (config.demo === "always" || (config.demo === "auto" && fresh)) {
     process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), `${listening.url}${normalizeBasePath(config.basePath)}`))
   } else {
-    // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo.
+    // A restart shows no secret again (only their hashes are stored): say so, and how to get a fresh demo. A new
+    // database left without the demo (RELAY_DEMO=never) holds nothing to keep.
     const fresher = isFile ? `remove ${config.database} and start again, or ` : ""
+    const held = fresh
+      ? "No demo data (RELAY_DEMO=never); create credentials with `custody-relay admin` (docs/server.md)."
+      : `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.`
     process.stdout.write(
-      `API reference: ${listening.url}${normalizeBasePath(config.basePath)}/docs (OpenAPI document: ${listening.url}${normalizeBasePath(config.basePath)}/relay/v1/openapi.json)\n` +
-        `Existing data kept; API secrets are shown only when they are created. For new demo credentials: ${fresher}start with RELAY_DEMO=always.\n`
+      `API reference: ${listening.url}${normalizeBasePath(config.basePath)}/docs (OpenAPI document: ${listening.url}${normalizeBasePath(config.basePath)}/relay/v1/openapi.json)\n${held}\n`
     )
   }
 

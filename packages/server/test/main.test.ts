@@ -70,6 +70,14 @@ describe("pnpm start", () => {
     } finally {
       await again.stop()
     }
+    // A new database told to stay without the demo holds nothing to keep, and says how to make a credential.
+    const bare = await startServer({ RELAY_DATABASE: ":memory:", RELAY_DEMO: "never" })
+    try {
+      expect(bare.output()).not.toContain("Existing data kept")
+      expect(bare.output()).toContain("No demo data (RELAY_DEMO=never)")
+    } finally {
+      await bare.stop()
+    }
   })
 
   it("graceful shutdown: a request in flight at SIGTERM finishes, then the process exits 0", async () => {

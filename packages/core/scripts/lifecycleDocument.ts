@@ -154,8 +154,9 @@ ${table(["type", "entity", "meaning", "data"], DomainEvent.eventTypes.map((type)
 ## Connecting your custody platform
 
 Implement the \`CustodyProvider\` port (packages/core/src/CustodyProvider.ts) and provide it:
-\`Relay.layer(storage, { provider: Layer.succeed(CustodyProvider.CustodyProvider, yours) })\` (with a
-\`SimulatedProviderControls\` too, or keep the simulated one's). Its calls:
+\`Relay.layer(storage, { provider: Layer.merge(CustodyProvider.layerSimulated(), Layer.succeed(CustodyProvider.CustodyProvider, yours)) })\`:
+the later layer's \`CustodyProvider\` replaces the simulated one, whose \`SimulatedProviderControls\` (the relay's
+services include them; only tests and the control protocol use them) stay. Its calls:
 
 - \`estimateFee(asset, amount)\`: the only call made while a request waits. Fail with
   \`FeeEstimationUnsupported\` for an asset you cannot price (400), \`CustodyProviderFailed\` for a fault (500).

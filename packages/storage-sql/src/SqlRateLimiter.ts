@@ -42,9 +42,11 @@ const bounded = (millis: number) => <A>(statement: Effect.Effect<A, Storage.Stor
  * upsert. Its rows are written in one order (key, then window), so two nodes' upserts of the same keys wait for each
  * other instead of deadlocking.
  *
- * The upsert commits on its own, so a connection lost once it was sent leaves its outcome unknown: the database may
- * have added the counts. That failure is not re-run, which could add them twice; one before the statement had a
- * connection to go out on (refused, no such host) is, as a lost race is.
+ * The upsert commits on its own, so a connection lost once it was sent, with no answer from the database, leaves its
+ * outcome unknown: the database may have added the counts. That failure is not re-run, which could add them twice.
+ * One before the statement had a connection to go out on (refused, no such host), or that the database answered
+ * (a backend terminated before it ran: the statement rolled back), is re-run, as a lost race is
+ * (StorageFailure.mayHaveRun).
  */
 const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
   Effect.suspend(() => {
@@ -73,7 +75,7 @@ const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: nu
         }),
       catch: (cause) => {
         const error = engine.classify(cause)
-        return sent && error.isUnavailable ? StorageFailure.commitOutcomeUnknown(cause) : error
+        return sent && StorageFailure.mayHaveRun(error, cause) ? StorageFailure.commitOutcomeUnknown(cause) : error
       }
     })
   }).pipe(Effect.retry(retry), bounded(timeoutMillis))

@@ -74,3 +74,22 @@ export const codeOf = (cause: unknown): string | undefined => {
   if (typeof cause !== "object" || cause === null || !("code" in cause)) return undefined
   return typeof cause.code === "string" ? cause.code : undefined
 }
+
+/** A SQLSTATE (PostgreSQL's five-character code) or a SQLite result code: an error the database itself sent. */
+const ANSWERED_CODE = /^(?:[0-9A-Z]{5}|SQLITE_[A-Z_]+)$/
+
+/** pg's errors for a statement it refused to send on a connection that had already failed or was closed. */
+const NOT_SENT_MESSAGES = ["is not queryable", "Cannot use a pool after calling end"]
+
+/**
+ * Whether a statement sent on its own (autocommit: it is its own commit) that failed so may have been run: its
+ * connection was lost or went unanswered after it was sent, with no answer from the database. An error the database
+ * sent (a SQLSTATE, such as 57P01 from a backend terminated before or while it ran; a SQLite code) means it did not
+ * commit, since a statement that fails rolls back; a client that refused to send it never sent it.
+ */
+export const mayHaveRun = (error: Storage.StorageError, cause: unknown): boolean => {
+  if (!error.isUnavailable) return false
+  const code = codeOf(cause)
+  if (code !== undefined && ANSWERED_CODE.test(code)) return false
+  return !(cause instanceof Error && NOT_SENT_MESSAGES.some((fragment) => cause.message.includes(fragment)))
+}

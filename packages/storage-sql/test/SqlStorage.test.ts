@@ -1096,6 +1096,47 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       assert.strictEqual((yield* limiter.consume(key, policy)).remaining, 97)
     }).pipe(Effect.scoped))
 
+  it.live("a count that failed with the database's own answer, or that its client never sent, is known not to have run; a connection lost without an answer may have", () =>
+    Effect.gen(function*() {
+      const { url } = yield* temporaryPostgresDatabase
+      const { default: pg } = yield* Effect.promise(() => import("pg"))
+      // Each statement's failure, caught as it is sent (its rejection may come before the test looks at it).
+      const failureOf = (promise: Promise<unknown>) => {
+        const caught = promise.then(() => undefined, (cause: unknown) => cause)
+        return Effect.promise(() => caught)
+      }
+      const judged = (cause: unknown) => StorageFailure.mayHaveRun(PostgresEngine.classify(cause), cause)
+      // A backend terminated while its statement runs: the server answers 57P01, and the statement rolled back.
+      const victim = new pg.Client({ connectionString: url })
+      victim.on("error", () => undefined)
+      yield* Effect.promise(() => victim.connect())
+      const pid = (yield* Effect.promise(() => victim.query<{ readonly pid: number }>("select pg_backend_pid() as pid"))).rows[0]?.pid
+      const sleeping = failureOf(victim.query("select pg_sleep(10)"))
+      yield* Effect.sleep("200 millis")
+      const admin = new pg.Client({ connectionString: url })
+      yield* Effect.promise(() => admin.connect())
+      yield* Effect.promise(() => admin.query("select pg_terminate_backend($1)", [pid]))
+      yield* Effect.promise(() => admin.end())
+      const terminated = yield* sleeping
+      assert.strictEqual(StorageFailure.codeOf(terminated), "57P01")
+      assert.isFalse(judged(terminated), "the database answered: the statement did not commit")
+      // The same client afterwards refuses to send anything.
+      const refused = yield* failureOf(victim.query("select 1"))
+      assert.match(String(refused), /not queryable/)
+      assert.isFalse(judged(refused), "never sent")
+      // A connection cut while a statement is out, with no answer: it may have run.
+      const proxy = yield* scopedCountingProxy(url)
+      const cut = new pg.Client({ connectionString: proxy.url })
+      cut.on("error", () => undefined)
+      yield* Effect.promise(() => cut.connect())
+      proxy.holdReplies()
+      const out = failureOf(cut.query("select 1"))
+      yield* Effect.sleep("100 millis")
+      proxy.cutConnections()
+      const lost = yield* out
+      assert.isTrue(judged(lost), `a lost answer (${String(lost)}) may have run`)
+    }).pipe(Effect.scoped))
+
   it.live("a synced limiter's round whose connection is lost after the database ran it takes its counts as written: counted once", () =>
     Effect.gen(function*() {
       const { db, direct, proxy } = yield* throughProxy

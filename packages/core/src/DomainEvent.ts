@@ -171,6 +171,8 @@ export interface EventFilter {
 
 /** What the audit trail filters by: every given one must hold. Times are inclusive. */
 export interface TrailFilter {
+  /** One event, by its id. */
+  readonly id?: string
   readonly entityType?: EntityType
   readonly entityId?: string
   readonly types?: ReadonlyArray<EventType>
@@ -180,6 +182,7 @@ export interface TrailFilter {
 
 /** Whether an event satisfies every given filter; the memory store uses it, and SQL adapters mirror it. */
 export const trailMatches = (event: DomainEvent, filter: TrailFilter): boolean =>
+  (filter.id === undefined || event.id === filter.id) &&
   (filter.entityType === undefined || event.entityType === filter.entityType) &&
   (filter.entityId === undefined || event.entityId === filter.entityId) &&
   (filter.types === undefined || filter.types.length === 0 || filter.types.includes(event.type)) &&

@@ -81,7 +81,9 @@ export const Redelivered = Schema.Struct({ redelivered: Schema.Int })
 export const RedeliverInput = Schema.Struct({
   eventId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(64))),
   /** An instant as a caller may write it (Timestamp.WRITTEN), milliseconds optional. */
-  since: Schema.optionalKey(Schema.String.check(Schema.isPattern(Timestamp.WRITTEN)))
+  since: Schema.optionalKey(Schema.String.check(Schema.isPattern(Timestamp.WRITTEN))),
+  /** With `since`: the events up to this instant only (inclusive), to take a long stretch in parts. */
+  until: Schema.optionalKey(Schema.String.check(Schema.isPattern(Timestamp.WRITTEN)))
 })
 
 type Op<A> = Effect.Effect<A, StorageError>

@@ -452,6 +452,9 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(ids((yield* page({ types: ["account.created"], entityType: "account", entityId })).items), [event("account.created", 0).id])
         assert.deepStrictEqual(ids((yield* page({ from: Records.at(1), to: Records.at(1) })).items), [event("account.approved", 1).id])
         assert.deepStrictEqual((yield* page({ entityType: "transaction" })).total, 0)
+        // One event by its id (a webhook redelivery's), only within its client.
+        assert.deepStrictEqual(yield* page({ id: event("account.created", 0).id }), { items: [listed[0]!], total: 1 })
+        assert.deepStrictEqual((yield* page({ id: event("account.created", 0).id }, 10, Records.client().id)).total, 0)
         assert.deepStrictEqual((yield* page({ entityId: "\u0000" })).total, 0)
         assert.deepStrictEqual((yield* page({}, 10, Records.client().id)).total, 0)
         assert.isAtLeast((yield* page({ entityId }, 10, null)).total, 2)

@@ -66,6 +66,7 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
     const where = (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
       const terms: Array<Expression<SqlBool>> = []
       if (clientId !== null) terms.push(eb("client_id", "=", text(clientId)))
+      if (filter.id !== undefined) terms.push(eb("id", "=", text(filter.id)))
       if (filter.entityType !== undefined) terms.push(eb("entity_type", "=", text(filter.entityType)))
       if (filter.entityId !== undefined) terms.push(eb("entity_id", "=", text(filter.entityId)))
       if (filter.types !== undefined && filter.types.length > 0) terms.push(eb("type", "in", [...filter.types]))

@@ -129,13 +129,17 @@ export interface ControlOptions {
 }
 
 const tokenMatches = (given: string | null, expected: string): boolean => {
-  if (given === null || given.length !== expected.length) return false
+  // A blank token is refused when the protocol is mounted (make); never let one match, whatever the caller sends.
+  if (given === null || expected.trim() === "" || given.length !== expected.length) return false
   let difference = 0
   for (let i = 0; i < expected.length; i++) difference |= given.charCodeAt(i) ^ expected.charCodeAt(i)
   return difference === 0
 }
 
 export const make = (options: ControlOptions) => {
+  if (options.token.trim() === "") {
+    throw new Error("controlToken must not be empty or blank: leave it out to keep the test control protocol off")
+  }
   const table: ReadonlyArray<ControlRoute> = [
     {
       method: "POST",

@@ -61,7 +61,10 @@ export interface HandlerOptions<E = never> {
    * with a tracer layer.
    */
   readonly tracing?: boolean
-  /** Mounts the test control protocol at /__control, guarded by this token. Never set it in production. */
+  /**
+   * Mounts the test control protocol at /__control, guarded by this token. Never set it in production. An empty or
+   * blank token throws: it would let any caller in (`controlToken: process.env.X ?? ""` must not open the protocol).
+   */
   readonly controlToken?: string
   /**
    * The outbox worker (core OutboxWorker) that carries out provider calls after commit, run for the life of the

@@ -27,6 +27,12 @@ describe("control protocol", () => {
     }
   })
 
+  it("an empty or blank token is refused when the handler is made: it would let any caller in with an empty header", () => {
+    for (const controlToken of ["", "   "]) {
+      expect(() => makeHandler({ logger: silentLogger, controlToken }), JSON.stringify(controlToken)).toThrow(/controlToken must not be empty or blank/)
+    }
+  })
+
   it("refuses a missing or wrong token with 401, an unknown call with 501, an unknown id with 404", async () => {
     expect((await fixture.send("POST", "/__control/clients")).status).toBe(401)
     expect((await fixture.send("POST", "/__control/clients", { headers: { "x-control-token": `${CONTROL_TOKEN}!` } })).status).toBe(401)

@@ -31,7 +31,8 @@ const publicOnly = (resolve: ResolveAll) =>
       const addresses = found.filter((address) => options.family === undefined || options.family === 0 || address.family === options.family)
       if (error !== null) return callback(error, [])
       const refused = addresses.find((address) => Webhooks.isNonPublicHost(address.address))
-      if (refused !== undefined) return callback(new Error(`${hostname} resolves to ${refused.address}, not a public address`), [])
+      // Without the address: the delivery log is the client's to read, and would tell it what internal names resolve to.
+      if (refused !== undefined) return callback(new Error(`${hostname} resolves to an address that is not public`), [])
       const first = addresses[0]
       if (first === undefined) return callback(new Error(`${hostname} resolves to no address`), [])
       return options.all === true ? callback(null, [...addresses]) : callback(null, first.address, first.family)

@@ -63,22 +63,24 @@ const detailOf = (exit: Exit.Exit<unknown, Webhooks.WebhookNotDelivered>) =>
 describe("the server's webhook transport", () => {
   it("never connects to an address that is not public: named literally, or by a name that resolves to one", async () => {
     for (const [url, refused] of [
-      [`http://hooks.example.test:${port}/x`, "resolves to 127.0.0.1, not a public address"],
-      [`http://metadata.example.test:${port}/latest`, "resolves to 169.254.169.254, not a public address"],
-      [`http://mixed.example.test:${port}/x`, "resolves to 10.0.0.1, not a public address"],
-      [`http://mapped.example.test:${port}/x`, "resolves to ::ffff:127.0.0.1, not a public address"],
+      [`http://hooks.example.test:${port}/x`, "hooks.example.test resolves to an address that is not public"],
+      [`http://metadata.example.test:${port}/latest`, "metadata.example.test resolves to an address that is not public"],
+      [`http://mixed.example.test:${port}/x`, "mixed.example.test resolves to an address that is not public"],
+      [`http://mapped.example.test:${port}/x`, "mapped.example.test resolves to an address that is not public"],
       [`http://127.0.0.1:${port}/x`, "127.0.0.1 is not a public address"],
       [`http://[::ffff:7f00:1]:${port}/x`, "[::ffff:7f00:1] is not a public address"]
     ] as const) {
       const exit = await post(url, false)
       expect(detailOf(exit), url).toContain(refused)
+      // The client reads this in its delivery log: it names no internal address.
+      expect(detailOf(exit), url).not.toMatch(/10\.0\.0\.1|169\.254|::ffff:127/)
     }
     expect(received).toEqual([])
   })
 
   it("connects to a public answer: what comes back is that host's status or the network's failure, never a refusal", async () => {
     const exit = await post("http://public.example.test:9/x", false, 1_000)
-    expect(detailOf(exit)).not.toContain("not a public address")
+    expect(detailOf(exit)).not.toMatch(/not (a )?public/)
     expect(detailOf(exit)).not.toContain("ENOTFOUND")
   })
 

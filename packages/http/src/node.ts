@@ -198,10 +198,31 @@ export interface Listening {
 /** While closing, how often connections that have become idle are closed: each kept-alive one ends this soon after its last answer. */
 const CLOSE_IDLE_EVERY_MILLIS = 50
 
+/**
+ * How long a client has to send a whole request, headers and body, by default. A custody API's requests are small
+ * (bodies of at most `maxBodyBytes`), so a request still arriving after this is a client holding a connection open by
+ * sending slowly: node answers it 408 and closes the connection. Node's own default is 300 s.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MILLIS = 30_000
+
+export interface ServeOptions {
+  readonly port: number
+  readonly host?: string
+  /** How long a client has to send a whole request (DEFAULT_REQUEST_TIMEOUT_MILLIS); node answers 408 past it. */
+  readonly requestTimeoutMillis?: number
+}
+
 /** Serves `handler` on `host:port` (port 0 picks a free one). */
-export const serve = (handler: FetchHandler, options: { readonly port: number; readonly host?: string }): Promise<Listening> =>
+export const serve = (handler: FetchHandler, options: ServeOptions): Promise<Listening> =>
   new Promise((resolve, reject) => {
-    const server = createServer(toNodeListener(handler))
+    const requestTimeout = options.requestTimeoutMillis ?? DEFAULT_REQUEST_TIMEOUT_MILLIS
+    const server = createServer({
+      requestTimeout,
+      // Headers are the first part of the request: within the same bound, and node's own 60 s at most.
+      headersTimeout: Math.min(requestTimeout, 60_000),
+      // How often node looks for requests past their bound (30 s by default, which would add up to 30 s to it).
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, requestTimeout / 4))
+    }, toNodeListener(handler))
     // Keep-alive sockets would hold close() open until they time out; idle ones are closed at shutdown.
     server.keepAliveTimeout = 5_000
     server.once("error", reject)

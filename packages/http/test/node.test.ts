@@ -125,6 +125,28 @@ describe("node adapter", () => {
     expect(status).toBe(200)
   })
 
+  it("a client that sends its request slower than requestTimeoutMillis is answered 408 and its connection closed; one in time is served", async () => {
+    const bounded = await serve(fixture.handler, { port: 0, requestTimeoutMillis: 400 })
+    try {
+      const socket = connect(Number(new URL(bounded.url).port), "127.0.0.1")
+      await new Promise((resolve) => socket.once("connect", resolve))
+      let answer = ""
+      socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")))
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()))
+      // The headers promise a body of 200 bytes; a byte trickles in every 100 ms.
+      socket.write(`POST /relay/v1/accounts HTTP/1.1\r\nHost: relay\r\ncontent-type: application/json\r\ncontent-length: 200\r\nx-api-key: ${tenant.admin.keyId}\r\nx-api-secret: ${tenant.admin.secret}\r\n\r\n`)
+      const trickle = setInterval(() => socket.writable && socket.write(" "), 100)
+      await closed
+      clearInterval(trickle)
+      // Cut at its bound: the body, 20 s away at this pace, never came whole.
+      expect(answer).toMatch(/^HTTP\/1\.1 408/)
+      const served = await fetch(`${bounded.url}/relay/v1/accounts?limit=1`, { headers: auth() })
+      expect(served.status).toBe(200)
+    } finally {
+      await bounded.close()
+    }
+  })
+
   it("close() lets a request in flight finish", async () => {
     // The request is held inside the server until close() has begun, so it is in flight then on any machine (a
     // fixed wait before closing lost the race on a loaded one: the connection was refused).

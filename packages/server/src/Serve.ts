@@ -65,7 +65,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
     basePath: config.basePath,
     ...(config.corsOrigins === undefined ? {} : { cors: { origins: config.corsOrigins } })
   })
-  const listening = await listen(relay.handler, { port: config.port, host: config.host })
+  const listening = await listen(relay.handler, { port: config.port, host: config.host, requestTimeoutMillis: config.requestTimeoutMillis })
   const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
   process.stdout.write(`custody-relay listening on ${listening.url} (${where})\n`)
   if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")

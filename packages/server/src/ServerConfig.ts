@@ -4,6 +4,7 @@
  */
 import { OutboxWorker, RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
+import { DEFAULT_REQUEST_TIMEOUT_MILLIS } from "@custody-relay/http/node"
 import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
 import { DEFAULT_COMMAND_TIMEOUT_MILLIS as DEFAULT_REDIS_COMMAND_TIMEOUT_MILLIS } from "./RedisRateLimiter.js"
 
@@ -31,6 +32,8 @@ export interface ServerConfig {
   readonly logLevel: "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
   /** From how long a successful read's line is logged at Info rather than Debug. */
   readonly logSlowReadMillis: number
+  /** How long a client has to send a whole request before it is answered 408 (the node adapter's serve). */
+  readonly requestTimeoutMillis: number
   /** The simulated provider: "live" moves records itself, "manual" leaves that to the control protocol. */
   readonly simulatedProvider: "live" | "manual"
   /** How long each stage of the simulated provider takes (policy, broadcast, confirmations, address review). */
@@ -125,6 +128,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     demo: oneOf(env, "RELAY_DEMO", ["auto", "always", "never"], "auto"),
     logLevel: oneOf(env, "RELAY_LOG_LEVEL", ["Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "Info"),
     logSlowReadMillis: integer(env, "RELAY_LOG_SLOW_READ_MILLIS", DEFAULT_SLOW_READ_MILLIS, 0, 3_600_000),
+    requestTimeoutMillis: integer(env, "RELAY_REQUEST_TIMEOUT_MILLIS", DEFAULT_REQUEST_TIMEOUT_MILLIS, 100, 3_600_000),
     // With the test control protocol, the kit moves records itself: a provider that also moved them would race it.
     simulatedProvider: oneOf(env, "RELAY_SIMULATED_PROVIDER", ["live", "manual"], token === undefined || token === "" ? "live" : "manual"),
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),

@@ -22,6 +22,7 @@ describe("configFromEnv", () => {
       demo: "auto",
       logLevel: "Info",
       logSlowReadMillis: 1000,
+      requestTimeoutMillis: 30_000,
       simulatedProvider: "live",
       simulatedStepMillis: 1000,
       simulatedFailurePercent: 0,
@@ -65,6 +66,7 @@ describe("configFromEnv", () => {
       RELAY_DEMO: "never",
       RELAY_LOG_LEVEL: "warn",
       RELAY_LOG_SLOW_READ_MILLIS: "250",
+      RELAY_REQUEST_TIMEOUT_MILLIS: "5000",
       RELAY_SIMULATED_PROVIDER: "live",
       RELAY_SIMULATED_STEP_MILLIS: "250",
       RELAY_SIMULATED_FAILURE_PERCENT: "10",
@@ -97,6 +99,7 @@ describe("configFromEnv", () => {
       demo: "never",
       logLevel: "Warn",
       logSlowReadMillis: 250,
+      requestTimeoutMillis: 5000,
       simulatedProvider: "live",
       simulatedStepMillis: 250,
       simulatedFailurePercent: 10,
@@ -110,7 +113,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "30s"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "50"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

@@ -1109,6 +1109,7 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       // A backend terminated while its statement runs: the server answers 57P01, and the statement rolled back.
       const victim = new pg.Client({ connectionString: url })
       victim.on("error", () => undefined)
+      const victimEnded = new Promise<void>((resolve) => victim.once("end", () => resolve()))
       yield* Effect.promise(() => victim.connect())
       const pid = (yield* Effect.promise(() => victim.query<{ readonly pid: number }>("select pg_backend_pid() as pid"))).rows[0]?.pid
       const sleeping = failureOf(victim.query("select pg_sleep(10)"))
@@ -1120,7 +1121,8 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       const terminated = yield* sleeping
       assert.strictEqual(StorageFailure.codeOf(terminated), "57P01")
       assert.isFalse(judged(terminated), "the database answered: the statement did not commit")
-      // The same client afterwards refuses to send anything.
+      // The same client, once it has seen its connection end, refuses to send anything.
+      yield* Effect.promise(() => victimEnded)
       const refused = yield* failureOf(victim.query("select 1"))
       assert.match(String(refused), /not queryable/)
       assert.isFalse(judged(refused), "never sent")

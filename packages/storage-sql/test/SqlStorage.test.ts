@@ -1005,6 +1005,59 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       assert.deepStrictEqual(ids(newer.page), yield* tableSlice(newer.wrote))
     }), 120_000)
 
+  it.live("a transaction open long before it commits logs its list changes as it commits: the next prune keeps them, and a node's deep pages stay exact", () =>
+    Effect.gen(function*() {
+      const { url, dbB, nodeA, account } = yield* twoPostgresNodes
+      const rows = 4 * STEP_ROWS
+      const startMillis = Date.UTC(2023, 0, 1)
+      const insertSql = (from: number, to: number, millis: string) => `
+        insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+          amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+          created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+          created_at, updated_at)
+        select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), '${account.clientId}', '${account.id}', 'destination', 'external',
+          '0xdestination', 1.5, '${account.assetId}', 0.001, '${account.assetId}', 1.501, 'COMPLETED', 'completed', null, 1, 'initiator',
+          'Initiator', '[]', null, null, null,
+          to_char(to_timestamp((${millis}) / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          to_char(to_timestamp((${millis}) / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+        from generate_series(${from}, ${to}) as i`
+      yield* Effect.promise(() => sql.raw(insertSql(1, rows, `${startMillis}::bigint + i`)).execute(dbB))
+      yield* Effect.promise(() =>
+        sql`insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+          values (${account.clientId}, ${account.id}, ${account.assetId}, 'completed', ${rows})`.execute(dbB))
+      const middle = { page: rows / 40, limit: 20 }
+      const deepPage = nodeA.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, middle))
+      const tableSlice = Effect.promise(async () =>
+        (await sql<{ readonly id: string }>`select id from transactions where client_id = ${account.clientId} order by created_at desc, id desc`.execute(dbB))
+          .rows.map((row) => row.id).slice((middle.page - 1) * 20, middle.page * 20))
+      const ids = (found: { readonly items: ReadonlyArray<{ readonly id: string }> }) => found.items.map((tx) => tx.id)
+      // Node A pages deep: it keeps boundaries and the snapshot they are exact in.
+      assert.deepStrictEqual(ids(yield* deepPage), yield* tableSlice)
+      // An operator's transaction writes an old transaction, before every boundary, and stays open.
+      const { default: pg } = yield* Effect.promise(() => import("pg"))
+      const operator = new pg.Client({ connectionString: url })
+      yield* Effect.promise(() => operator.connect())
+      yield* Effect.promise(() => operator.query("begin"))
+      yield* Effect.promise(() => operator.query(insertSql(rows + 1, rows + 1, `${startMillis + 5}::bigint`)))
+      yield* Effect.promise(() => operator.query(`update transaction_counts set count = count + 1 where client_id = '${account.clientId}'`))
+      // Nothing is logged while it runs: an entry written now would carry this time, and a transaction open longer
+      // than the log is kept would commit an entry the next prune removes before any node reads it.
+      const loggedInside = yield* Effect.promise(() => operator.query("select count(*)::int as n from transaction_list_changes where xid = pg_current_xact_id()"))
+      assert.strictEqual(loggedInside.rows[0]?.n, 0)
+      assert.deepStrictEqual(ids(yield* deepPage), yield* tableSlice)
+      yield* Effect.sleep("1 second")
+      const committing = Date.now()
+      yield* Effect.promise(() => operator.query("commit"))
+      yield* Effect.promise(() => operator.end())
+      // Logged at its commit, a second after its write: the log keeps it for LIST_CHANGES_KEPT_MILLIS from then.
+      const logged = yield* Effect.promise(() =>
+        sql<{ readonly at: number }>`select (extract(epoch from recorded_at) * 1000)::float8 as at from transaction_list_changes where id = ${`00000000-0000-7000-8000-${(rows + 1).toString(16).padStart(12, "0")}`}`.execute(dbB))
+      assert.isAtLeast(Number(logged.rows[0]?.at), committing - 50)
+      // Some node's prune runs before node A's next deep page: the entry stays, and the page moves by the row.
+      yield* Effect.promise(() => dbB.executeQuery(PostgresEngine.listChanges!.prune!))
+      assert.deepStrictEqual(ids(yield* deepPage), yield* tableSlice)
+    }), 120_000)
+
   it.live("the layer prunes list changes older than LIST_CHANGES_KEPT_MILLIS when it starts, and keeps newer ones", () =>
     Effect.gen(function*() {
       const { url } = yield* temporaryPostgresDatabase

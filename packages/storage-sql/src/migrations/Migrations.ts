@@ -14,6 +14,7 @@ import * as SettingsAndKeyBudgets from "./0006_settings_and_key_budgets.js"
 import * as Webhooks from "./0007_webhooks.js"
 import * as TransactionListChanges from "./0008_transaction_list_changes.js"
 import * as OutboxEntryLanes from "./0009_outbox_entry_lanes.js"
+import * as ListChangesAtCommit from "./0010_list_changes_at_commit.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -26,7 +27,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0006_settings_and_key_budgets", SettingsAndKeyBudgets.up],
   ["0007_webhooks", Webhooks.up],
   ["0008_transaction_list_changes", TransactionListChanges.up],
-  ["0009_outbox_entry_lanes", OutboxEntryLanes.up]
+  ["0009_outbox_entry_lanes", OutboxEntryLanes.up],
+  ["0010_list_changes_at_commit", ListChangesAtCommit.up]
 ]
 
 /** Migration names, oldest first. */

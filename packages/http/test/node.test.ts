@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { ORIGIN, searchParams, splitTarget } from "../src/Incoming.js"
 import { type Incoming, type Listening, serve, serveIncoming } from "../src/node.js"
 import { type Fixture, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
+import { sendSlowly } from "./SlowClient.js"
 
 let fixture: Fixture
 let tenant: Tenant
@@ -128,18 +129,8 @@ describe("node adapter", () => {
   it("a client that sends its request slower than requestTimeoutMillis is answered 408 and its connection closed; one in time is served", async () => {
     const bounded = await serve(fixture.handler, { port: 0, requestTimeoutMillis: 400 })
     try {
-      const socket = connect(Number(new URL(bounded.url).port), "127.0.0.1")
-      await new Promise((resolve) => socket.once("connect", resolve))
-      let answer = ""
-      socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")))
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()))
-      // The headers promise a body of 200 bytes; a byte trickles in every 100 ms.
-      socket.write(`POST /relay/v1/accounts HTTP/1.1\r\nHost: relay\r\ncontent-type: application/json\r\ncontent-length: 200\r\nx-api-key: ${tenant.admin.keyId}\r\nx-api-secret: ${tenant.admin.secret}\r\n\r\n`)
-      const trickle = setInterval(() => socket.writable && socket.write(" "), 100)
-      await closed
-      clearInterval(trickle)
-      // Cut at its bound: the body, 20 s away at this pace, never came whole.
-      expect(answer).toMatch(/^HTTP\/1\.1 408/)
+      // Cut at its bound: the body, 20 s away at the client's pace, never came whole.
+      expect(await sendSlowly(bounded.url, tenant.admin)).toMatch(/^HTTP\/1\.1 408/)
       const served = await fetch(`${bounded.url}/relay/v1/accounts?limit=1`, { headers: auth() })
       expect(served.status).toBe(200)
     } finally {

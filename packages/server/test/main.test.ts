@@ -5,7 +5,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { Agent, request as httpRequest } from "node:http"
-import { connect } from "node:net"
+import { sendSlowly } from "../../http/test/SlowClient.js"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -84,19 +84,8 @@ describe("pnpm start", () => {
   it("RELAY_REQUEST_TIMEOUT_MILLIS: a client that sends its request slower than that is answered 408 and cut off", async () => {
     const server = await startServer({ RELAY_DATABASE: ":memory:", RELAY_REQUEST_TIMEOUT_MILLIS: "300" })
     try {
-      const socket = connect(Number(new URL(server.url).port), "127.0.0.1")
-      await new Promise((resolve) => socket.once("connect", resolve))
-      let answer = ""
-      socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")))
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()))
-      // An authenticated request (a refused one is answered before its body is read) whose headers promise 200
-      // bytes of body, then a byte every 100 ms: 20 s for the whole request.
-      const [, key, secret] = /admin\s+x-api-key: (\S+)\s+x-api-secret: (\S+)/.exec(server.output()) ?? []
-      socket.write(`POST /relay/v1/accounts HTTP/1.1\r\nHost: relay\r\ncontent-type: application/json\r\ncontent-length: 200\r\nx-api-key: ${key}\r\nx-api-secret: ${secret}\r\n\r\n`)
-      const trickle = setInterval(() => socket.writable && socket.write(" "), 100)
-      await closed
-      clearInterval(trickle)
-      expect(answer).toMatch(/^HTTP\/1\.1 408/)
+      const [, keyId = "", secret = ""] = /admin\s+x-api-key: (\S+)\s+x-api-secret: (\S+)/.exec(server.output()) ?? []
+      expect(await sendSlowly(server.url, { keyId, secret })).toMatch(/^HTTP\/1\.1 408/)
     } finally {
       await server.stop()
     }

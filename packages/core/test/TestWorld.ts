@@ -2,7 +2,7 @@
  * A small world for the core's tests: the in-memory relay with repeatable ids, and steps that set up clients,
  * API users, active funded accounts and approved whitelisted addresses through the real operations.
  */
-import { Effect, Layer, Logger, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import {
   Accounts,
   Administration,
@@ -84,11 +84,4 @@ export const approvedWhitelistEntry = Effect.fnUntraced(function*(principal: Pri
   return created.id
 })
 
-/** Log lines as the JSON logger writes them, parsed; provide `layer` to log through it. */
-export const capturedLogs = () => {
-  const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
-  const logger = Logger.make((entry) => {
-    lines.push(JSON.parse(Logger.formatJson.log(entry)))
-  })
-  return { lines, layer: Logger.layer([logger]) }
-}
+export { capturedLogs } from "./CapturedLogs.js"

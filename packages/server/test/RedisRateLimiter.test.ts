@@ -7,12 +7,13 @@
  */
 import { connect, createServer, type Server, type Socket } from "node:net"
 import { RateLimiter } from "@custody-relay/core"
-import { Exit, Layer, Logger, ManagedRuntime } from "effect"
+import { Exit, Layer, ManagedRuntime } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { Redis } from "ioredis"
 import { afterAll, assert, describe, it } from "vitest"
 import { layerRedis, RETRY_EVERY_MILLIS } from "../src/index.js"
+import { capturedLogs } from "../../core/test/CapturedLogs.js"
 import { startServer } from "./ServerProcess.js"
 
 const url = process.env["RELAY_TEST_REDIS_URL"]
@@ -97,12 +98,9 @@ const redisProxy = async (target: URL) => {
 
 /** A node on `redisUrl` whose clock is a TestClock set to now, and the lines it logs. */
 const nodeWithClock = (redisUrl: string, options: Partial<Parameters<typeof layerRedis>[0]> = {}) => {
-  const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
-  const logger = Logger.make((entry) => {
-    lines.push(JSON.parse(Logger.formatJson.log(entry)))
-  })
+  const { lines, layer: logging } = capturedLogs()
   const runtime = ManagedRuntime.make(
-    Layer.mergeAll(layerRedis({ url: redisUrl, keyPrefix: prefix, ...options }), TestClock.layer(), Logger.layer([logger])) as Layer.Layer<RateLimiter.RateLimiter | TestClock.TestClock>
+    Layer.mergeAll(layerRedis({ url: redisUrl, keyPrefix: prefix, ...options }), TestClock.layer(), logging) as Layer.Layer<RateLimiter.RateLimiter | TestClock.TestClock>
   )
   runtimes.push(runtime as unknown as ManagedRuntime.ManagedRuntime<RateLimiter.RateLimiter, never>)
   return {

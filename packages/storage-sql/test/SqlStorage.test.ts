@@ -27,6 +27,7 @@ import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
 import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, MAX_NEWER_SNAPSHOTS, STEP_ROWS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
+import { capturedLogs } from "../../core/test/CapturedLogs.js"
 import { scopedCountingProxy } from "./CountingProxy.js"
 import { heldTransaction, isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -1217,12 +1218,9 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       const { db, proxy } = yield* throughProxy
       const key = `crk_${crypto.randomUUID()}`
       const stored = Effect.promise(() => db.selectFrom("rate_limit_windows").select("count").where("key", "=", key).executeTakeFirst())
-      const lines: Array<{ readonly level: string; readonly message: unknown }> = []
-      const logger = Logger.make((entry) => {
-        lines.push(JSON.parse(Logger.formatJson.log(entry)))
-      })
-      // A round every 20 ms, each waiting at most 200 ms for its upsert; its rounds log through `logger`.
-      const limiter = yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 20, 200).pipe(Effect.provide(Logger.layer([logger])))
+      const { lines, layer: logging } = capturedLogs()
+      // A round every 20 ms, each waiting at most 200 ms for its upsert; its rounds log through `logging`.
+      const limiter = yield* SqlRateLimiter.makeSynced(db, PostgresEngine, 20, 200).pipe(Effect.provide(logging))
       yield* limiter.consume(key, policy)
       const release = proxy.holdReplies()
       // Decisions go on locally while the rounds get no answer; the first of them waits past its bound.

@@ -13,7 +13,7 @@ import type { Tenant } from "../Fixtures.js"
 import { fillTemplate, groupOf, type ApprovalPolicy, type CallTemplate } from "../Profile.js"
 import { isRecord } from "../Shape.js"
 import type { HttpResult } from "../Transport.js"
-import { fundedPair, isClientError, randomUuid, transfer } from "./records.js"
+import { envelopeOf, fundedPair, idsOf, isClientError, randomUuid, transfer } from "./records.js"
 
 const awaiting = "AWAITING_SIGNATURE"
 
@@ -78,6 +78,27 @@ const balanceOf = async (context: CheckContext, tenant: Tenant, accountId: strin
   return new Decimal(isRecord(result.json) && typeof result.json["availableBalance"] === "string" ? result.json["availableBalance"] : "NaN")
 }
 
+/**
+ * The transaction is listed under exactly the status group the profile puts `status` in, and under no other
+ * (TXN-LIST-2): the workflow reaches statuses (awaiting its provider, rejected) that advancing through the control
+ * protocol never does, so the groups are checked for them here. The tenant is the check's own: its lists are short.
+ */
+const listedInItsGroup = async (context: CheckContext, tenant: Tenant, id: string, status: string): Promise<void> => {
+  const declared = groupOf(context.profile, status)
+  for (const group of ["pending", "completed", "failed"] as const) {
+    const result = await tenant.client.listTransactions({ status: group })
+    const listed = idsOf(envelopeOf(context, result, "TXN-LIST-2", `GET /transactions?status=${group}`)).includes(id)
+    context.expect(
+      listed === (group === declared),
+      "TXN-LIST-2",
+      listed
+        ? `a ${status} transaction is listed under status=${group}; the profile puts ${status} in ${declared ?? "no group"}`
+        : `a ${status} transaction is missing from status=${group}, the group the profile puts it in`,
+      result
+    )
+  }
+}
+
 /** A refusal of a decision: a 4xx other than 401 and 429, which say nothing about the workflow. */
 const refused = (result: { readonly status: number }): boolean => isClientError(result.status) && result.status !== 401 && result.status !== 429
 const accepted = (result: { readonly status: number }): boolean => result.status >= 200 && result.status < 300
@@ -124,8 +145,8 @@ export const initiateFollowsPolicy = defineCheck({
 
 export const quorum = defineCheck({
   id: "txn.approval.quorum",
-  title: "The initiator never counts, each approver counts once, and the quorum is reached exactly at N",
-  requirements: ["TXN-FLOW-1", "TXN-INIT-2"],
+  title: "The initiator never counts, each approver counts once, and the quorum is reached exactly at N, listed in its group",
+  requirements: ["TXN-FLOW-1", "TXN-INIT-2", "TXN-LIST-2"],
   tags: ["transactions", "approvals", "workflow", "profile"],
   needs: ["control", "accounts.activate", "accounts.credit"],
   async run(context) {
@@ -152,6 +173,7 @@ export const quorum = defineCheck({
         context.expect(still === awaiting, "TXN-FLOW-1", `the same approver approving twice reached the quorum of ${policy.required} (reads ${still})`, ...again.evidence)
       } else {
         context.expect(after !== awaiting && groupOf(context.profile, after) !== "failed", "TXN-FLOW-1", `after the ${policy.required}th approval the transaction reads ${after}; the quorum was reached`, ...answer.evidence)
+        await listedInItsGroup(context, initiator, id, after)
       }
     }
     const past = await statusOf(context, initiator, id)
@@ -179,6 +201,7 @@ export const rejection = defineCheck({
     context.expect(accepted(no), "TXN-FLOW-1", `a rejection by an approver answered ${no.status}`, ...no.evidence)
     const after = await statusOf(context, initiator, id)
     context.expect(groupOf(context.profile, after) === "failed", ["TXN-FLOW-1", "TXN-LIST-2"], `a rejected transaction reads ${after}, which the profile does not put in the failed group`, ...no.evidence)
+    await listedInItsGroup(context, initiator, id, after)
     const released = await balanceOf(context, initiator, source.id)
     context.expect(released.eq(before), "TXN-FLOW-1", `after the rejection the source has ${released.toString()} available, ${before.toString()} before the initiation: the reservation was not released`, ...no.evidence)
     const late = await approve(approvers[policy.required]!, id)

@@ -494,6 +494,7 @@ export const listFilters = defineCheck({
       const page = envelopeOf(context, result, "TXN-LIST-1", what)
       const got = idsOf(page)
       context.expect(got.length === want.length && want.every((id) => got.includes(id)), "TXN-LIST-1", `${what} returned [${got.join(", ")}], expected [${want.join(", ")}]`, result)
+      context.expect(page.total === want.length, "TXN-LIST-1", `${what} answered total ${page.total} for its ${want.length} matching transaction(s): a filtered total counts what the filter matches`, result)
     }
     await exactly("no filter", {}, all)
     await exactly("status=all", { status: "all" }, all)

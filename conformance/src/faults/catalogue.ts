@@ -182,6 +182,19 @@ export const faults: ReadonlyArray<Fault> = [
     }
   },
   {
+    name: "a 401 echoes the credential it refused in a header",
+    requirement: "AUTH-SEC-1",
+    checks: ["auth.secret.not-exposed"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      const secret = request.headers.get("x-api-secret")
+      if (response.status !== 401 || secret === null) return response
+      const headers = new Headers(response.headers)
+      headers.set("x-refused-credential", `${request.headers.get("x-api-key") ?? ""}:${secret}`)
+      return new Response(await response.text(), { status: 401, headers })
+    }
+  },
+  {
     name: "a revoked credential keeps working (revocation ignored)",
     requirement: "AUTH-401-1",
     checks: ["auth.credentials.revoked"],
@@ -348,6 +361,39 @@ export const faults: ReadonlyArray<Fault> = [
     }
   },
   {
+    name: "the status filter files PENDING_PROVIDER_APPROVAL under completed, against the profile",
+    requirement: "TXN-LIST-2",
+    checks: ["txn.approval.quorum"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      const status = url.searchParams.get("status")?.toLowerCase()
+      if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || (status !== "pending" && status !== "completed")) return handler(request)
+      const moved = (item: unknown): boolean => isObject(item) && item["status"] === "PENDING_PROVIDER_APPROVAL"
+      const itemsOf = (body: unknown): ReadonlyArray<unknown> => (isObject(body) && Array.isArray(body["items"]) ? body["items"] : [])
+      const totalOf = (body: unknown): number => (isObject(body) && typeof body["total"] === "number" ? body["total"] : 0)
+      if (status === "pending") {
+        return rewrite(await handler(request), (body) => ({ ...(isObject(body) ? body : {}), items: itemsOf(body).filter((item) => !moved(item)), total: totalOf(body) - itemsOf(body).filter(moved).length }))
+      }
+      const pendingUrl = new URL(url)
+      pendingUrl.searchParams.set("status", "pending")
+      const extra = itemsOf(await (await handler(new Request(pendingUrl, { method: "GET", headers: request.headers }))).json()).filter(moved)
+      return rewrite(await handler(request), (body) => ({ ...(isObject(body) ? body : {}), items: [...extra, ...itemsOf(body)], total: totalOf(body) + extra.length }))
+    }
+  },
+  {
+    name: "a filtered transactions total counts every transaction of the client",
+    requirement: "TXN-LIST-1",
+    checks: ["txn.list.filters"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || !url.searchParams.has("status")) return handler(request)
+      const unfiltered = new URL(url)
+      unfiltered.searchParams.delete("status")
+      const all = (await (await handler(new Request(unfiltered, { method: "GET", headers: request.headers }))).json()) as unknown
+      return rewrite(await handler(request), (body) => (isObject(body) && isObject(all) ? { ...body, total: all["total"] } : body))
+    }
+  },
+  {
     name: "the transaction status filter is case-sensitive",
     requirement: "TXN-LIST-1",
     checks: ["txn.list.filters"],
@@ -425,6 +471,19 @@ export const faults: ReadonlyArray<Fault> = [
         const { providerApprovedAt: _dropped, ...approvals } = body["approvals"]
         return { ...body, approvals }
       })
+    }
+  },
+  {
+    name: "the transactions list ignores page: every page is the first, the page asked for echoed",
+    requirement: "PAGE-2",
+    checks: ["page.walk"],
+    wrap: (handler) => async (request) => {
+      const url = new URL(request.url)
+      const page = url.searchParams.get("page")
+      if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || page === null || page === "1") return handler(request)
+      url.searchParams.set("page", "1")
+      const response = await handler(new Request(url, { method: request.method, headers: request.headers }))
+      return rewrite(response, (body) => (isObject(body) ? { ...body, page: Number(page) } : body))
     }
   },
   {
@@ -580,8 +639,8 @@ export const faults: ReadonlyArray<Fault> = [
     }
   },
   {
-    name: "one key's burst spends another key's budget",
-    requirement: "LIM-RATE-3",
+    name: "one key's burst spends another key's budget (the limit is not per API key)",
+    requirement: "LIM-RATE-1",
     checks: ["limit.rate.burst"],
     wrap: (handler) => {
       let limitedUntil = 0

@@ -62,14 +62,17 @@ export const foreignLists = defineCheck({
     const owner = await populated(context)
     const other = await context.fixtures.otherTenant()
     const mine = await context.fixtures.pendingAccount(other, owner.source.assetId)
+    // A transaction of the caller's own (and its two accounts): a total read with a page's rows is then read for a
+    // page that has some, where a count of every client's would show.
+    const own = await context.fixtures.transaction(other, owner.source.assetId)
     const ownerIds = new Set([owner.source.id, owner.destination.id, owner.transactionId, owner.whitelist.id])
     const lists: ReadonlyArray<[string, Promise<HttpResult>, number]> = [
-      ["GET /accounts", other.client.listAccounts(), 1],
-      ["GET /accounts?assetId", other.client.listAccounts({ assetId: owner.source.assetId }), 1],
+      ["GET /accounts", other.client.listAccounts(), 3],
+      ["GET /accounts?assetId", other.client.listAccounts({ assetId: owner.source.assetId }), 3],
       ["GET /accounts?search=name", other.client.listAccounts({ search: owner.source.name }), 0],
-      ["GET /transactions", other.client.listTransactions(), 0],
-      ["GET /transactions?status=pending", other.client.listTransactions({ status: "pending" }), 0],
-      ["GET /transactions?assetType", other.client.listTransactions({ assetType: owner.source.assetId }), 0],
+      ["GET /transactions", other.client.listTransactions(), 1],
+      ["GET /transactions?status=pending", other.client.listTransactions({ status: "pending" }), 1],
+      ["GET /transactions?assetType", other.client.listTransactions({ assetType: owner.source.assetId }), 1],
       ["GET /whitelisted-addresses", other.client.listWhitelist(), 0],
       ["GET /whitelisted-addresses?status=APPROVED", other.client.listWhitelist({ status: "APPROVED" }), 0]
     ]
@@ -81,6 +84,8 @@ export const foreignLists = defineCheck({
     }
     const ownList = envelopeOf(context, await other.client.listAccounts(), "SCOPE-2", "GET /accounts")
     context.expect(idsOf(ownList).includes(mine.id), "SCOPE-2", "the caller's own account is missing from its list")
+    const ownTransactions = envelopeOf(context, await other.client.listTransactions(), "SCOPE-2", "GET /transactions")
+    context.expect(idsOf(ownTransactions).includes(own.id), "SCOPE-2", "the caller's own transaction is missing from its list")
   }
 })
 

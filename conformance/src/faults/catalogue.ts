@@ -381,6 +381,22 @@ export const faults: ReadonlyArray<Fault> = [
     }
   },
   {
+    name: "a transactions page that has rows reports every client's transactions as its total",
+    requirement: "SCOPE-2",
+    checks: ["scope.lists"],
+    wrap: (handler) => {
+      // Every transaction initiated through this handler, whichever client's: what a count missing its client
+      // condition would answer.
+      let initiated = 0
+      return async (request) => {
+        const response = await handler(request)
+        if (request.method === "POST" && pathOf(request).endsWith("/relay/v1/transactions/initiate") && response.status === 201) initiated += 1
+        if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || response.status !== 200) return response
+        return rewrite(response, (body) => (isObject(body) && Array.isArray(body["items"]) && body["items"].length > 0 ? { ...body, total: initiated } : body))
+      }
+    }
+  },
+  {
     name: "a filtered transactions total counts every transaction of the client",
     requirement: "TXN-LIST-1",
     checks: ["txn.list.filters"],

@@ -132,12 +132,23 @@ const SECRET_FRAGMENT = 16
 const fragmentsOf = (secret: string): ReadonlyArray<string> =>
   secret.length <= SECRET_FRAGMENT ? [secret] : Array.from({ length: secret.length - SECRET_FRAGMENT + 1 }, (_, start) => secret.slice(start, start + SECRET_FRAGMENT))
 
-/** Whether the answer's body or a header carries the secret, or a run of SECRET_FRAGMENT of its characters. */
-const containsSecret = (result: HttpResult, secret: string): boolean => {
-  if (secret.length < 6) return false
+/**
+ * What of a secret an answer may not carry: the secret's runs of SECRET_FRAGMENT characters, and its SHA-256 in hex
+ * and in base64 (an unsalted digest of a credential is credential material: it names the secret to anyone who can
+ * try candidates, and is what many implementations store).
+ */
+const revealingFormsOf = async (secret: string): Promise<ReadonlyArray<string>> => {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)))
+  const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("")
+  const base64 = btoa(String.fromCharCode(...digest))
+  return [...fragmentsOf(secret), hex, base64, base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")]
+}
+
+/** Whether the answer's body or a header carries one of `forms` (see revealingFormsOf), in any case. */
+const containsSecret = (result: HttpResult, forms: ReadonlyArray<string>): boolean => {
   const texts = [result.text]
   result.headers.forEach((value) => texts.push(value))
-  return fragmentsOf(secret).some((fragment) => texts.some((text) => text.includes(fragment)))
+  return forms.some((form) => texts.some((text) => text.includes(form) || (/^[0-9a-f]+$/.test(form) && text.toLowerCase().includes(form))))
 }
 
 export const secretNotExposed = defineCheck({
@@ -168,9 +179,10 @@ export const secretNotExposed = defineCheck({
       await context.control.revokeApiUser(revoked.apiUser.apiUserId)
       results.push(await revoked.client.listAccounts(), await revoked.client.getAccount(account.id))
     }
+    const forms = await Promise.all(secrets.filter((secret) => secret.length >= 6).map(revealingFormsOf))
     for (const result of results) {
-      for (const secret of secrets) {
-        context.expect(!containsSecret(result, secret), "AUTH-SEC-1", `the answer to ${result.exchange.method} ${result.exchange.path} carries an API secret`, result)
+      for (const revealing of forms) {
+        context.expect(!containsSecret(result, revealing), "AUTH-SEC-1", `the answer to ${result.exchange.method} ${result.exchange.path} carries an API secret, part of one, or its SHA-256`, result)
       }
     }
   }

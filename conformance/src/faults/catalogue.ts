@@ -195,6 +195,20 @@ export const faults: ReadonlyArray<Fault> = [
     }
   },
   {
+    name: "an answer carries the SHA-256 of the secret it was sent, as an implementation stores it",
+    requirement: "AUTH-SEC-1",
+    checks: ["auth.secret.not-exposed"],
+    wrap: (handler) => async (request) => {
+      const response = await handler(request)
+      const secret = request.headers.get("x-api-secret")
+      if (secret === null || !pathOf(request).startsWith("/relay/v1/")) return response
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)))
+      const headers = new Headers(response.headers)
+      headers.set("x-credential-fingerprint", Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join(""))
+      return new Response(await response.text(), { status: response.status, headers })
+    }
+  },
+  {
     name: "a revoked credential keeps working (revocation ignored)",
     requirement: "AUTH-401-1",
     checks: ["auth.credentials.revoked"],

@@ -141,7 +141,7 @@ const revealingFormsOf = async (secret: string): Promise<ReadonlyArray<string>> 
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)))
   const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("")
   const base64 = btoa(String.fromCharCode(...digest))
-  return [...fragmentsOf(secret), hex, base64, base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")]
+  return [...fragmentsOf(secret), hex, base64, base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=/g, "")]
 }
 
 /** Whether the answer's body or a header carries one of `forms` (see revealingFormsOf), in any case. */

@@ -13,11 +13,11 @@
  */
 import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
-import { CustodyProviderFailed } from "./RelayError.js"
 import * as Idempotency from "./Idempotency.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Outbox from "./Outbox.js"
 import type { RelayServices } from "./Relay.js"
+import { CustodyProviderFailed } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 import * as Transactions from "./Transactions.js"

@@ -340,13 +340,16 @@ const redeliverIn = Effect.fnUntraced(function*(
       `${first.total} events match; at most ${MAX_REDELIVERED} are delivered again at once: take the stretch in parts with since and until`
     )
   }
-  // The matching events, walking the trail's pages (newest first), then sent oldest first. An event appended
-  // meanwhile moves the later pages along by one: what it pushes onto the next page is read twice, and kept once.
+  // The matching events, walking the trail's pages (newest first), then sent oldest first. Events another unit
+  // commits meanwhile (PostgreSQL's write units read committed rows at each statement) move the later pages along:
+  // what they push onto the next page is read twice and kept once, and the walk goes on to the page the list now
+  // ends on, by each page's own total, so the oldest are not pushed past it.
   const found = new Map(first.items.map((event) => [event.id, event]))
-  for (let page = 2; (page - 1) * 100 < first.total; page++) {
+  for (let page = 2, total = first.total; (page - 1) * 100 < total; page++) {
     const events = yield* unit.pageEvents(caller.clientId, filter, { page, limit: 100 })
     if (events.items.length === 0) break
     for (const event of events.items) found.set(event.id, event)
+    total = events.total
   }
   const chosen = [...found.values()]
     .filter((e) => Webhook.matches({ ...subscription, enabled: true }, e.type))

@@ -4,8 +4,8 @@
  * stretch is taken in parts with since and until; an event by id is found without walking the trail.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DomainEvent, type Ids, Storage, Timestamp, Webhooks } from "@custody-relay/core"
-import { Effect } from "effect"
+import { DomainEvent, type Ids, RateLimiter, Relay, Storage, Timestamp, Webhooks } from "@custody-relay/core"
+import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { failureOf } from "./Failure.js"
 import { layer, newClient, principalOf } from "./TestWorld.js"
@@ -25,7 +25,57 @@ const eventsAt = (clientId: Ids.ClientId, atMillis: number, count: number) =>
         })), { discard: true }))
   })
 
+/**
+ * The memory store, whose write units see `appended` newer events of `clientId` committed by another unit just after
+ * they read a trail's first page: what a write unit on PostgreSQL (read committed) can see between two statements.
+ */
+const appendedBetweenPages = (state: { clientId: Ids.ClientId | undefined; appended: number }) =>
+  Relay.layer(Layer.merge(
+    Layer.effect(Storage.Storage, Effect.gen(function*() {
+      const memory = yield* Storage.Storage
+      return Storage.Storage.of({
+        transaction: (mode, work) =>
+          memory.transaction(mode, (unit) =>
+            work(new Proxy(unit, {
+              get: (target, name) =>
+                name !== "pageEvents"
+                  ? Reflect.get(target, name, target)
+                  : (clientId: string | null, filter: DomainEvent.TrailFilter, page: { readonly page: number; readonly limit: number }) =>
+                    Effect.andThen(
+                      page.page === 2 && state.clientId !== undefined && state.appended > 0
+                        ? Effect.forEach(Array.from({ length: state.appended }, (_, i) => i), (i) =>
+                          DomainEvent.append(target, {
+                            type: "account.approved",
+                            clientId: state.clientId!,
+                            entityId: `0190b6e4-0000-7000-9000-${String(i).padStart(12, "0")}`,
+                            actor: DomainEvent.operator,
+                            data: {}
+                          }), { discard: true }).pipe(Effect.tap(() => Effect.sync(() => (state.appended = 0))))
+                        : Effect.void,
+                      target.pageEvents(clientId, filter, page)
+                    )
+            })))
+      })
+    })).pipe(Layer.provide(Storage.Storage.layerMemory)),
+    RateLimiter.RateLimiter.layerMemory
+  ))
+
 describe("Webhooks.redeliver", () => {
+  it.effect("events committed while a redelivery walks the trail push none of the oldest past its last page", () => {
+    const state: { clientId: Ids.ClientId | undefined; appended: number } = { clientId: undefined, appended: 0 }
+    return Effect.gen(function*() {
+      const clientId = yield* newClient
+      const principal = yield* principalOf(clientId)
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://hooks.example.com/relay", eventTypes: ["account.approved"] })
+      // 200 events, two whole pages: any event appended after the first page pushes the oldest onto a third.
+      yield* eventsAt(clientId, Date.parse("2026-01-01T00:00:00.000Z"), 200)
+      Object.assign(state, { clientId, appended: 5 })
+      const since = "2026-01-01T00:00:00.000Z"
+      // Every one of the 200 is queued again; the five new ones were queued when they were appended, as every event is.
+      assert.deepStrictEqual(yield* Webhooks.redeliver(principal, subscription.id, { since }), { redelivered: 200 })
+    }).pipe(Effect.provide(appendedBetweenPages(state)))
+  })
+
   it.effect("at most MAX_REDELIVERED events a call: a longer stretch is refused, saying how many matched, and taken in parts with until", () =>
     Effect.gen(function*() {
       const clientId = yield* newClient

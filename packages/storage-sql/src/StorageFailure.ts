@@ -75,8 +75,19 @@ export const codeOf = (cause: unknown): string | undefined => {
   return typeof cause.code === "string" ? cause.code : undefined
 }
 
-/** A SQLSTATE (PostgreSQL's five-character code) or a SQLite result code: an error the database itself sent. */
-const ANSWERED_CODE = /^(?:[0-9A-Z]{5}|SQLITE_[A-Z_]+)$/
+/**
+ * Whether `cause` is an error the database itself sent about the statement: a SQLite result code, or a PostgreSQL
+ * error message (pg's DatabaseError carries the server's `severity`) other than a connection exception (class 08,
+ * which a pooler such as PgBouncer sends when it lost the server connection a statement was out on). A node socket
+ * error's code (EPIPE, ECONNRESET) is the network's, never an answer.
+ */
+const isDatabaseAnswer = (cause: unknown): boolean => {
+  const code = codeOf(cause)
+  if (code === undefined) return false
+  if (code.startsWith("SQLITE_")) return true
+  const severity = typeof cause === "object" && cause !== null && "severity" in cause ? cause.severity : undefined
+  return typeof severity === "string" && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith("08")
+}
 
 /** pg's errors for a statement it refused to send on a connection that had already failed or was closed. */
 const NOT_SENT_MESSAGES = ["is not queryable", "Cannot use a pool after calling end"]
@@ -84,12 +95,10 @@ const NOT_SENT_MESSAGES = ["is not queryable", "Cannot use a pool after calling 
 /**
  * Whether a statement sent on its own (autocommit: it is its own commit) that failed so may have been run: its
  * connection was lost or went unanswered after it was sent, with no answer from the database. An error the database
- * sent (a SQLSTATE, such as 57P01 from a backend terminated before or while it ran; a SQLite code) means it did not
- * commit, since a statement that fails rolls back; a client that refused to send it never sent it.
+ * sent (isDatabaseAnswer: such as 57P01 from a backend terminated before or while it ran) means it did not commit,
+ * since a statement that fails rolls back; a client that refused to send it never sent it.
  */
 export const mayHaveRun = (error: Storage.StorageError, cause: unknown): boolean => {
-  if (!error.isUnavailable) return false
-  const code = codeOf(cause)
-  if (code !== undefined && ANSWERED_CODE.test(code)) return false
+  if (!error.isUnavailable || isDatabaseAnswer(cause)) return false
   return !(cause instanceof Error && NOT_SENT_MESSAGES.some((fragment) => cause.message.includes(fragment)))
 }

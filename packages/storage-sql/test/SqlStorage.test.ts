@@ -1191,6 +1191,11 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       proxy.cutConnections()
       const lost = yield* out
       assert.isTrue(judged(lost), `a lost answer (${String(lost)}) may have run`)
+      // A pooler's word that it lost the server connection the statement was out on (PgBouncer's 08P01, a server
+      // error's shape), and a socket's error whose code looks like a SQLSTATE, are no answer about the statement.
+      const pooler = Object.assign(new Error("server conn crashed?"), { code: "08P01", severity: "ERROR" })
+      const socket = Object.assign(new Error("write EPIPE"), { code: "EPIPE", errno: -32, syscall: "write" })
+      for (const cause of [pooler, socket]) assert.isTrue(judged(cause), `${cause.message} may have run`)
     }).pipe(Effect.scoped))
 
   it.live("a synced limiter's round whose connection is lost after the database ran it takes its counts as written: counted once", () =>

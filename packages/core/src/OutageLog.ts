@@ -30,10 +30,8 @@ export interface Failure {
  * message, as it is an outage to wait out and not a fault; anything else at Error with its cause in full.
  */
 export const failureOf = (cause: Cause.Cause<unknown>): Failure => {
-  const error = Storage.errorIn(cause)
-  return error?.isTransient === true
-    ? { level: "Warn", detail: error.message }
-    : { level: "Error", detail: Cause.pretty(cause) }
+  const error = Storage.transientErrorIn(cause)
+  return error !== undefined ? { level: "Warn", detail: error.message } : { level: "Error", detail: Cause.pretty(cause) }
 }
 
 export interface OutageLog {

@@ -113,6 +113,15 @@ export const errorIn = (cause: Cause.Cause<unknown>): StorageError | undefined =
   return undefined
 }
 
+/**
+ * The StorageError of a cause that is the storage unavailable or busy (a lost or refused connection, a race lost past
+ * every re-run): an outage to answer 503 to or to wait out, not a bug. Undefined for any other cause.
+ */
+export const transientErrorIn = (cause: Cause.Cause<unknown>): StorageError | undefined => {
+  const error = errorIn(cause)
+  return error?.isTransient === true ? error : undefined
+}
+
 type Op<A> = Effect.Effect<A, StorageError>
 
 /** Clients and their API users (credentials). */

@@ -109,15 +109,6 @@ interface RequestState {
   unavailable?: string
 }
 
-/**
- * The storage error of a failure that is the storage being unavailable or busy (a lost or refused connection; a lock
- * held past every re-run's timeout), not a bug: the answer is 503 with Retry-After.
- */
-const unavailableStorageIn = (cause: Cause.Cause<unknown>): Storage.StorageError | undefined => {
-  const error = Storage.errorIn(cause)
-  return error?.isTransient === true ? error : undefined
-}
-
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -260,7 +251,8 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
       // The one place a refusal becomes an answer.
       Effect.catch((error: AnyError) => Effect.succeed(Reply.failure(error, requestId))),
       Effect.catchCause((cause) => {
-        const unavailable = unavailableStorageIn(cause)
+        // The storage unavailable or busy is not a bug: the answer is 503 with Retry-After.
+        const unavailable = Storage.transientErrorIn(cause)
         if (unavailable === undefined) return Effect.as(Effect.logError("request failed with a defect", Cause.pretty(cause)), Reply.defect(requestId))
         // An outage is said in the request's own line, with its error's message: a stack, or a line of its own, would
         // add nothing but lines, one more for every request the outage refuses.

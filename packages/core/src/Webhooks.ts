@@ -312,15 +312,20 @@ export const redeliver = operation("Webhooks.redeliver")(function*(
     return yield* InvalidRequest.field("eventId", "give exactly one of eventId and since")
   }
   if (what.until !== undefined && what.since === undefined) return yield* InvalidRequest.field("until", "goes with since")
-  const since = what.since === undefined ? undefined : Timestamp.parse(what.since)
-  if (what.since !== undefined && since === undefined) return yield* InvalidRequest.field("since", Timestamp.WRITTEN_HINT)
-  const until = what.until === undefined ? undefined : Timestamp.parse(what.until)
-  if (what.until !== undefined && until === undefined) return yield* InvalidRequest.field("until", Timestamp.WRITTEN_HINT)
+  const since = yield* instantIn("since", what.since)
+  const until = yield* instantIn("until", what.until)
   const filter: DomainEvent.TrailFilter = since === undefined
     ? { id: what.eventId ?? "" }
     : { from: since, ...(until === undefined ? {} : { to: until }) }
   return yield* Idempotency.write(Webhook.Redelivered, (unit) => redeliverIn(unit, caller, id, filter, what.eventId))
 })
+
+/** The instant a caller wrote in `field`, if any (Timestamp.parse); one that names no instant is refused. */
+const instantIn = (field: "since" | "until", written: string | undefined): Effect.Effect<Timestamp.Timestamp | undefined, InvalidRequest> => {
+  if (written === undefined) return Effect.succeed(undefined)
+  const instant = Timestamp.parse(written)
+  return instant === undefined ? Effect.fail(InvalidRequest.field(field, Timestamp.WRITTEN_HINT)) : Effect.succeed(instant)
+}
 
 /** A redelivery's unit of work: the matching events found and a new delivery of each queued, oldest first. */
 const redeliverIn = Effect.fnUntraced(function*(
@@ -331,7 +336,8 @@ const redeliverIn = Effect.fnUntraced(function*(
   eventId: string | undefined
 ) {
   const subscription = yield* findOwned(unit, caller, id)
-  // Only the types the subscription takes are read (all of them when it names none).
+  // Only the types the subscription takes are read (all of them when it names none), so every event found is one it
+  // takes.
   const filter = subscription.eventTypes.length === 0 ? events : { ...events, types: subscription.eventTypes as ReadonlyArray<DomainEvent.EventType> }
   const first = yield* unit.pageEvents(caller.clientId, filter, { page: 1, limit: 100 })
   if (first.total > MAX_REDELIVERED) {
@@ -351,9 +357,7 @@ const redeliverIn = Effect.fnUntraced(function*(
     for (const event of events.items) found.set(event.id, event)
     total = events.total
   }
-  const chosen = [...found.values()]
-    .filter((e) => Webhook.matches({ ...subscription, enabled: true }, e.type))
-    .sort((a, b) => a.position - b.position)
+  const chosen = [...found.values()].sort((a, b) => a.position - b.position)
   if (eventId !== undefined && chosen.length === 0) return yield* new NotFound({ resource: "event", id: eventId })
   for (const event of chosen) yield* Webhook.enqueueDelivery(unit, subscription, DomainEvent.toView(event))
   return { redelivered: chosen.length }

@@ -28,8 +28,8 @@ const publicOnly = (resolve: ResolveAll) =>
     callback: (error: Error | null, address: string | Array<LookupAddress>, family?: number) => void
   ) =>
     resolve(hostname, (error, found) => {
-      const addresses = found.filter((address) => options.family === undefined || options.family === 0 || address.family === options.family)
       if (error !== null) return callback(error, [])
+      const addresses = found.filter((address) => options.family === undefined || options.family === 0 || address.family === options.family)
       const refused = addresses.find((address) => Webhooks.isNonPublicHost(address.address))
       // Without the address: the delivery log is the client's to read, and would tell it what internal names resolve to.
       if (refused !== undefined) return callback(new Error(`${hostname} resolves to an address that is not public`), [])
@@ -44,7 +44,7 @@ export const layerNodeWebhookTransport = (resolve: ResolveAll = resolveWithSyste
     Webhooks.WebhookTransport,
     Webhooks.WebhookTransport.of({
       post: (url, headers, body, timeoutMillis) =>
-        Effect.flatMap(Webhooks.WebhookSettings.pipe(Effect.map((settings) => settings.allowPrivateTargets)), (allowPrivateTargets) =>
+        Effect.flatMap(Webhooks.WebhookSettings, ({ allowPrivateTargets }) =>
           Effect.tryPromise({
             try: (signal) =>
               new Promise<{ readonly status: number }>((done, fail) => {

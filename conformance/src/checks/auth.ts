@@ -5,6 +5,7 @@
  * checks (AUTH-ORDER-1).
  */
 import { defineCheck, type CheckContext } from "../Check.js"
+import { hexOf, sha256 } from "../Digest.js"
 import { allPermissions, endpointPath, endpoints, permissions, type Endpoint } from "../Endpoints.js"
 import type { Tenant } from "../Fixtures.js"
 import { RelayClient } from "../RelayClient.js"
@@ -138,10 +139,9 @@ const fragmentsOf = (secret: string): ReadonlyArray<string> =>
  * try candidates, and is what many implementations store).
  */
 const revealingFormsOf = async (secret: string): Promise<ReadonlyArray<string>> => {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)))
-  const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("")
+  const digest = await sha256(secret)
   const base64 = btoa(String.fromCharCode(...digest))
-  return [...fragmentsOf(secret), hex, base64, base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=/g, "")]
+  return [...fragmentsOf(secret), hexOf(digest), base64, base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=/g, "")]
 }
 
 /** Whether the answer's body or a header carries one of `forms` (see revealingFormsOf), in any case. */

@@ -4,9 +4,11 @@
  */
 import { Decimal } from "decimal.js"
 import { FakeRelay, type FakeFault, type FakeVariant } from "../reference/FakeRelay.js"
-import { control, isObject, pathOf, precisionOf, readJsonBody, rewrite, withBody, type Fault } from "./wrap.js"
+import { hexOf, sha256 } from "../Digest.js"
+import { askAt, control, isObject, pathOf, precisionOf, readJsonBody, rewrite, withBody, type Fault } from "./wrap.js"
 
 const isTransfer = (request: Request): boolean => request.method === "POST" && /\/relay\/v1\/transactions\/(initiate|calculate-fee)$/.test(pathOf(request))
+const isTransactionList = (request: Request): boolean => request.method === "GET" && pathOf(request).endsWith("/relay/v1/transactions")
 const isList = (request: Request): boolean => request.method === "GET" && /\/relay\/v1\/(accounts|transactions|whitelisted-addresses)$/.test(pathOf(request))
 const byIdRead = /\/relay\/v1\/(accounts|transactions|whitelisted-addresses)\/[^/]+(\/status)?$/
 
@@ -202,9 +204,8 @@ export const faults: ReadonlyArray<Fault> = [
       const response = await handler(request)
       const secret = request.headers.get("x-api-secret")
       if (secret === null || !pathOf(request).startsWith("/relay/v1/")) return response
-      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)))
       const headers = new Headers(response.headers)
-      headers.set("x-credential-fingerprint", Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join(""))
+      headers.set("x-credential-fingerprint", hexOf(await sha256(secret)))
       return new Response(await response.text(), { status: response.status, headers })
     }
   },
@@ -237,7 +238,7 @@ export const faults: ReadonlyArray<Fault> = [
       const page = url.searchParams.get("page")
       if (page !== null && /^-?\d+$/.test(page) && Number(page) <= 0) {
         url.searchParams.set("page", "1")
-        return handler(new Request(url, { method: request.method, headers: request.headers }))
+        return askAt(handler, request, url)
       }
       return handler(request)
     }
@@ -369,7 +370,7 @@ export const faults: ReadonlyArray<Fault> = [
       const url = new URL(request.url)
       if (/^\/(relay\/v2\/|relay\/|v1\/)?accounts$/.test(url.pathname.slice(1) === "" ? "" : url.pathname) || /^\/(relay\/v2|relay|v1)\/accounts$/.test(url.pathname) || url.pathname === "/accounts") {
         url.pathname = "/relay/v1/accounts"
-        return handler(new Request(url, { method: request.method, headers: request.headers }))
+        return askAt(handler, request, url)
       }
       return handler(request)
     }
@@ -381,7 +382,7 @@ export const faults: ReadonlyArray<Fault> = [
     wrap: (handler) => async (request) => {
       const url = new URL(request.url)
       const status = url.searchParams.get("status")?.toLowerCase()
-      if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || (status !== "pending" && status !== "completed")) return handler(request)
+      if (!isTransactionList(request) || (status !== "pending" && status !== "completed")) return handler(request)
       const moved = (item: unknown): boolean => isObject(item) && item["status"] === "PENDING_PROVIDER_APPROVAL"
       const itemsOf = (body: unknown): ReadonlyArray<unknown> => (isObject(body) && Array.isArray(body["items"]) ? body["items"] : [])
       const totalOf = (body: unknown): number => (isObject(body) && typeof body["total"] === "number" ? body["total"] : 0)
@@ -390,7 +391,7 @@ export const faults: ReadonlyArray<Fault> = [
       }
       const pendingUrl = new URL(url)
       pendingUrl.searchParams.set("status", "pending")
-      const extra = itemsOf(await (await handler(new Request(pendingUrl, { method: "GET", headers: request.headers }))).json()).filter(moved)
+      const extra = itemsOf(await (await askAt(handler, request, pendingUrl)).json()).filter(moved)
       return rewrite(await handler(request), (body) => ({ ...(isObject(body) ? body : {}), items: [...extra, ...itemsOf(body)], total: totalOf(body) + extra.length }))
     }
   },
@@ -405,7 +406,7 @@ export const faults: ReadonlyArray<Fault> = [
       return async (request) => {
         const response = await handler(request)
         if (request.method === "POST" && pathOf(request).endsWith("/relay/v1/transactions/initiate") && response.status === 201) initiated += 1
-        if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || response.status !== 200) return response
+        if (!isTransactionList(request) || response.status !== 200) return response
         return rewrite(response, (body) => (isObject(body) && Array.isArray(body["items"]) && body["items"].length > 0 ? { ...body, total: initiated } : body))
       }
     }
@@ -416,10 +417,10 @@ export const faults: ReadonlyArray<Fault> = [
     checks: ["txn.list.filters"],
     wrap: (handler) => async (request) => {
       const url = new URL(request.url)
-      if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || !url.searchParams.has("status")) return handler(request)
+      if (!isTransactionList(request) || !url.searchParams.has("status")) return handler(request)
       const unfiltered = new URL(url)
       unfiltered.searchParams.delete("status")
-      const all = (await (await handler(new Request(unfiltered, { method: "GET", headers: request.headers }))).json()) as unknown
+      const all = (await (await askAt(handler, request, unfiltered)).json()) as unknown
       return rewrite(await handler(request), (body) => (isObject(body) && isObject(all) ? { ...body, total: all["total"] } : body))
     }
   },
@@ -429,7 +430,7 @@ export const faults: ReadonlyArray<Fault> = [
     checks: ["txn.list.filters"],
     wrap: (handler) => async (request) => {
       const status = new URL(request.url).searchParams.get("status")
-      if (request.method === "GET" && pathOf(request).endsWith("/relay/v1/transactions") && status !== null && status !== status.toLowerCase()) {
+      if (isTransactionList(request) && status !== null && status !== status.toLowerCase()) {
         return new Response(JSON.stringify({ message: "invalid status", code: "INVALID_REQUEST", requestId: "x" }), { status: 400, headers: { "content-type": "application/json" } })
       }
       return handler(request)
@@ -443,7 +444,7 @@ export const faults: ReadonlyArray<Fault> = [
       const url = new URL(request.url)
       if (request.method !== "GET" || url.pathname !== "/relay/v1/accounts" || !url.searchParams.has("role")) return handler(request)
       url.searchParams.delete("role")
-      return handler(new Request(url, { method: "GET", headers: request.headers }))
+      return askAt(handler, request, url)
     }
   },
   {
@@ -510,9 +511,9 @@ export const faults: ReadonlyArray<Fault> = [
     wrap: (handler) => async (request) => {
       const url = new URL(request.url)
       const page = url.searchParams.get("page")
-      if (request.method !== "GET" || !pathOf(request).endsWith("/relay/v1/transactions") || page === null || page === "1") return handler(request)
+      if (!isTransactionList(request) || page === null || page === "1") return handler(request)
       url.searchParams.set("page", "1")
-      const response = await handler(new Request(url, { method: request.method, headers: request.headers }))
+      const response = await askAt(handler, request, url)
       return rewrite(response, (body) => (isObject(body) ? { ...body, page: Number(page) } : body))
     }
   },
@@ -534,7 +535,7 @@ export const faults: ReadonlyArray<Fault> = [
       const url = new URL(request.url)
       if (!isList(request) || url.searchParams.has("limit")) return handler(request)
       url.searchParams.set("limit", "10")
-      return handler(new Request(url, { method: "GET", headers: request.headers }))
+      return askAt(handler, request, url)
     }
   },
   {
@@ -665,7 +666,7 @@ export const faults: ReadonlyArray<Fault> = [
       if (statuses.length <= 1) return handler(request)
       url.searchParams.delete("status")
       url.searchParams.set("status", statuses[0] ?? "")
-      return handler(new Request(url, { method: "GET", headers: request.headers }))
+      return askAt(handler, request, url)
     }
   },
   {

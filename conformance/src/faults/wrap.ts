@@ -53,6 +53,10 @@ export const rewrite = async (response: Response, change: (body: unknown) => unk
 
 export const pathOf = (request: Request): string => new URL(request.url).pathname
 
+/** The request asked again at another URL (its path or query bent), with its method and headers; no body. */
+export const askAt = (handler: Handler, request: Request, url: URL): Promise<Response> =>
+  handler(new Request(url, { method: request.method, headers: request.headers }))
+
 /** Calls the control protocol on the same handler. */
 export const control = (handler: Handler, token: string, method: string, path: string, body?: unknown): Promise<Response> =>
   handler(

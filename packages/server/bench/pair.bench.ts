@@ -14,7 +14,9 @@
  *
  * BENCH_SCENARIO: account (GET an account, default), list (GET the accounts), initiate (POST, to the whitelisted
  * address), initiate-keyed (the same, each under an Idempotency-Key of its own), transactions (GET a first page of twenty, initiated before the warm-up). BENCH_PG_URL: each server on a
- * PostgreSQL database of its own (created and dropped here; rate limits in memory) instead of a SQLite file.
+ * PostgreSQL database of its own (created and dropped here) instead of a SQLite file. BENCH_RATE_LIMIT_STORE: where
+ * the servers count rate limits (RELAY_RATE_LIMIT_STORE: memory, the default here, database, synced, or redis with
+ * BENCH_REDIS_URL; each server's demo keys are its own, so are their counts).
  * BENCH_PG_DELAY_MS (with BENCH_PG_URL): each server reaches PostgreSQL through a proxy (delayProxy.mjs, a process
  * of its own) that holds every chunk that many milliseconds each way, as a database on another host would; a round
  * trip then costs twice that more. BENCH_LOG_LEVEL (default Info), BENCH_DURATION (seconds per round, default 5),
@@ -31,6 +33,8 @@ const scenario = demoScenarioOf(process.env["BENCH_SCENARIO"], "account")
 const pgUrl = process.env["BENCH_PG_URL"]
 const pgDelayMillis = Number(process.env["BENCH_PG_DELAY_MS"] ?? "0")
 const logLevel = process.env["BENCH_LOG_LEVEL"] ?? "Info"
+const rateLimitStore = process.env["BENCH_RATE_LIMIT_STORE"] ?? "memory"
+const redisUrl = process.env["BENCH_REDIS_URL"]
 const { duration, rounds, warmup, connections } = turnSettingsFromEnv({ rounds: 5 })
 
 interface Server extends DemoServer {
@@ -72,7 +76,8 @@ const run = async () => {
         ready: READY,
         env: {
           RELAY_DATABASE: database,
-          RELAY_RATE_LIMIT_STORE: "memory",
+          RELAY_RATE_LIMIT_STORE: rateLimitStore,
+          ...(redisUrl === undefined ? {} : { RELAY_REDIS_URL: redisUrl }),
           PORT: "0",
           RELAY_DEMO: "always",
           RELAY_LOG_LEVEL: logLevel,
@@ -84,7 +89,7 @@ const run = async () => {
       await demoPrepared(scenario, server)
       servers.push(server)
     }
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : pgDelayMillis > 0 ? `PostgreSQL ${pgDelayMillis} ms away each way` : "PostgreSQL"}; ${scenario}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; ${pgUrl === undefined ? "SQLite" : pgDelayMillis > 0 ? `PostgreSQL ${pgDelayMillis} ms away each way` : "PostgreSQL"}; ${scenario}; rate limits counted in ${rateLimitStore}; log level ${logLevel}; ${connections} connections, ${rounds} rounds of ${duration} s after ${warmup} s of warm-up each\n\n`)
     const results = await takeTurns(servers, load, { warmup, rounds, duration, pidOf: (server) => server.pid })
     process.stdout.write(turnsTable(results, (server) => server.tree, servers[0] as Server, "tree"))
   } finally {

@@ -7,7 +7,7 @@ import type { Storage } from "@custody-relay/core"
 import { type CompiledQuery, type ControlledTransaction, type Expression, type Kysely, PostgresIntrospector, sql, SqliteIntrospector } from "kysely"
 import type { SeenCommits, Sighting } from "./PageBoundaries.js"
 import type { Database } from "./schema/Database.js"
-import type { SessionOpener } from "./SqlSession.js"
+import type { Autocommit, SessionOpener } from "./SqlSession.js"
 
 export type EngineName = "sqlite" | "postgres"
 
@@ -22,6 +22,8 @@ export interface SqlEngine {
   readonly begin: (db: Kysely<Database>, mode: Exclude<Storage.UnitMode, "lookup">) => Promise<ControlledTransaction<Database>>
   /** How the storage's units of work open their transactions on `db` (see SqlSession). */
   readonly sessions: (db: Kysely<Database>) => SessionOpener
+  /** How a statement that commits on its own, outside any unit, runs on `db` (see SqlSession.Autocommit). */
+  readonly autocommit: (db: Kysely<Database>) => Autocommit
   /**
    * Whether a write unit's reads by id lock the row they return (SELECT ... FOR NO KEY UPDATE) until the unit
    * ends. PostgreSQL needs it so two nodes cannot both read one balance and both spend it; SQLite's write lock

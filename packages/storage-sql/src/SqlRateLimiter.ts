@@ -48,37 +48,41 @@ const bounded = (millis: number) => <A>(statement: Effect.Effect<A, Storage.Stor
  * (a backend terminated before it ran: the statement rolled back), is re-run, as a lost race is
  * (StorageFailure.mayHaveRun).
  */
-const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
-  Effect.suspend(() => {
-    let sent = false
-    return Effect.tryPromise({
-      try: () =>
-        db.connection().execute(async (connection) => {
-          sent = true
-          const rows = await connection.insertInto("rate_limit_windows")
-            .values(
-              [...windows]
-                .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
-                .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
-            )
-            .onConflict((oc) =>
-              oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
-            )
-            .returning(["key", "window_start", "count"])
-            .execute()
+const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => {
+  const autocommit = engine.autocommit(db)
+  return (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
+    Effect.suspend(() => {
+      let sent = false
+      const upsert = db.insertInto("rate_limit_windows")
+        .values(
+          [...windows]
+            .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
+            .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
+        )
+        .onConflict((oc) =>
+          oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
+        )
+        .returning(["key", "window_start", "count"])
+        .compile()
+      return Effect.tryPromise({
+        try: async () => {
+          const { rows } = await autocommit(upsert, () => {
+            sent = true
+          })
           const totals = new Map(rows.map((row) => [`${Number(row.window_start)} ${row.key}`, Number(row.count)]))
           return windows.map((window) => {
             const total = totals.get(`${window.windowStart} ${window.key}`)
             if (total === undefined) throw new Error(`the upsert of rate-limit windows returned no count for ${window.key}`)
             return total
           })
-        }),
-      catch: (cause) => {
-        const error = engine.classify(cause)
-        return sent && StorageFailure.mayHaveRun(error, cause) ? StorageFailure.commitOutcomeUnknown(cause) : error
-      }
-    })
-  }).pipe(Effect.retry(retry), bounded(timeoutMillis))
+        },
+        catch: (cause) => {
+          const error = engine.classify(cause)
+          return sent && StorageFailure.mayHaveRun(error, cause) ? StorageFailure.commitOutcomeUnknown(cause) : error
+        }
+      })
+    }).pipe(Effect.retry(retry), bounded(timeoutMillis))
+}
 
 /** Removes the windows that ended by `nowMillis`, at most once per PURGE_INTERVAL_MILLIS of calls. */
 const purgeEvery = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => {

@@ -111,6 +111,20 @@ const lookupSession = (db: Kysely<Database>, engine: SqlEngine): SqlSession => (
   release: Effect.void
 })
 
+/**
+ * Runs one statement that commits on its own, outside any unit (the rate limiter's counts), and answers its result.
+ * `sent` is called once the statement has a connection to go out on: a failure before then is known not to have run
+ * it. How the statement reaches the database is the engine's (SqlEngine.autocommit).
+ */
+export type Autocommit = <R>(query: CompiledQuery<R>, sent: () => void) => Promise<QueryResult<R>>
+
+/** An autocommit statement through kysely's driver, on a connection of its own. */
+export const kyselyAutocommit = (db: Kysely<Database>): Autocommit => (query, sent) =>
+  db.connection().execute((connection) => {
+    sent()
+    return connection.executeQuery(query)
+  })
+
 /** Sessions over kysely's own transactions: `engine.begin`, then `executeQuery` on the controlled transaction. */
 export const kyselySessions = (db: Kysely<Database>, engine: SqlEngine): SessionOpener => {
   const openLookup = lookupSession(db, engine)

@@ -3,7 +3,7 @@
  * in front of a real database: a statement is parsed once per connection and then only bound; a connection keeps
  * at most its capacity, and none with capacity 0; a schema change that makes a kept statement's plan invalid costs
  * the unit a re-run, never an error; a name a failed pipeline may have left on the server is closed with the next
- * one. And the classification the re-run rests on.
+ * one; the rate limiter's count in the database is kept too. And the classification the re-run rests on.
  */
 
 import { describe, it } from "@effect/vitest"
@@ -14,6 +14,7 @@ import { classifyPostgresError } from "../src/postgres/classifyPostgresError.js"
 import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import { PreparedStatements } from "../src/postgres/PreparedStatements.js"
+import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { scopedCountingProxy } from "./CountingProxy.js"
 import { admin, postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
@@ -125,6 +126,26 @@ describe.skipIf(postgresSkipReason !== undefined)("statements kept prepared on e
       assert.strictEqual(inserted.parses, 1)
       const next = yield* sent(readAccount)
       assert.strictEqual(next.parses, 0)
+    })))
+})
+
+describe.skipIf(postgresSkipReason !== undefined)("a rate-limit count in the database, kept prepared (LIM-RATE-1)", () => {
+  it.live("a turn's upsert is parsed on its connection's first count; every later count of as many windows only binds it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, sent } = yield* world()
+      const limiter = SqlRateLimiter.make(db, PostgresEngine)
+      const policy = { limit: 100, windowSeconds: 3600 }
+      const key = `crk_${crypto.randomUUID()}`
+      // The first count also purges ended windows (once a minute), a statement of its own.
+      const first = yield* sent(limiter.consume(key, policy))
+      assert.strictEqual(first.value.remaining, 99)
+      assert.isAtLeast(first.parses, 1)
+      for (let count = 2; count <= 4; count++) {
+        const again = yield* sent(limiter.consume(key, policy))
+        assert.strictEqual(again.value.remaining, 100 - count)
+        // Sent unnamed, through kysely's driver, each count was parsed again.
+        assert.strictEqual(again.parses, 0)
+      }
     })))
 })
 

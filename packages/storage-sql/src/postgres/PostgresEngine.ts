@@ -9,7 +9,7 @@ import { CompiledQuery } from "kysely"
 import { LIST_CHANGES_KEPT_MILLIS } from "../PageBoundaries.js"
 import { plainParameters, type SqlEngine } from "../SqlEngine.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
-import { isolation, postgresSessions } from "./PostgresSession.js"
+import { isolation, postgresAutocommit, postgresSessions } from "./PostgresSession.js"
 
 export const PostgresEngine: SqlEngine = {
   name: "postgres",
@@ -28,6 +28,7 @@ export const PostgresEngine: SqlEngine = {
   },
   // BEGIN with the first statement, writes with the next one (see PostgresSession).
   sessions: (db) => postgresSessions(db, PostgresEngine),
+  autocommit: postgresAutocommit,
   // PostgreSQL plans an unnamed statement with its values each time anyway; nothing to hide from its planner.
   opaque: plainParameters,
   substringPosition: "strpos",

@@ -24,7 +24,7 @@ import { Effect } from "effect"
 import type { CompiledQuery, Kysely, QueryResult } from "kysely"
 import type { Database } from "../schema/Database.js"
 import type { SqlEngine } from "../SqlEngine.js"
-import { type CredentialCheck, kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
+import { type Autocommit, type CredentialCheck, kyselyAutocommit, kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
 import { LIST_TOTAL } from "../SqlUnit.js"
 import * as StorageFailure from "../StorageFailure.js"
 import { type PgParts, Pipeline, type PipelineStatement } from "./Pipeline.js"
@@ -334,5 +334,29 @@ const pipelinedLookup = ({ pool, parts }: PipelineSupport, engine: SqlEngine, cr
     },
     commit: Effect.void,
     release: Effect.void
+  }
+}
+
+/**
+ * A statement that commits on its own (the rate limiter's count of a turn), sent as a pipeline of one on a connection
+ * of the pool taken for it: under the name the connection keeps for its text, so it is parsed once per connection
+ * rather than at every count (PreparedStatements), and bounded as a unit's round trips are (Pipeline). Through
+ * kysely's driver where `db` was not made by openPostgres.
+ */
+export const postgresAutocommit = (db: Kysely<Database>): Autocommit => {
+  const support = supportOf.get(db)
+  if (support === undefined) return kyselyAutocommit(db)
+  const { parts, pool } = support
+  return async <R>(query: CompiledQuery<R>, sent: () => void) => {
+    const client = await pool.connect()
+    sent()
+    try {
+      const [result] = await send(client, parts, [query])
+      client.release()
+      return (result ?? { rows: [] }) as QueryResult<R>
+    } catch (cause) {
+      client.release(cause instanceof Error ? cause : true)
+      throw cause
+    }
   }
 }

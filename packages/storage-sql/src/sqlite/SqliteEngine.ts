@@ -3,7 +3,7 @@
  * Units run straight on better-sqlite3 when the database was opened by openSqlite (see SqliteSession).
  */
 import { castParameters, type SqlEngine } from "../SqlEngine.js"
-import { kyselySessions } from "../SqlSession.js"
+import { kyselyAutocommit, kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
 import * as SqliteSession from "./SqliteSession.js"
 
@@ -15,6 +15,8 @@ export const SqliteEngine: SqlEngine = {
     const handle = SqliteSession.handleOf(db)
     return handle === undefined ? kyselySessions(db, SqliteEngine) : SqliteSession.sessions(handle)
   },
+  // Through the driver, which takes the write lock in turn with the units (WriteLockDriver).
+  autocommit: kyselyAutocommit,
   opaque: castParameters,
   substringPosition: "instr",
   locksRowsForWrite: false,

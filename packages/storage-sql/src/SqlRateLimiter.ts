@@ -8,9 +8,10 @@
 import { OutageLog, RateLimiter, Storage } from "@custody-relay/core"
 import { Clock, Effect, Fiber, Schedule, Semaphore } from "effect"
 import type { Kysely } from "kysely"
-import type { Database } from "./schema/Database.js"
+import type { Database, RateLimitWindowsTable } from "./schema/Database.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import { isRetryable } from "./SqlStorage.js"
+import { byRows } from "./StatementTemplate.js"
 import * as StorageFailure from "./StorageFailure.js"
 
 const PURGE_INTERVAL_MILLIS = 60_000
@@ -50,20 +51,23 @@ const bounded = (millis: number) => <A>(statement: Effect.Effect<A, Storage.Stor
  */
 const addToWindows = (db: Kysely<Database>, engine: SqlEngine, timeoutMillis: number) => {
   const autocommit = engine.autocommit(db)
+  // Compiled once per number of windows: building it with kysely at every count was 4% of a GET's CPU.
+  const upsertOf = byRows((rows: ReadonlyArray<RateLimitWindowsTable>) =>
+    db.insertInto("rate_limit_windows")
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
+      )
+      .returning(["key", "window_start", "count"])
+  )
   return (windows: ReadonlyArray<RateLimiter.WindowCounts>) =>
     Effect.suspend(() => {
       let sent = false
-      const upsert = db.insertInto("rate_limit_windows")
-        .values(
-          [...windows]
-            .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
-            .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
-        )
-        .onConflict((oc) =>
-          oc.columns(["key", "window_start"]).doUpdateSet((eb) => ({ count: eb("rate_limit_windows.count", "+", eb.ref("excluded.count")) }))
-        )
-        .returning(["key", "window_start", "count"])
-        .compile()
+      const upsert = upsertOf(
+        [...windows]
+          .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowStart - b.windowStart))
+          .map((window) => ({ key: window.key, window_start: window.windowStart, window_end: window.windowEnd, count: window.added }))
+      ).compile()
       return Effect.tryPromise({
         try: async () => {
           const { rows } = await autocommit(upsert, () => {

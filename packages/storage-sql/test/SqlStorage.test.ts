@@ -59,12 +59,18 @@ const until = (check: Effect.Effect<boolean>) =>
 /** `db` with every statement run through it recorded, by kind (kysely's node kind, e.g. "InsertQueryNode"). */
 const statementsThrough = (db: Kysely<Database>) => {
   const kinds: Array<string> = []
+  // A statement is compiled once and may be run many times (StatementTemplate): its kind is noted as it is compiled,
+  // and recorded each time it is answered.
+  const kindOf = new WeakMap<object, string>()
   const counted = db.withPlugin({
     transformQuery: (args) => {
-      kinds.push(args.node.kind)
+      kindOf.set(args.queryId, args.node.kind)
       return args.node
     },
-    transformResult: (args) => Promise.resolve(args.result)
+    transformResult: (args) => {
+      kinds.push(kindOf.get(args.queryId) ?? "unknown")
+      return Promise.resolve(args.result)
+    }
   })
   return { counted, kinds }
 }

@@ -56,15 +56,20 @@ const until = (check: Effect.Effect<boolean>) =>
     for (let i = 0; i < 250 && !(yield* check); i++) yield* Effect.sleep("20 millis")
   })
 
-/** `db` with every statement run through it recorded, by kind (kysely's node kind, e.g. "InsertQueryNode"). */
+/**
+ * `db` with every statement run through it recorded, by kind (kysely's node kind, e.g. "InsertQueryNode"), and every
+ * statement compiled through it.
+ */
 const statementsThrough = (db: Kysely<Database>) => {
   const kinds: Array<string> = []
+  const compiled: Array<string> = []
   // A statement is compiled once and may be run many times (StatementTemplate): its kind is noted as it is compiled,
   // and recorded each time it is answered.
   const kindOf = new WeakMap<object, string>()
   const counted = db.withPlugin({
     transformQuery: (args) => {
       kindOf.set(args.queryId, args.node.kind)
+      compiled.push(args.node.kind)
       return args.node
     },
     transformResult: (args) => {
@@ -72,7 +77,7 @@ const statementsThrough = (db: Kysely<Database>) => {
       return Promise.resolve(args.result)
     }
   })
-  return { counted, kinds }
+  return { counted, kinds, compiled }
 }
 
 const engines: ReadonlyArray<Engine> = [
@@ -314,7 +319,7 @@ for (const { engine, fresh, name } of engines) {
     it.live("LIM-RATE-1 LIM-RATE-3: a node's counts of one turn are one upsert; two nodes asking for keys in opposite orders count exactly", () =>
       Effect.gen(function*() {
         const { db, other } = yield* twoNodes
-        const { counted, kinds } = statementsThrough(db)
+        const { compiled, counted, kinds } = statementsThrough(db)
         const nodes = [SqlRateLimiter.make(counted, engine), SqlRateLimiter.make(other, engine)] as const
         const run = crypto.randomUUID()
         const keys = ["a", "b", "c"].map((name) => `crk_${run}_${name}`)
@@ -329,6 +334,8 @@ for (const { engine, fresh, name } of engines) {
           Effect.forEach(Array.from({ length: 5 }, () => [...keys].reverse()), (order) => turn(nodes[1], order))
         ], { concurrency: 2 })
         assert.strictEqual(kinds.length - before, 5, "one upsert for each of the node's five turns of six counts")
+        // The warm-up's count compiled the upsert of one window; a turn's, of three windows, is compiled once.
+        assert.strictEqual(compiled.filter((kind) => kind === "InsertQueryNode").length, 2, "the upsert compiled once per number of windows")
         const decisions = [...first.flat(), ...second.flat()]
         for (const key of keys) {
           const allowed = decisions.filter((decision) => decision.key === key && decision.allowed)

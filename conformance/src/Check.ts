@@ -3,9 +3,8 @@
  * capabilities it needs, and a body that judges the target through a `CheckContext`.
  */
 import fc from "fast-check"
-import type { Need } from "./Control.js"
-import type { Control } from "./Control.js"
-import type { Fixtures } from "./Fixtures.js"
+import { CapabilityMissing, ControlError, type Control, type Need } from "./Control.js"
+import { FixtureFailure, type Fixtures } from "./Fixtures.js"
 import type { Profile } from "./Profile.js"
 import { requirementById } from "./requirements.js"
 import { formatExchange, type Exchange, type HttpResult, type Transport } from "./Transport.js"
@@ -36,6 +35,10 @@ export class NotDeclared extends Error {
     this.name = "NotDeclared"
   }
 }
+
+/** An error of the kit's setting up, not of the implementation's answers (see `runProperty`). */
+const isSetupProblem = (error: unknown): boolean =>
+  error instanceof CapabilityMissing || error instanceof NotDeclared || error instanceof ControlError || error instanceof FixtureFailure
 
 /** Thrown to stop a check at a violation. */
 export class CheckFailure extends Error {
@@ -179,6 +182,10 @@ export class CheckContext {
     const counterexample = details.counterexample === null ? "(none)" : fc.stringify(details.counterexample)
     this.propertyFailure = { seed: details.seed, path: details.counterexamplePath ?? undefined, counterexample, numRuns: details.numRuns }
     const error = details.errorInstance
+    // What the kit could not set up or reach (a control call the target does not offer, a fixture step it refused)
+    // is no verdict on the property: it goes to the runner as it is, which files it as not-applicable or as a
+    // harness error, never as a violation of the property's requirement ids.
+    if (isSetupProblem(error)) throw error
     const inner = error instanceof CheckFailure ? error.violation : undefined
     const exchanges = (this.failingRunExchanges ?? []).slice(-6).map((exchange) => formatExchange(exchange))
     throw new CheckFailure({

@@ -40,7 +40,8 @@ export const usage = `custody-relay-conformance [doctor] [options]
   --config FILE             JSON config: baseUrl, controlUrl, controlToken, or black-box
                             credentials {primary, secondary} with the implementation's profile
   --check ID                run only this check (repeatable; exact ids)
-  --tag TAG                 run only checks with this tag (repeatable)
+  --tag TAG                 run only checks with this tag (repeatable; with --check, a check must
+                            match both)
   --seed N                  run seed (each check derives its own from it)
   --num-runs N              property runs per check (default 100)
   --path PATH               fast-check replay path (with --check and --seed)
@@ -52,6 +53,8 @@ export const usage = `custody-relay-conformance [doctor] [options]
   --coverage                print each requirement with its checks and the faults that prove them, and exit
   --list                    list the checks and exit
 `
+
+const reporters = ["console", "json", "junit"]
 
 const readJson = async (file: string): Promise<unknown> => JSON.parse(await readFile(file, "utf8")) as unknown
 
@@ -130,6 +133,10 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
   }
   const controlToken = values["control-token"] ?? (typeof config["controlToken"] === "string" ? config["controlToken"] : undefined)
   const controlUrl = values["control-url"] ?? (typeof config["controlUrl"] === "string" ? config["controlUrl"] : undefined)
+  if (controlUrl !== undefined && controlToken === undefined) {
+    io.stderr("--control-url needs --control-token (or controlToken in the config): without it the run would be black-box\n")
+    return 2
+  }
   let control: Control | HttpControlOptions | undefined
   if (controlToken !== undefined) control = controlUrl === undefined ? { token: controlToken, ...(baseUrl === undefined ? {} : { url: joinPath(baseUrl, "/__control") }) } : { token: controlToken, url: controlUrl }
   else if (baseUrl === undefined) control = overrides.control
@@ -169,8 +176,14 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     }
     expectedFailures = parsed.entries
   }
+  const reporter = values.reporter ?? "console"
+  if (!reporters.includes(reporter)) {
+    io.stderr(`--reporter must be one of ${reporters.join(", ")}, got ${JSON.stringify(reporter)}\n`)
+    return 2
+  }
   let checks = values.check
   let seed = values.seed === undefined ? undefined : Number(values.seed)
+  let numRuns = values["num-runs"] === undefined ? undefined : Number(values["num-runs"])
   if (values["rerun-failed"] !== undefined) {
     const previous = (await readJson(values["rerun-failed"])) as Partial<Report>
     const failed = (previous.checks ?? []).filter((check) => ["fail", "warn", "harness-error", "unexpected-pass"].includes(check.outcome)).map((check) => check.id)
@@ -180,9 +193,10 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     }
     checks = failed
     seed = seed ?? previous.seed
+    numRuns = numRuns ?? previous.numRuns
   }
   if (seed !== undefined && !Number.isSafeInteger(seed)) throw new Error("--seed must be an integer")
-  const numRuns = values["num-runs"] === undefined ? undefined : Number(values["num-runs"])
+  if (numRuns !== undefined && !(Number.isSafeInteger(numRuns) && numRuns >= 1)) throw new Error("--num-runs must be a whole number of at least 1")
   const options: RunOptions = {
     target,
     ...(control === undefined ? {} : { control }),
@@ -203,7 +217,6 @@ export const runCli = async (argv: ReadonlyArray<string>, io: CliIo, overrides: 
     }
   }
   const report = await runConformance(options)
-  const reporter = values.reporter ?? "console"
   const text = reporter === "json" ? formatJson(report) : reporter === "junit" ? formatJunit(report) : formatConsole(report)
   io.stdout(text)
   if (values.output !== undefined) await writeFile(values.output, reporter === "console" ? formatJson(report) : text)

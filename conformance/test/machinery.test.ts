@@ -179,6 +179,43 @@ describe("reporting", () => {
   })
 })
 
+describe("JUnit: what fails or stops a run besides its checks", () => {
+  const base = {
+    kind: "custody-relay-conformance-statement",
+    kit: { name: "k", version: "0" },
+    interfaceVersion: "v1",
+    controlProtocolVersion: "1.1",
+    implementation: { name: "impl", version: "1", interfaceVersion: "v1" },
+    target: "t",
+    mode: "control",
+    startedAt: "2026-01-01T00:00:00.000Z",
+    durationMs: 5,
+    seed: 1,
+    numRuns: 1,
+    counts: { pass: 1, fail: 0, warn: 0, "expected-fail": 0, "unexpected-pass": 0, "not-applicable": 0, "harness-error": 0 },
+    checks: [{ id: "a.b", title: "t", requirements: ["A-1"], tags: ["x"], outcome: "pass", rawOutcome: "pass", seed: 1, durationMs: 1, violations: [], warnings: [], replay: "--check a.b" }],
+    doctor: []
+  } as const
+
+  it("a stale expected-failure entry fails the run, and the XML names it as a failing test case", () => {
+    const xml = formatJunit({ ...base, status: "failed", requirements: [], unusedExpectations: [{ checkId: "page.envlope", reason: "typo" }] } satisfies Report)
+    expect(xml).toContain('tests="2" failures="1"')
+    expect(xml).toMatch(/<testcase classname="conformance.run" name="expected-failures entry page.envlope"[^>]*><failure message="stale expected-failure entry">/)
+  })
+
+  it("an incomplete run names the MUST requirements it left untested, as an error", () => {
+    const requirements = [
+      { id: "A-1", level: "MUST", outcome: "pass", checks: ["a.b"], violatedBy: [] },
+      { id: "B-2", level: "MUST", outcome: "untested", checks: [], violatedBy: [] },
+      { id: "C-3", level: "SHOULD", outcome: "untested", checks: [], violatedBy: [] }
+    ] as const
+    const xml = formatJunit({ ...base, status: "incomplete", requirements, unusedExpectations: [] } satisfies Report)
+    expect(xml).toContain('tests="2" failures="0" errors="1"')
+    expect(xml).toContain("<error message=\"incomplete\">the run left these MUST requirements untested: B-2</error>")
+    expect(formatJunit({ ...base, status: "passed", requirements: [], unusedExpectations: [] } satisfies Report)).toContain('tests="1" failures="0" errors="0"')
+  })
+})
+
 describe("joinPath", () => {
   it("joins a base URL or path, with any number of trailing slashes, to a path", () => {
     for (const base of ["http://127.0.0.1:8080", "http://127.0.0.1:8080/", "http://127.0.0.1:8080///"]) {

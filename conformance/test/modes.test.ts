@@ -73,6 +73,52 @@ describe("targets", () => {
   })
 })
 
+describe("the command line refuses what it cannot honour, before any check runs", () => {
+  const run = async (argv: ReadonlyArray<string>): Promise<{ code: number | string; err: string }> => {
+    const err: Array<string> = []
+    const fake = new FakeRelay({ token: "t" })
+    const io = { stdout: () => undefined, stderr: (text: string) => void err.push(text), isTty: false }
+    try {
+      return { code: await runCli(argv, io, { target: { handler: fake.handler }, control: { token: "t" } }), err: err.join("") }
+    } catch (error) {
+      // The bin prints a thrown error's message and exits 2 (cli.ts).
+      return { code: (error as Error).message, err: err.join("") }
+    }
+  }
+
+  it("a run count that is not a whole number of at least 1, which would pass every property untested", async () => {
+    for (const value of ["abc", "0", "1.5"]) {
+      expect((await run(["--check", "acc.get.ids", "--num-runs", value])).code, value).toMatch(/--num-runs must be a whole number of at least 1/)
+    }
+    await expect(runConformance({ target: { handler: new FakeRelay({ token: "t" }).handler }, control: { token: "t" }, checks: ["acc.get.ids"], numRuns: 0 })).rejects.toThrow(/numRuns must be a whole number/)
+  })
+
+  it("a selection that matches no check (a misspelt tag, a tag the chosen check lacks), which would pass having checked nothing", async () => {
+    expect((await run(["--tag", "nope"])).code).toMatch(/no check matches the selection/)
+    expect((await run(["--check", "txn.fee.shape", "--tag", "precision"])).code).toMatch(/no check matches the selection/)
+  })
+
+  it("an unknown reporter, and a control URL without its token", async () => {
+    const reporter = await run(["--check", "gen.path.prefix", "--reporter", "xml"])
+    expect(reporter.code).toBe(2)
+    expect(reporter.err).toContain('--reporter must be one of console, json, junit, got "xml"')
+    const url = await run(["--base-url", server.baseUrl, "--control-url", `${server.baseUrl}/__control`, "--check", "gen.path.prefix"])
+    expect(url.code).toBe(2)
+    expect(url.err).toContain("--control-url needs --control-token")
+  })
+
+  it("--rerun-failed re-runs with the report's seed and run count", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "kit-rerun-"))
+    onTestFinished(() => rmSync(directory, { recursive: true, force: true }))
+    const previous = join(directory, "report.json")
+    writeFileSync(previous, JSON.stringify({ seed: 5, numRuns: 3, checks: [{ id: "acc.get.ids", outcome: "fail" }] }))
+    const out: Array<string> = []
+    const code = await runCli(["--rerun-failed", previous, "--reporter", "json"], { stdout: (text) => void out.push(text), stderr: () => undefined, isTty: false }, { target: { handler: new FakeRelay({ token: "t" }).handler }, control: { token: "t" } })
+    const report = JSON.parse(out.join("")) as Report
+    expect([code, report.seed, report.numRuns, report.checks.map((check) => check.id)]).toEqual([0, 5, 3, ["acc.get.ids"]])
+  })
+})
+
 describe("doctor", () => {
   const doctor = async (handler: (request: Request) => Promise<Response>): Promise<{ code: number; text: string }> => {
     const out: Array<string> = []
@@ -159,6 +205,44 @@ describe("capability gating", () => {
     expect(report.requirements.find((requirement) => requirement.id === "TXN-FEE-3")?.outcome).toBe("untested")
     expect(report.status).toBe("incomplete")
   }, 60_000)
+
+  it("TXN-PREC-1 TXN-PREC-2: a control call missing inside a property's run (the account's activation) makes the check not-applicable, not a violation of its ids", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const http = new HttpControl(new Transport({ handler: fake.handler }), "/__control", "t")
+    const withoutActivate: Control = {
+      createClient: () => http.createClient(),
+      createApiUser: (clientId, permissions) => http.createApiUser(clientId, permissions),
+      revokeApiUser: (id) => http.revokeApiUser(id),
+      setPermissions: (id, permissions) => http.setPermissions(id, permissions),
+      activateAccount: () => Promise.reject(new CapabilityMissing("accounts.activate")),
+      creditAccount: (id, amount) => http.creditAccount(id, amount),
+      setWhitelistStatus: (id, status) => http.setWhitelistStatus(id, status),
+      decideTransaction: (id, apiUserId, decision) => http.decideTransaction(id, apiUserId, decision),
+      advanceTransaction: (id, to) => http.advanceTransaction(id, to),
+      setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
+      setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),
+      logs: () => http.logs(),
+      // Nothing declared: the kit learns of the missing call only when a fixture makes it.
+      profile: async () => ({ ...((await http.profile()) as Record<string, unknown>), capabilities: [] })
+    }
+    const report = await runConformance({ target: { handler: fake.handler }, control: withoutActivate, checks: ["txn.amount.malformed", "txn.precision.boundary"], numRuns: 5 })
+    expect(report.checks.map((check) => [check.id, check.outcome, check.message])).toEqual([
+      ["txn.amount.malformed", "not-applicable", "the target does not offer the control capability accounts.activate"],
+      ["txn.precision.boundary", "not-applicable", "the target does not offer the control capability accounts.activate"]
+    ])
+    expect(report.requirements.filter((requirement) => ["TXN-PREC-1", "TXN-PREC-2"].includes(requirement.id)).map((requirement) => requirement.outcome)).toEqual(["untested", "untested"])
+    expect(report.status).toBe("incomplete")
+  })
+
+  it("a target without a valid profile: nothing of it was tested, so the run is incomplete (exit 2), not failed", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const noProfile = async (request: Request): Promise<Response> =>
+      new URL(request.url).pathname === "/__control/profile" ? Response.json({ name: "broken" }) : fake.handler(request)
+    const report = await runConformance({ target: { handler: noProfile }, control: { token: "t" }, checks: ["page.envelope"] })
+    expect(report.checks.map((check) => [check.outcome, check.message])).toEqual([["not-applicable", "no valid profile (see doctor)"]])
+    expect(report.requirements.filter((requirement) => requirement.outcome === "fail")).toEqual([])
+    expect(report.status).toBe("incomplete")
+  })
 
   it("treats a CapabilityMissing thrown by an in-process control as not-applicable", async () => {
     const fake = new FakeRelay({ token: "t" })

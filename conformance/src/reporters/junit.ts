@@ -4,9 +4,31 @@ import type { Report } from "../Report.js"
 const escape = (text: string): string =>
   text.replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[char] ?? char).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "")
 
+/**
+ * What fails or stops the run besides its checks, as test cases of their own, so a dashboard that reads only the
+ * test cases shows why: each stale expected-failure entry (a failure), and the MUST requirements an incomplete run
+ * left untested (an error).
+ */
+const runCases = (report: Report): ReadonlyArray<{ readonly failure: boolean; readonly xml: string }> => {
+  const stale = report.unusedExpectations.map((entry) => ({
+    failure: true,
+    xml: `    <testcase classname="conformance.run" name="${escape(`expected-failures entry ${entry.checkId}`)}" time="0.000"><failure message="stale expected-failure entry">${escape(`${entry.checkId} is listed in the expected-failures file but did not run or is not a check of this kit (reason given: ${entry.reason})`)}</failure></testcase>`
+  }))
+  const untested = report.requirements.filter((requirement) => requirement.level === "MUST" && requirement.outcome === "untested").map((requirement) => requirement.id)
+  const incomplete = report.status === "incomplete"
+    ? [{
+      failure: false,
+      xml: `    <testcase classname="conformance.run" name="untested MUST requirements" time="0.000"><error message="incomplete">${escape(`the run left these MUST requirements untested: ${untested.join(", ")}`)}</error></testcase>`
+    }]
+    : []
+  return [...stale, ...incomplete]
+}
+
 export const formatJunit = (report: Report): string => {
-  const failures = report.checks.filter((check) => check.outcome === "fail" || check.outcome === "unexpected-pass").length
-  const errors = report.checks.filter((check) => check.outcome === "harness-error").length
+  const extra = runCases(report)
+  const tests = report.checks.length + extra.length
+  const failures = report.checks.filter((check) => check.outcome === "fail" || check.outcome === "unexpected-pass").length + extra.filter((entry) => entry.failure).length
+  const errors = report.checks.filter((check) => check.outcome === "harness-error").length + extra.filter((entry) => !entry.failure).length
   const skipped = report.checks.filter((check) => check.outcome === "not-applicable" || check.outcome === "expected-fail").length
   const cases = report.checks.map((check) => {
     const details = [check.message ?? "", ...check.violations.map((violation) => `${violation.requirementIds.join(", ")}: ${violation.message}\n${violation.exchanges.join("\n")}`), ...check.warnings.map((warning) => `warning: ${warning}`), `replay: ${check.replay}`]
@@ -22,10 +44,11 @@ export const formatJunit = (report: Report): string => {
   })
   return [
     `<?xml version="1.0" encoding="UTF-8"?>`,
-    `<testsuites name="custody-relay-conformance" tests="${report.checks.length}" failures="${failures}" errors="${errors}" skipped="${skipped}" time="${(report.durationMs / 1000).toFixed(3)}">`,
-    `  <testsuite name="${escape(report.implementation?.name ?? report.target)}" tests="${report.checks.length}" failures="${failures}" errors="${errors}" skipped="${skipped}" timestamp="${report.startedAt}">`,
+    `<testsuites name="custody-relay-conformance" tests="${tests}" failures="${failures}" errors="${errors}" skipped="${skipped}" time="${(report.durationMs / 1000).toFixed(3)}">`,
+    `  <testsuite name="${escape(report.implementation?.name ?? report.target)}" tests="${tests}" failures="${failures}" errors="${errors}" skipped="${skipped}" timestamp="${report.startedAt}">`,
     `    <properties><property name="seed" value="${report.seed}"/><property name="status" value="${report.status}"/><property name="kitVersion" value="${report.kit.version}"/></properties>`,
     ...cases,
+    ...extra.map((entry) => entry.xml),
     "  </testsuite>",
     "</testsuites>",
     ""

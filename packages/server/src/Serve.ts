@@ -68,7 +68,9 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
   const listening = await listen(relay.handler, { port: config.port, host: config.host, requestTimeoutMillis: config.requestTimeoutMillis })
   const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
   process.stdout.write(`custody-relay listening on ${listening.url} (${where})\n`)
-  if (config.controlToken !== undefined) process.stdout.write("test control protocol mounted at /__control (RELAY_TEST_CONTROL_TOKEN is set)\n")
+  if (config.controlToken !== undefined) {
+    process.stdout.write(`test control protocol mounted at ${listening.url}${normalizeBasePath(config.basePath)}/__control (RELAY_TEST_CONTROL_TOKEN is set)\n`)
+  }
 
   if (config.demo === "always" || (config.demo === "auto" && fresh)) {
     process.stdout.write(demoText(await relay.handler.runtime.runPromise(seedDemo), `${listening.url}${normalizeBasePath(config.basePath)}`))

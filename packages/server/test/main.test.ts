@@ -81,6 +81,17 @@ describe("pnpm start", () => {
     }
   })
 
+  it("the start line names where the test control protocol answers, below RELAY_BASE_PATH", async () => {
+    const server = await startServer({ RELAY_DATABASE: ":memory:", RELAY_DEMO: "never", RELAY_TEST_CONTROL_TOKEN: "t", RELAY_BASE_PATH: "/custody" })
+    try {
+      const [, mounted = ""] = /test control protocol mounted at (\S+)/.exec(server.output()) ?? []
+      expect(mounted).toBe(`${server.url}/custody/__control`)
+      expect((await fetch(`${mounted}/profile`, { headers: { "x-control-token": "t" } })).status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+
   it("RELAY_REQUEST_TIMEOUT_MILLIS: a client that sends its request slower than that is answered 408 and cut off", async () => {
     const server = await startServer({ RELAY_DATABASE: ":memory:", RELAY_REQUEST_TIMEOUT_MILLIS: "300" })
     try {

@@ -110,14 +110,19 @@ Guarantees:
   settle with the provider. A cancel is refused from the quorum on (the transaction table above).
 - **Never under a lock.** The worker leases due entries in one short unit, calls the provider with no unit
   open, and records the result in the unit that applies it.
-- **Slow calls overlap.** The worker carries out leased entries in lanes, up to ${OutboxWorker.defaults.concurrency} at once
-  (\`OutboxWorker.run({ concurrency })\`, \`makeHandler({ outbox: { concurrency } })\`): one webhook subscription's
-  deliveries in one lane, in order, and every other entry in a lane of its own. Whenever a lane is free it leases
-  what is due (up to ${OutboxWorker.defaults.batch} entries), skipping the lanes still being carried out, whose next entries go after them.
-  So one provider call or webhook receiver that takes seconds to answer holds up neither the transfers, addresses
-  and other subscriptions' deliveries leased with it nor those due after it, the same client's included. Order needs
-  no more: a record's next provider effect is decided only after its last one is recorded (a transfer is followed
-  once its submission is), and a delivery waits for any earlier one of its record.
+- **Slow calls overlap.** The worker carries out leased entries in lanes, in two pools of up to ${OutboxWorker.defaults.concurrency} lanes each
+  (\`OutboxWorker.run({ concurrency })\`, \`makeHandler({ outbox: { concurrency } })\`): webhook deliveries, one
+  subscription's in one lane, in order; and the effects at the custody provider, each in a lane of its own. Whenever
+  a pool has a free place it leases what is due in it (up to ${OutboxWorker.defaults.batch} entries), skipping the lanes still being carried
+  out, whose next entries go after them. So one provider call or webhook receiver that takes seconds to answer holds
+  up neither the transfers, addresses and other subscriptions' deliveries leased with it nor those due after it, the
+  same client's included; and receivers that never answer, however many subscriptions one client makes, fill only
+  the deliveries' pool, never a transfer's place. A lane of deliveries stops at its first failed attempt (the rest
+  go to the same receiver; their leases run out and a later round takes them), so a dead receiver holds a place for
+  one timeout a round, not one per delivery. Order needs no more: a record's next provider effect is decided only
+  after its last one is recorded (a transfer is followed once its submission is), and a delivery waits for any
+  earlier one of its record. What one client's receivers cannot take from another's is not promised: they share the
+  deliveries' pool, oldest due first.
 - **Shared by nodes.** Several processes on one PostgreSQL database lease with \`FOR UPDATE SKIP LOCKED\` and a
   lease time (${minutes(OutboxWorker.defaults.leaseMillis)}), so two never carry out one entry at the same time; a process that dies
   mid-call leaves a lease that expires, and the entry is carried out again.

@@ -28,6 +28,16 @@ export const effectKinds = [
 export const EffectKind = Schema.Literals(effectKinds)
 export type EffectKind = typeof EffectKind.Type
 
+/**
+ * The worker's two pools of places (OutboxWorker.run): webhook deliveries, and the effects at the custody provider.
+ * Each leases and carries out its own entries, so receivers that take their full timeout to answer never hold up a
+ * transfer's submission, however many subscriptions a client makes.
+ */
+export type Pool = "deliveries" | "provider"
+
+/** The pool an effect of `kind` is carried out in. */
+export const poolOf = (kind: EffectKind): Pool => (kind === "deliverWebhook" ? "deliveries" : "provider")
+
 export const entryStates = ["pending", "done", "given_up"] as const
 export const EntryState = Schema.Literals(entryStates)
 export type EntryState = typeof EntryState.Type
@@ -68,7 +78,13 @@ export interface OutboxStore {
    * leasing at this moment and any in one of `busyLanes` (lanes this worker is still carrying out). The caller marks
    * them leased in the same unit.
    */
-  readonly dueOutboxEntries: (now: Timestamp.Timestamp, limit: number, busyLanes?: ReadonlyArray<string>) => Op<ReadonlyArray<OutboxEntry>>
+  readonly dueOutboxEntries: (
+    now: Timestamp.Timestamp,
+    limit: number,
+    busyLanes?: ReadonlyArray<string>,
+    /** Only the entries of this pool (see `Pool`); every entry when absent. */
+    pool?: Pool
+  ) => Op<ReadonlyArray<OutboxEntry>>
   /** The entries about one record, oldest first. */
   readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>
 }

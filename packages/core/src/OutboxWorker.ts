@@ -32,9 +32,9 @@ export interface WorkerOptions {
   /** Entries leased per round. */
   readonly batch: number
   /**
-   * Lanes carried out at once (see `lanesOf` and `run`), so a slow provider call or webhook receiver holds up only its
-   * own lane, not the others. Each entry's units are short, so they take a write connection only briefly
-   * (PostgreSQL).
+   * Lanes carried out at once in each of the two pools (see `lanesOf` and `run`: up to this many webhook lanes and
+   * this many provider effects), so a slow provider call or webhook receiver holds up only its own lane, not the
+   * others. Each entry's units are short, so they take a write connection only briefly (PostgreSQL).
    */
   readonly concurrency: number
   /** Failed attempts before an entry is given up (a transfer's submission only by the provider's refusal). */
@@ -107,16 +107,16 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
   })
 
 /**
- * The entries due now, none in `busyLanes`, leased to this worker; with the time they were leased at. An idle relay
- * only reads: a write unit (SQLite's write lock, a PostgreSQL transaction that writes) is opened only when something
- * is due.
+ * The entries due now, none in `busyLanes` (and of `pool` only, when given), leased to this worker; with the time they
+ * were leased at. An idle relay only reads: a write unit (SQLite's write lock, a PostgreSQL transaction that writes)
+ * is opened only when something is due.
  */
-const lease = Effect.fnUntraced(function*(options: WorkerOptions, busyLanes: ReadonlyArray<string>) {
+const lease = Effect.fnUntraced(function*(options: WorkerOptions, busyLanes: ReadonlyArray<string>, pool?: Outbox.Pool) {
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   // One statement, its answer checked again by the leasing unit: a lookup (no transaction of its own).
-  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1, busyLanes))
-  const due = seen.length === 0 ? seen : yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options, busyLanes))
+  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1, busyLanes, pool))
+  const due = seen.length === 0 ? seen : yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options, busyLanes, pool))
   return { due, leasedAt: nowMillis }
 })
 
@@ -126,9 +126,10 @@ const leaseDue = Effect.fnUntraced(function*(
   now: Timestamp.Timestamp,
   nowMillis: number,
   options: WorkerOptions,
-  busyLanes: ReadonlyArray<string>
+  busyLanes: ReadonlyArray<string>,
+  pool: Outbox.Pool | undefined
 ) {
-  const due = yield* unit.dueOutboxEntries(now, options.batch, busyLanes)
+  const due = yield* unit.dueOutboxEntries(now, options.batch, busyLanes, pool)
   const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
   for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
   return due
@@ -141,7 +142,10 @@ const describe = (cause: Cause.Cause<unknown>): string => {
   return error instanceof Error ? error.message : String(error)
 }
 
-/** Records a failed attempt: due again after the backoff, or given up after the last attempt. */
+/**
+ * Records a failed attempt: due again after the backoff, or given up after the last attempt. Answers when the entry is
+ * due again (now, when it was given up or not found pending).
+ */
 const recordFailure = Effect.fnUntraced(function*(options: WorkerOptions, entry: Outbox.OutboxEntry, cause: Cause.Cause<unknown>) {
   const delay = yield* backoffMillis(options, entry.attempts + 1)
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
@@ -156,7 +160,7 @@ const recordFailure = Effect.fnUntraced(function*(options: WorkerOptions, entry:
     : Effect.logWarning("outbox effect failed")).pipe(
       Effect.annotateLogs({ entry: entry.id, kind: entry.kind, subject: entry.subjectId, attempts, error: lastError })
     )
-  yield* Storage.run("write", (unit) => recordFailureIn(unit, entry, options, nowMillis, delay, lastError, now, refused))
+  return yield* Storage.run("write", (unit) => recordFailureIn(unit, entry, options, nowMillis, delay, lastError, now, refused))
 })
 
 const recordFailureIn = Effect.fnUntraced(function*(
@@ -170,7 +174,7 @@ const recordFailureIn = Effect.fnUntraced(function*(
   refused: boolean
 ) {
   const found = yield* unit.getOutboxEntry(entry.id)
-  if (Option.isNone(found) || found.value.state !== "pending") return
+  if (Option.isNone(found) || found.value.state !== "pending") return now
   const attempts = found.value.attempts + 1
   const gaveUp = refused || (!retriedUntilAnswered.has(entry.kind) && attempts >= options.maxAttempts)
   yield* unit.updateOutboxEntry({
@@ -184,12 +188,14 @@ const recordFailureIn = Effect.fnUntraced(function*(
   })
   const consequence = givenUp[entry.kind]
   if (gaveUp && consequence !== undefined) yield* Effect.orDie(consequence(unit, entry.subjectId))
+  return gaveUp ? now : Timestamp.fromMillis(nowMillis + delay)
 })
 
 /**
- * Carries out one leased entry; never fails (a failure is recorded on the entry). An attempt that outlasts half
- * its lease is abandoned as failed, so the lease never runs out under a call still in flight and no second worker
- * takes the entry while this one may still act on it.
+ * Carries out one leased entry; never fails (a failure is recorded on the entry). Answers, for a failed attempt, when
+ * the entry is due again (undefined when it succeeded, or its failure could not be recorded).
+ * An attempt that outlasts half its lease is abandoned as failed, so the lease never runs out under a call still in
+ * flight and no second worker takes the entry while this one may still act on it.
  */
 const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
   handlers[entry.kind](entry).pipe(
@@ -197,10 +203,11 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
       duration: Duration.millis(options.leaseMillis / 2),
       orElse: () => Effect.fail(new Error(`no answer within ${options.leaseMillis / 2} ms`))
     }),
+    Effect.as<Timestamp.Timestamp | undefined>(undefined),
     Effect.catchCause((cause) =>
       recordFailure(options, entry, cause).pipe(
         // The database itself may be what failed: the lease expires and the entry is carried out again.
-        Effect.catchCause((recording) => logFailure("outbox failure could not be recorded", recording))
+        Effect.catchCause((recording) => Effect.as(logFailure("outbox failure could not be recorded", recording), undefined))
       )
     )
   )
@@ -241,7 +248,10 @@ export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<R
 /**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
  * lease or more after leasing could outlive the lease while another worker takes the entry: such an entry, and the
- * lane's later ones, are left; their leases run out and a later round leases them again. Answers how many it carried out.
+ * lane's later ones, are left; their leases run out and a later round leases them again. A lane of webhook deliveries
+ * also stops at its first failed attempt: its later entries go to the same receiver, which just failed (a receiver
+ * that never answers would otherwise hold a place for its timeout once per entry), so they are released, due when
+ * the failed one is tried again. Answers how many it carried out.
  */
 const carryOutLane = Effect.fnUntraced(function*(options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) {
   let carried = 0
@@ -249,7 +259,17 @@ const carryOutLane = Effect.fnUntraced(function*(options: WorkerOptions, leasedA
     const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     if (nowMillis - leasedAt >= options.leaseMillis / 2) break
     carried++
-    yield* carryOut(options, entry)
+    const dueAgain = yield* carryOut(options, entry)
+    if (dueAgain !== undefined && entry.kind === "deliverWebhook") {
+      const rest = lane.slice(lane.indexOf(entry) + 1)
+      if (rest.length > 0) {
+        yield* Storage.run("write", (unit) => Effect.forEach(rest, (later) => Outbox.settle(unit, later, Outbox.again(dueAgain)), { discard: true })).pipe(
+          // Left leased instead: their leases run out and a later round takes them.
+          Effect.catchCause((cause) => logFailure("outbox deliveries could not be released", cause))
+        )
+      }
+      break
+    }
   }
   return carried
 })
@@ -286,12 +306,22 @@ export const LEASE_RETRY_CEILING_MILLIS = 5_000
 const pauseAfterFailedLeases = (settings: WorkerOptions, failures: number): number =>
   Math.min(settings.idleMillis * 2 ** Math.min(failures - 1, 30), Math.max(settings.idleMillis, LEASE_RETRY_CEILING_MILLIS))
 
+/** Lanes leased and waiting for a place, in lease order, and lanes being carried out, of one pool (see `run`). */
+interface PoolPlaces {
+  readonly pool: Outbox.Pool
+  /** Lanes being carried out: their keys, and the lane their entries name (null: nothing to skip when leasing). */
+  readonly running: Map<string, string | null>
+  readonly waiting: Array<{ readonly key: string; readonly leasedAt: number; readonly entries: ReadonlyArray<Outbox.OutboxEntry> }>
+}
+
 /**
- * The worker for the life of a process. Unlike rounds of `runDue`, it never waits for a slow lane to lease again: up
- * to `concurrency` lanes are carried out at once, and whenever one is free and no leased lane waits for a place, it
- * leases what is due, skipping the lanes still being carried out (their next entries go after them, in a later
- * lease). So a provider call or a webhook receiver that takes half a lease to answer holds up only its own lane, not
- * the transfers approved meanwhile. Pauses when nothing was due, and longer after each lease that failed (see
+ * The worker for the life of a process. Unlike rounds of `runDue`, it never waits for a slow lane to lease again: in
+ * each of its two pools (Outbox.Pool: webhook deliveries, and the effects at the custody provider) up to
+ * `concurrency` lanes are carried out at once, and whenever a pool has a free place and no leased lane of it waits
+ * for one, it leases what is due in that pool, skipping the lanes still being carried out (their next entries go
+ * after them, in a later lease). So a provider call or a webhook receiver that takes half a lease to answer holds up
+ * only its own lane, and receivers that never answer, however many subscriptions one client makes, never hold up a
+ * transfer's submission. Pauses when nothing was due, and longer after each lease that failed (see
  * `LEASE_RETRY_CEILING_MILLIS`; the outage is logged as `OutageLog` says). Interrupt to stop (its lanes stop with
  * it; what they leased is carried out again once the leases run out).
  */
@@ -299,10 +329,7 @@ export const run = (options: Partial<WorkerOptions> = {}) => {
   const settings = { ...defaults, ...options }
   return Effect.gen(function*() {
     yield* CustodyProvider
-    /** Lanes being carried out: their keys, and the lane their entries name (null: nothing to skip when leasing). */
-    const running = new Map<string, string | null>()
-    /** Lanes leased and waiting for a place, in lease order. */
-    const waiting: Array<{ readonly key: string; readonly leasedAt: number; readonly entries: ReadonlyArray<Outbox.OutboxEntry> }> = []
+    const pools: ReadonlyArray<PoolPlaces> = (["provider", "deliveries"] as const).map((pool) => ({ pool, running: new Map(), waiting: [] }))
     const laneEnded = yield* Latch.make(false)
     let lastHousekeeping = 0
     const leases = OutageLog.make({
@@ -313,42 +340,57 @@ export const run = (options: Partial<WorkerOptions> = {}) => {
     while (true) {
       // Closed before looking, so a lane that ends after the look still wakes the wait below.
       laneEnded.closeUnsafe()
-      for (let i = 0; i < waiting.length && running.size < settings.concurrency;) {
-        const next = waiting[i]!
-        // Lane-less deliveries of a client whose earlier ones are still going out wait for them.
-        if (running.has(next.key)) {
-          i++
-          continue
+      for (const { running, waiting } of pools) {
+        for (let i = 0; i < waiting.length && running.size < settings.concurrency;) {
+          const next = waiting[i]!
+          // Lane-less deliveries of a client whose earlier ones are still going out wait for them.
+          if (running.has(next.key)) {
+            i++
+            continue
+          }
+          waiting.splice(i, 1)
+          running.set(next.key, next.entries[0]?.lane ?? null)
+          yield* Effect.forkChild(carryOutLane(settings, next.leasedAt, next.entries).pipe(
+            Effect.ensuring(Effect.sync(() => {
+              running.delete(next.key)
+              laneEnded.openUnsafe()
+            }))
+          ))
         }
-        waiting.splice(i, 1)
-        running.set(next.key, next.entries[0]?.lane ?? null)
-        yield* Effect.forkChild(carryOutLane(settings, next.leasedAt, next.entries).pipe(
-          Effect.ensuring(Effect.sync(() => {
-            running.delete(next.key)
-            laneEnded.openUnsafe()
-          }))
-        ))
       }
-      if (waiting.length > 0 || running.size >= settings.concurrency) {
+      const hungry = pools.filter(({ running, waiting }) => waiting.length === 0 && running.size < settings.concurrency)
+      if (hungry.length === 0) {
         yield* laneEnded.await
         continue
       }
-      const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
-      const leased = yield* lease(settings, busyLanes).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
-      if (Cause.isCause(leased)) {
-        yield* leases.failed(OutageLog.failureOf(leased))
+      let found = 0
+      let failed: Cause.Cause<unknown> | undefined
+      for (const { pool, running, waiting } of hungry) {
+        const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
+        const leased = yield* lease(settings, busyLanes, pool).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+        if (Cause.isCause(leased)) {
+          failed = leased
+          break
+        }
+        found += leased.due.length
+        for (const [key, entries] of lanesByKey(leased.due)) waiting.push({ key, leasedAt: leased.leasedAt, entries })
+      }
+      if (failed !== undefined) {
+        yield* leases.failed(OutageLog.failureOf(failed))
         yield* Effect.sleep(Duration.millis(pauseAfterFailedLeases(settings, leases.failures())))
         continue
       }
       yield* leases.succeeded
-      const { due, leasedAt } = leased
-      for (const [key, entries] of lanesByKey(due)) waiting.push({ key, leasedAt, entries })
       const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
         lastHousekeeping = nowMillis
         yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
       }
-      if (due.length === 0) yield* Effect.sleep(Duration.millis(settings.idleMillis))
+      if (found === 0) {
+        const pause = Effect.sleep(Duration.millis(settings.idleMillis))
+        // A pool that was not hungry has lanes out or waiting: one of them ending ends the pause.
+        yield* (hungry.length < pools.length ? Effect.race(pause, laneEnded.await) : pause)
+      }
     }
   })
 }

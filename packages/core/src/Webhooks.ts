@@ -20,7 +20,7 @@ import { ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
 import * as Outbox from "./Outbox.js"
 import { authorize, type ClientPrincipal, type Principal } from "./Principal.js"
-import { InvalidRequest, NotFound } from "./RelayError.js"
+import { InvalidRequest, NotFound, TransitionNotAllowed } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 import * as Webhook from "./Webhook.js"
@@ -336,6 +336,10 @@ const redeliverIn = Effect.fnUntraced(function*(
   eventId: string | undefined
 ) {
   const subscription = yield* findOwned(unit, caller, id)
+  // A disabled subscription's deliveries are skipped as they come due: queued now, they would be dropped unsent.
+  if (!subscription.enabled) {
+    return yield* new TransitionNotAllowed({ entity: "webhook subscription", id: subscription.id, status: "disabled", action: "redeliver (enable it first)" })
+  }
   // Only the types the subscription takes are read (all of them when it names none), so every event found is one it
   // takes.
   const filter = subscription.eventTypes.length === 0 ? events : { ...events, types: subscription.eventTypes as ReadonlyArray<DomainEvent.EventType> }
@@ -383,7 +387,7 @@ export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
   }
   const { delivery, subscription, waiting } = found.value
   // In order per record: an earlier delivery of the same record goes first.
-  if (waiting) return yield* Storage.run("write", (unit) => Outbox.settle(unit, entry, Outbox.again(Timestamp.fromMillis(nowMillis + 200))))
+  if (waiting) return yield* Storage.run("write", (unit) => waitForEarlier(unit, entry, delivery, nowMillis))
   const { timeoutMillis } = yield* WebhookSettings
   const at = new Date(nowMillis)
   const headers = {
@@ -414,6 +418,26 @@ export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
     Effect.andThen(unit.updateWebhookDelivery(logged), delivered ? Outbox.settle(unit, entry, Outbox.done) : Effect.void))
   if (!delivered) return yield* new WebhookNotDelivered({ detail: logged.lastError ?? "not delivered" })
 })
+
+/** The longest a delivery waiting for an earlier one of its record goes before it looks again (see `waitForEarlier`). */
+export const WAITING_LOOK_CEILING_MILLIS = 30_000
+
+/**
+ * A delivery that waits for an earlier one of its record looks again after a fifth of the time it has waited so far,
+ * from 200 ms up to `WAITING_LOOK_CEILING_MILLIS`: a few looks while the earlier one is quickly delivered, and one
+ * every 30 s while a dead receiver's earlier delivery is retried for a day (a look is a lookup and a write unit,
+ * which on SQLite holds the write lock every client's writes share). Its log says what it waits for.
+ */
+const waitForEarlier = (unit: Storage.StorageUnit, entry: Outbox.OutboxEntry, delivery: Webhook.WebhookDelivery, nowMillis: number) => {
+  const waited = nowMillis - Date.parse(entry.createdAt)
+  const pause = Math.min(WAITING_LOOK_CEILING_MILLIS, Math.max(200, Math.round(waited / 5)))
+  const now = Timestamp.fromMillis(nowMillis)
+  const note = "waits for an earlier delivery of the same record to this subscription"
+  return Effect.andThen(
+    delivery.lastError === note ? Effect.void : unit.updateWebhookDelivery({ ...delivery, lastError: note, updatedAt: now }),
+    Outbox.settle(unit, entry, Outbox.again(Timestamp.fromMillis(nowMillis + pause)))
+  )
+}
 
 /** The delivery an outbox entry names, with its subscription and whether an earlier one of its record still waits. */
 const findDelivery = Effect.fnUntraced(function*(

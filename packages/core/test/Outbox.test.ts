@@ -21,11 +21,12 @@ import {
   RelayConfig,
   RelayError,
   Storage,
+  Timestamp,
   Transactions,
   Webhooks,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Context, Deferred, Effect, Fiber, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { activeAccount, approvedWhitelistEntry, capturedLogs, newClient, principalOf, validAddress } from "./TestWorld.js"
 
@@ -278,6 +279,87 @@ describe("Outbox", () => {
       yield* pauses(50, Effect.map(pending, (n) => n === 0))
       assert.strictEqual(yield* pending, 0)
       yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("receivers that never answer, on more subscriptions than the worker has places, never hold up a transfer: deliveries and the provider's effects have pools of their own", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      yield* settleAll
+      const posted: Array<string> = []
+      const dead = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
+        post: (url) => Effect.andThen(Effect.sync(() => posted.push(url)), Effect.never)
+      }))
+      for (let n = 0; n < options.concurrency + 2; n++) yield* Webhooks.subscribe(principal, { url: `https://dead-${n}.example.com/hook` })
+      yield* initiate("0.1")
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(dead))
+      yield* pauses(10, Effect.sync(() => posted.length === options.concurrency))
+      // Every place of the deliveries' pool is held by a receiver that never answers.
+      assert.strictEqual(posted.length, options.concurrency)
+      const handed = calls.submitted.length
+      const second = yield* initiate("0.2")
+      yield* pauses(10, Effect.sync(() => calls.submitted.length === handed + 1))
+      const [submission] = yield* entriesOf(second.id)
+      assert.strictEqual(submission?.state, "done")
+      assert.strictEqual(posted.length, options.concurrency)
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("a lane of deliveries stops at its first failed attempt: its other deliveries, to the same receiver, are released due when that one is tried again", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      yield* settleAll
+      const posted: Array<string> = []
+      const failing = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
+        post: (url) => Effect.sync(() => (posted.push(url), { status: 500 }))
+      }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      // Three records, one delivery each: none waits for another.
+      for (const amount of ["0.1", "0.2", "0.3"]) yield* initiate(amount)
+      yield* OutboxWorker.runDue(options).pipe(failing)
+      assert.strictEqual(posted.length, 1, "one attempt at the receiver, not one per delivery")
+      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      assert.deepStrictEqual(log.map((d) => d.attempts).sort(), [0, 0, 1])
+      const entries = (yield* Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id))))
+        .flat().filter((entry) => entry.kind === "deliverWebhook")
+      const tried = entries.find((entry) => entry.attempts === 1)
+      assert.isDefined(tried)
+      for (const entry of entries) {
+        // Released, due with the one that failed, not left leased for the rest of a lease.
+        assert.strictEqual(entry.leasedUntil, null)
+        assert.strictEqual(entry.nextAttemptAt, tried?.nextAttemptAt)
+      }
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("a delivery waiting for an earlier one of its record looks again after a fifth of its wait, up to 30 s, and its log says what it waits for", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* setup
+      yield* settleAll
+      const failing = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({ post: () => Effect.succeed({ status: 500 }) }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated", "transaction.quorum_reached"] })
+      yield* initiate("0.1")
+      // The first delivery fails, and releases the second, due with its retry.
+      yield* OutboxWorker.runDue(options).pipe(failing)
+      yield* TestClock.adjust("10 minutes")
+      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      const entries = () => Effect.map(Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id))), (found) => found.flat())
+      // Past the retry, the first is out with another node (leased): the second, leased alone, waits behind it.
+      const first = (yield* entries()).find((entry) => entry.attempts === 1)
+      assert.isDefined(first)
+      const leasedUntil = Timestamp.fromMillis((yield* Clock.currentTimeMillis) + 60_000)
+      yield* Storage.run("write", (unit) => unit.updateOutboxEntry({ ...first!, leasedUntil }))
+      yield* OutboxWorker.runDue(options).pipe(failing)
+      const waiting = (yield* entries()).find((entry) => entry.attempts === 0)
+      assert.isDefined(waiting)
+      const now = yield* Clock.currentTimeMillis
+      const waited = now - Date.parse(waiting?.createdAt ?? "")
+      assert.strictEqual(Date.parse(waiting?.nextAttemptAt ?? "") - now, Math.min(Webhooks.WAITING_LOOK_CEILING_MILLIS, Math.round(waited / 5)))
+      assert.include((yield* Webhooks.deliveries(principal, subscription.id, 100)).map((d) => d.lastError), "waits for an earlier delivery of the same record to this subscription")
     }).pipe(Effect.provide(world(calls)))
   })
 

@@ -454,7 +454,7 @@ export const routes: ReadonlyArray<Route> = [
     path: "/relay/v1/webhooks/{id}/redeliver",
     operation: "webhooks.manage",
     summary: "Deliver again one event, or every event since a time (extension)",
-    description: WebhooksNote + " Give exactly one of eventId and since; the deliveries keep the events' webhook-id.",
+    description: WebhooksNote + " Give exactly one of eventId and since; the deliveries keep the events' webhook-id. A disabled subscription is refused (409): enable it first.",
     extension: true,
     body: Webhook.RedeliverInput,
     response: Webhook.Redelivered,

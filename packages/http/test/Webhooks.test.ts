@@ -191,9 +191,18 @@ describe("webhooks", () => {
     expect(all).toBeGreaterThanOrEqual(2)
     expect(record((await since("2000-01-01T00:00:00.5Z")).body)["redelivered"]).toBe(all)
     expect(record((await since("2999-01-01T00:00:00.000Z")).body)["redelivered"]).toBe(0)
-    for (const value of ["2000-01-01", "2000-01-01T00:00:00+01:00", "2000-13-45T00:00:00Z", "yesterday"]) {
+    // Dates that do not exist are refused, not rolled over into the next month or day (GEN-TIME-1).
+    for (const value of ["2000-01-01", "2000-01-01T00:00:00+01:00", "2000-13-45T00:00:00Z", "yesterday", "2026-02-30T00:00:00Z", "2026-04-31T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T23:60:00Z"]) {
       expect((await since(value)).status, value).toBe(400)
     }
+    expect((await since("2024-02-29T00:00:00Z")).status).toBe(200)
+    // A disabled subscription's deliveries would be skipped unsent: its redelivery is refused until it is enabled.
+    expect((await fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/disable`, {})).status).toBe(200)
+    const refused = await since("2000-01-01T00:00:00Z")
+    expect(refused.status).toBe(409)
+    expect(record(refused.body)["code"]).toBe("TRANSITION_NOT_ALLOWED")
+    expect((await fixture.as(tenant.admin).post(`/relay/v1/webhooks/${id}/enable`, {})).status).toBe(200)
+    expect((await since("2000-01-01T00:00:00Z")).status).toBe(200)
   })
 
   it("a dead receiver's subscription is disabled with its reason after the policy's attempts; the API keeps answering", async () => {

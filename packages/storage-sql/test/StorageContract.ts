@@ -481,7 +481,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(ids(yield* read((unit) => unit.listEvents({ entityId }, after[2]!.position, 10))), [])
       }))
 
-    it.effect("outbox: entries due by time and lease, oldest first, busy lanes skipped; updates kept; listed by subject, each with its lane", () =>
+    it.effect("outbox: entries due by time and lease, oldest first, busy lanes skipped, by pool; updates kept; listed by subject, each with its lane", () =>
       Effect.gen(function*() {
         const client = Records.client()
         const subjectId = Records.account(client.id).id
@@ -498,6 +498,9 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(mine(yield* due(base + 10)), [first.id, second.id])
         // A lane still being carried out is skipped; entries of no lane never are.
         assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [second.lane!, "another lane"]))), [first.id])
+        // Each of the worker's pools leases its own kinds (Outbox.poolOf): the deliveries, and the provider's effects.
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], "deliveries"))), [second.id])
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], "provider"))), [first.id])
         assert.deepStrictEqual(mine(yield* due(base + 100)), [...[first.id, leased.id].sort(), second.id])
         const settled = { ...first, state: "done" as const, attempts: 2, lastError: "provider said ä", updatedAt: Records.at(5) }
         yield* write((unit) => unit.updateOutboxEntry(settled))

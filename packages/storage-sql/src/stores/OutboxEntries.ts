@@ -57,7 +57,7 @@ export const store = (
     updateOutboxEntry(entry) {
       return update(read.outbox_entries, encode(entry), writes.updateOutboxEntry, "outbox_entries")
     },
-    dueOutboxEntries(now, limit, busyLanes = []) {
+    dueOutboxEntries(now, limit, busyLanes = [], pool) {
       return Effect.map(
         rows(
           db.selectFrom("outbox_entries").selectAll()
@@ -66,6 +66,8 @@ export const store = (
             .where(sql<SqlBool>`${sql.ref("next_attempt_at")} <= ${now}`)
             .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
             .$if(busyLanes.length > 0, (qb) => qb.where((eb) => eb.or([eb("lane", "is", null), eb("lane", "not in", [...busyLanes])])))
+            // Outbox.poolOf, as a filter: webhook deliveries are the one kind of the deliveries pool.
+            .$if(pool !== undefined, (qb) => qb.where("kind", pool === "deliveries" ? "=" : "<>", sql.lit("deliverWebhook")))
             .orderBy("next_attempt_at").orderBy("id")
             .limit(engine.opaque.integer(limit))
             .$if(locks, (qb) => qb.forUpdate().skipLocked())

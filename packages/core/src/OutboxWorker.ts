@@ -13,6 +13,7 @@
  */
 import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
+import { overDefaults, wholeNumber } from "./EmbedderOptions.js"
 import * as Idempotency from "./Idempotency.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Outbox from "./Outbox.js"
@@ -56,6 +57,23 @@ export const defaults: WorkerOptions = {
   maxAttempts: 20,
   baseBackoffMillis: 500,
   maxBackoffMillis: 8 * 60 * 60 * 1000
+}
+
+/**
+ * The worker's options an embedder gives, over the defaults (an entry given as `undefined` keeps its default), each
+ * checked: a RangeError naming the setting otherwise (see EmbedderOptions). A worker with no place never carries a
+ * transfer out.
+ */
+export const optionsOf = (given?: Partial<WorkerOptions>): WorkerOptions => {
+  const options = overDefaults(defaults, given)
+  wholeNumber("outbox.idleMillis", options.idleMillis, 1)
+  wholeNumber("outbox.leaseMillis", options.leaseMillis, 1000)
+  wholeNumber("outbox.batch", options.batch, 1)
+  wholeNumber("outbox.concurrency", options.concurrency, 1, options.batch)
+  wholeNumber("outbox.maxAttempts", options.maxAttempts, 1)
+  wholeNumber("outbox.baseBackoffMillis", options.baseBackoffMillis, 1)
+  wholeNumber("outbox.maxBackoffMillis", options.maxBackoffMillis, options.baseBackoffMillis)
+  return options
 }
 
 /** What carries out each kind of entry. */
@@ -326,7 +344,7 @@ interface PoolPlaces {
  * it; what they leased is carried out again once the leases run out).
  */
 export const run = (options: Partial<WorkerOptions> = {}) => {
-  const settings = { ...defaults, ...options }
+  const settings = optionsOf(options)
   return Effect.gen(function*() {
     yield* CustodyProvider
     const pools: ReadonlyArray<PoolPlaces> = (["provider", "deliveries"] as const).map((pool) => ({ pool, running: new Map(), waiting: [] }))

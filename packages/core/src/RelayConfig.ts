@@ -5,6 +5,7 @@
  * idempotency key keeps its result.
  */
 import { Context } from "effect"
+import { overDefaults, wholeNumber } from "./EmbedderOptions.js"
 
 export interface RelayConfigShape {
   /** Distinct approvers a transaction from a new account needs; 0 sends it to the provider at once. */
@@ -25,3 +26,20 @@ export const RelayConfig = Context.Reference<RelayConfigShape>("@custody-relay/c
     providerPollMillis: 1000
   })
 })
+
+/** The most approvals a transaction can be made to need (the server's RELAY_DEFAULT_QUORUM takes 0 to 10 too). */
+export const MAX_REQUIRED_APPROVALS = 10
+
+/**
+ * The configuration an embedder gives, over the defaults (an entry given as `undefined` keeps its default), each
+ * number checked: a RangeError naming the setting otherwise (see EmbedderOptions).
+ */
+export const make = (given?: Partial<RelayConfigShape>): RelayConfigShape => {
+  const config = overDefaults(RelayConfig.defaultValue(), given)
+  wholeNumber("config.defaultRequiredApprovals", config.defaultRequiredApprovals, 0, MAX_REQUIRED_APPROVALS)
+  wholeNumber("config.idempotencyKeyTtlSeconds", config.idempotencyKeyTtlSeconds, 1)
+  wholeNumber("config.providerCallTimeoutMillis", config.providerCallTimeoutMillis, 1)
+  wholeNumber("config.providerPollMillis", config.providerPollMillis, 1)
+  if (typeof config.activateOnApproval !== "boolean") throw new RangeError(`config.activateOnApproval must be true or false, got ${String(config.activateOnApproval)}`)
+  return config
+}

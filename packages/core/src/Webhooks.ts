@@ -14,6 +14,7 @@ import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import ipaddr from "ipaddr.js"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as DomainEvent from "./DomainEvent.js"
+import { overDefaults, wholeNumber } from "./EmbedderOptions.js"
 import * as Idempotency from "./Idempotency.js"
 import { requireUuid } from "./Accounts.js"
 import { ClientId, Ids } from "./Ids.js"
@@ -91,6 +92,18 @@ export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@custody
     allowPrivateTargets: false
   })
 })
+
+/**
+ * The webhook settings an embedder gives, over the defaults (an entry given as `undefined` keeps its default), each
+ * checked: a RangeError naming the setting otherwise (see EmbedderOptions).
+ */
+export const settingsOf = (given?: Partial<WebhookSettingsShape>): WebhookSettingsShape => {
+  const settings = overDefaults(WebhookSettings.defaultValue(), given)
+  wholeNumber("webhooks.timeoutMillis", settings.timeoutMillis, 1)
+  wholeNumber("webhooks.rotationGraceSeconds", settings.rotationGraceSeconds, 0)
+  return settings
+}
+
 
 const SECRET_BYTES = 24
 

@@ -10,6 +10,7 @@
 import {
   Authentication,
   CustodyProvider,
+  EmbedderOptions,
   OutboxWorker,
   Principal,
   RateLimiter,
@@ -121,11 +122,13 @@ const requestIdOf = (request: Incoming.Incoming): string => {
 /** Builds the handler and its runtime. The layers are built once, in the background; call `ready` to wait. */
 export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHandler<E> => {
   const relayLayer = options.layer ?? (Relay.layerMemory() as Layer.Layer<Relay.RelayServices, E>)
-  const config: RelayConfig.RelayConfigShape = {
-    ...RelayConfig.RelayConfig.defaultValue(),
+  // Every option is checked here, before anything is built: a bad number throws a RangeError naming it.
+  const config: RelayConfig.RelayConfigShape = RelayConfig.make({
     ...options.config,
     ...(options.idempotency?.ttlSeconds === undefined ? {} : { idempotencyKeyTtlSeconds: options.idempotency.ttlSeconds })
-  }
+  })
+  const outbox = options.outbox === false ? false : OutboxWorker.optionsOf(options.outbox)
+  const webhookSettings = Webhooks.settingsOf(options.webhooks)
   // The default output gathers Info lines and writes them together (see JsonLogLines); disposing flushes it.
   const jsonLines = options.logger === undefined ? JsonLogLines.make() : undefined
   const outputLogger = options.logger ?? jsonLines?.logger ?? Logger.consoleJson
@@ -148,7 +151,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   const layer = Layer.mergeAll(
     relayLayer,
     Layer.succeed(RelayConfig.RelayConfig, config),
-    Layer.succeed(Webhooks.WebhookSettings, { ...Webhooks.WebhookSettings.defaultValue(), ...options.webhooks }),
+    Layer.succeed(Webhooks.WebhookSettings, webhookSettings),
     Layer.succeed(References.TracerEnabled, options.tracing ?? false)
   ).pipe(
     // Given to the layers' own building too: what they log (a database unreachable at start-up) and the fibers they
@@ -157,7 +160,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     Layer.provideMerge(logging)
   )
   const runtime = ManagedRuntime.make(layer)
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const maxBodyBytes = EmbedderOptions.wholeNumber("maxBodyBytes", options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, 1)
   const policies = RateLimitPolicies.make(options.rateLimit)
   const providerFaults: Control.ProviderFaults = new Map()
   const control = options.controlToken === undefined
@@ -328,7 +331,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   let worker: Fiber.Fiber<unknown, unknown> | undefined
   const ready = runtime.context().then((built) => {
     context = built
-    if (options.outbox !== false) worker = Effect.runForkWith(built)(OutboxWorker.run(options.outbox ?? {}))
+    if (outbox !== false) worker = Effect.runForkWith(built)(OutboxWorker.run(outbox))
   })
   // The worker stops before the services it uses are released.
   const dispose = async () => {

@@ -5,7 +5,7 @@
  * the deployment default. Counting itself is the core's RateLimiter port, so several nodes share budgets when they
  * share a store.
  */
-import type { Principal, RateLimiter } from "@custody-relay/core"
+import { EmbedderOptions, type Principal, type RateLimiter } from "@custody-relay/core"
 
 export interface RateLimitOptions extends RateLimiter.RateLimitPolicy {
   /** Policies for particular key ids, e.g. a partner with a higher budget. */
@@ -19,11 +19,16 @@ export interface RateLimitPolicies {
   readonly policyFor: (principal: Principal.Principal) => RateLimiter.RateLimitPolicy
 }
 
+/** `policy` with each number checked: a RangeError naming the setting otherwise (core EmbedderOptions). */
+const checked = (setting: string, policy: RateLimiter.RateLimitPolicy): RateLimiter.RateLimitPolicy => ({
+  limit: EmbedderOptions.wholeNumber(`${setting}.limit`, policy.limit, 1),
+  windowSeconds: EmbedderOptions.wholeNumber(`${setting}.windowSeconds`, policy.windowSeconds, 1)
+})
+
+/** The policies of `options` (an entry given as `undefined` keeps its default), each checked. */
 export const make = (options: RateLimitOptions | undefined): RateLimitPolicies => {
-  const deploymentDefault: RateLimiter.RateLimitPolicy = options === undefined
-    ? DEFAULT_POLICY
-    : { limit: options.limit, windowSeconds: options.windowSeconds }
-  const configured = new Map(Object.entries(options?.perKey ?? {}))
+  const deploymentDefault = checked("rateLimit", EmbedderOptions.overDefaults(DEFAULT_POLICY, options))
+  const configured = new Map(Object.entries(options?.perKey ?? {}).map(([keyId, policy]) => [keyId, checked(`rateLimit.perKey[${keyId}]`, policy)]))
   return {
     deploymentDefault,
     policyFor: (principal) => configured.get(principal.keyId) ?? principal.rateLimit ?? deploymentDefault

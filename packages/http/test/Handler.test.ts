@@ -2,10 +2,11 @@
  * The handler against the interface, endpoint by endpoint, called with Request objects (no server): shapes,
  * success codes, the order of checks, pagination and filters, scope, and our transaction approval extension.
  */
-import { RateLimiter, Relay, Storage } from "@custody-relay/core"
+import { OutboxWorker, RateLimiter, Relay, RelayConfig, Storage } from "@custody-relay/core"
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { allPermissions, type Fixture, field, makeFixture, makeTenant, record, type Tenant } from "./RelayFixture.js"
+import { type HandlerOptions, makeHandler } from "../src/index.js"
+import { allPermissions, type Fixture, field, makeFixture, makeTenant, record, silentLogger, type Tenant } from "./RelayFixture.js"
 
 let fixture: Fixture
 let tenant: Tenant
@@ -490,6 +491,46 @@ describe("units of work per request", () => {
       expect(units).toEqual({ lookup: 2, read: 0, write: 1 })
     } finally {
       await relay.dispose()
+    }
+  })
+})
+
+describe("the options an embedder passes in code", () => {
+  it("a number that would break the relay stops the handler being made, naming the setting: a key kept 0 seconds let a retried transfer run twice, a worker with 0 places never carried one out", () => {
+    const refused: ReadonlyArray<readonly [HandlerOptions, RegExp]> = [
+      [{ idempotency: { ttlSeconds: 0 } }, /config\.idempotencyKeyTtlSeconds must be a whole number at least 1, got 0/],
+      [{ idempotency: { ttlSeconds: -1 } }, /idempotencyKeyTtlSeconds/],
+      [{ config: { idempotencyKeyTtlSeconds: Number.NaN } }, /idempotencyKeyTtlSeconds must be a whole number at least 1, got NaN/],
+      [{ config: { defaultRequiredApprovals: 11 } }, /config\.defaultRequiredApprovals must be a whole number from 0 to 10, got 11/],
+      [{ outbox: { concurrency: 0 } }, /outbox\.concurrency must be a whole number from 1 to 16, got 0/],
+      [{ outbox: { concurrency: Number.NaN } }, /outbox\.concurrency/],
+      [{ rateLimit: { limit: 100, windowSeconds: 0 } }, /rateLimit\.windowSeconds must be a whole number at least 1, got 0/],
+      [{ rateLimit: { limit: Number.NaN, windowSeconds: 60 } }, /rateLimit\.limit/],
+      [{ rateLimit: { limit: 10, windowSeconds: 60, perKey: { crk_partner: { limit: 0, windowSeconds: 60 } } } }, /rateLimit\.perKey\[crk_partner\]\.limit/],
+      [{ maxBodyBytes: Number.NaN }, /maxBodyBytes must be a whole number at least 1, got NaN/],
+      [{ maxBodyBytes: -5 }, /maxBodyBytes/],
+      [{ webhooks: { timeoutMillis: 0 } }, /webhooks\.timeoutMillis/]
+    ]
+    for (const [options, message] of refused) {
+      expect(() => makeHandler({ logger: silentLogger, ...options }), JSON.stringify(options)).toThrow(message)
+    }
+  })
+
+  it("an option given as undefined keeps its default, as if left out", async () => {
+    const handler = makeHandler({
+      logger: silentLogger,
+      config: { defaultRequiredApprovals: undefined, idempotencyKeyTtlSeconds: undefined },
+      outbox: { concurrency: undefined },
+      webhooks: { timeoutMillis: undefined },
+      rateLimit: { limit: undefined as unknown as number, windowSeconds: 60 }
+    })
+    try {
+      await handler.ready
+      const config = await handler.runtime.runPromise(Effect.service(RelayConfig.RelayConfig))
+      expect(config).toEqual(RelayConfig.RelayConfig.defaultValue())
+      expect(OutboxWorker.optionsOf({ concurrency: undefined })).toEqual(OutboxWorker.defaults)
+    } finally {
+      await handler.dispose()
     }
   })
 })

@@ -7,8 +7,11 @@
  * the same way before it gets here (ServerConfig).
  */
 
+/** Options as an embedder gives them: any of them left out, or given as `undefined`. */
+export type Given<T> = { readonly [K in keyof T]?: T[K] | undefined }
+
 /** `given` without its `undefined` entries, over `defaults`. */
-export const overDefaults = <T extends object>(defaults: T, given: Partial<T> | undefined): T => {
+export const overDefaults = <T extends object>(defaults: T, given: Given<T> | undefined): T => {
   if (given === undefined) return defaults
   const defined = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)) as Partial<T>
   return { ...defaults, ...defined }

@@ -13,7 +13,7 @@
  */
 import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
-import { overDefaults, wholeNumber } from "./EmbedderOptions.js"
+import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
 import * as Idempotency from "./Idempotency.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Outbox from "./Outbox.js"
@@ -64,7 +64,7 @@ export const defaults: WorkerOptions = {
  * checked: a RangeError naming the setting otherwise (see EmbedderOptions). A worker with no place never carries a
  * transfer out.
  */
-export const optionsOf = (given?: Partial<WorkerOptions>): WorkerOptions => {
+export const optionsOf = (given?: Given<WorkerOptions>): WorkerOptions => {
   const options = overDefaults(defaults, given)
   wholeNumber("outbox.idleMillis", options.idleMillis, 1)
   wholeNumber("outbox.leaseMillis", options.leaseMillis, 1000)
@@ -343,7 +343,7 @@ interface PoolPlaces {
  * `LEASE_RETRY_CEILING_MILLIS`; the outage is logged as `OutageLog` says). Interrupt to stop (its lanes stop with
  * it; what they leased is carried out again once the leases run out).
  */
-export const run = (options: Partial<WorkerOptions> = {}) => {
+export const run = (options: Given<WorkerOptions> = {}) => {
   const settings = optionsOf(options)
   return Effect.gen(function*() {
     yield* CustodyProvider

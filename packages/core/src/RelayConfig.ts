@@ -5,7 +5,7 @@
  * idempotency key keeps its result.
  */
 import { Context } from "effect"
-import { overDefaults, wholeNumber } from "./EmbedderOptions.js"
+import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
 
 export interface RelayConfigShape {
   /** Distinct approvers a transaction from a new account needs; 0 sends it to the provider at once. */
@@ -34,7 +34,7 @@ export const MAX_REQUIRED_APPROVALS = 10
  * The configuration an embedder gives, over the defaults (an entry given as `undefined` keeps its default), each
  * number checked: a RangeError naming the setting otherwise (see EmbedderOptions).
  */
-export const make = (given?: Partial<RelayConfigShape>): RelayConfigShape => {
+export const make = (given?: Given<RelayConfigShape>): RelayConfigShape => {
   const config = overDefaults(RelayConfig.defaultValue(), given)
   wholeNumber("config.defaultRequiredApprovals", config.defaultRequiredApprovals, 0, MAX_REQUIRED_APPROVALS)
   wholeNumber("config.idempotencyKeyTtlSeconds", config.idempotencyKeyTtlSeconds, 1)

@@ -14,7 +14,7 @@ import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import ipaddr from "ipaddr.js"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as DomainEvent from "./DomainEvent.js"
-import { overDefaults, wholeNumber } from "./EmbedderOptions.js"
+import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
 import * as Idempotency from "./Idempotency.js"
 import { requireUuid } from "./Accounts.js"
 import { ClientId, Ids } from "./Ids.js"
@@ -97,7 +97,7 @@ export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@custody
  * The webhook settings an embedder gives, over the defaults (an entry given as `undefined` keeps its default), each
  * checked: a RangeError naming the setting otherwise (see EmbedderOptions).
  */
-export const settingsOf = (given?: Partial<WebhookSettingsShape>): WebhookSettingsShape => {
+export const settingsOf = (given?: Given<WebhookSettingsShape>): WebhookSettingsShape => {
   const settings = overDefaults(WebhookSettings.defaultValue(), given)
   wholeNumber("webhooks.timeoutMillis", settings.timeoutMillis, 1)
   wholeNumber("webhooks.rotationGraceSeconds", settings.rotationGraceSeconds, 0)

@@ -43,13 +43,13 @@ export interface HandlerOptions<E = never> {
   /** The domain's services; `Relay.layerMemory()` by default, `Relay.layer(storage)` for a database. */
   readonly layer?: Layer.Layer<Relay.RelayServices, E>
   /** Approval quorum of new accounts, activation on approval (our profile). */
-  readonly config?: Partial<RelayConfig.RelayConfigShape>
+  readonly config?: EmbedderOptions.Given<RelayConfig.RelayConfigShape>
   /** Requests per window per API key; 600 per 60 s by default. */
   readonly rateLimit?: RateLimitPolicies.RateLimitOptions
   /** Largest request body accepted, in bytes (64 KiB by default); larger is 413. */
   readonly maxBodyBytes?: number
   /** How long an Idempotency-Key keeps its answer for replay; 24 h by default. */
-  readonly idempotency?: { readonly ttlSeconds?: number }
+  readonly idempotency?: { readonly ttlSeconds?: number | undefined }
   /** Where log lines go; one JSON line per entry on stdout by default (see JsonLogLines). */
   readonly logger?: Logger.Logger<unknown, unknown>
   /** Info by default: a line per command, per refused or failed request and per slow read; Debug adds every read's (RequestLine). */
@@ -72,9 +72,9 @@ export interface HandlerOptions<E = never> {
    * handler: on by default, with the worker's defaults. `false` leaves it to the embedder (`runtime.runFork(
    * OutboxWorker.run())`), e.g. to run it in another process.
    */
-  readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
+  readonly outbox?: false | EmbedderOptions.Given<OutboxWorker.WorkerOptions>
   /** Webhook deliveries' timeout, the secret rotation grace, and whether private targets are allowed. */
-  readonly webhooks?: Partial<Webhooks.WebhookSettingsShape>
+  readonly webhooks?: EmbedderOptions.Given<Webhooks.WebhookSettingsShape>
   /** A path in front of `/relay/v1` (and of `/__control`): `"/custody"` serves `/custody/relay/v1/...`. None by default. */
   readonly basePath?: string
   /** Browser callers from other origins (see Mounting.ts). Off by default: no CORS header is ever sent. */

@@ -108,6 +108,9 @@ Guarantees:
   \`Transactions.applyProviderEvent(id, "fail", "PROVIDER_ERROR")\`; should an attempt already under way then be
   accepted, the provider's id is logged as an error (the transfer closed, its funds released) for the operator to
   settle with the provider. A cancel is refused from the quorum on (the transaction table above).
+- **A record the provider holds is followed until it ends.** Following a submitted transfer, or an address under
+  the provider's review, is retried the same way until the provider answers: given up, nothing would ever ask
+  again, and the transfer would stay open with its funds reserved after the provider had completed or failed it.
 - **Never under a lock.** The worker leases due entries in one short unit, calls the provider with no unit
   open, and records the result in the unit that applies it.
 - **Slow calls overlap.** The worker carries out leased entries in lanes, in two pools of up to ${OutboxWorker.defaults.concurrency} lanes each

@@ -5,7 +5,7 @@
 import { Effect, Option } from "effect"
 import * as Account from "./Account.js"
 import { type Asset, requireAsset } from "./Asset.js"
-import { CustodyProvider } from "./CustodyProvider.js"
+import { answeredInTime, CustodyProvider } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
 import * as Idempotency from "./Idempotency.js"
 import { AccountId, canonicalUuid, Ids, isUuid, LedgerEntryId } from "./Ids.js"
@@ -117,11 +117,11 @@ const createIn = Effect.fnUntraced(function*(
 /**
  * The provider's deposit address for an account that may be activated: asked before the unit of work that
  * activates it, so no lock is held while the provider answers (the provider gives one account one address,
- * however often it is asked).
+ * however often it is asked), and answered in time as a fee estimate is.
  */
 const depositAddressFor = (account: Account.Account) =>
   Effect.flatMap(requireAsset(account.assetId), (asset) =>
-    CustodyProvider.use((provider) => provider.createDepositAddress(account.id, asset)))
+    CustodyProvider.use((provider) => provider.createDepositAddress(account.id, asset)).pipe(answeredInTime("createDepositAddress")))
 
 /** Gives an approved account its deposit address and makes it active (the provider's step, ACC-ACTIVE-1). */
 const activateIn = Effect.fnUntraced(function*(

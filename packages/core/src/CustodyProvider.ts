@@ -11,9 +11,10 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js"
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import type { Asset } from "./Asset.js"
 import * as Money from "./Money.js"
+import { RelayConfig } from "./RelayConfig.js"
 import { CustodyProviderFailed, FeeEstimationUnsupported } from "./RelayError.js"
 
 export interface FeeQuote {
@@ -219,3 +220,15 @@ export const layerSimulated = (
       return Context.make(CustodyProvider, provider).pipe(Context.add(SimulatedProviderControls, controls))
     })
   )
+
+/**
+ * A provider call a request waits for (a fee estimate, an account's deposit address), bounded by
+ * `RelayConfig.providerCallTimeoutMillis`: a provider that does not answer in time is a provider failure (the
+ * interface's 500), not a request that hangs for as long as the provider does.
+ */
+export const answeredInTime = (operation: string) => <A, E, R>(call: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.service(RelayConfig), ({ providerCallTimeoutMillis }) =>
+    Effect.timeoutOrElse(call, {
+      duration: Duration.millis(providerCallTimeoutMillis),
+      orElse: () => Effect.fail(new CustodyProviderFailed({ operation, detail: `no answer within ${providerCallTimeoutMillis} ms` }))
+    }))

@@ -135,3 +135,16 @@ export const settle = (unit: OutboxStore, entry: OutboxEntry, settlement: Settle
             ? { ...found.value, state: "done", leasedUntil: null, lastError: null, updatedAt: now }
             : { ...found.value, nextAttemptAt: settlement.at, leasedUntil: null, lastError: null, updatedAt: now }
         )))
+
+/**
+ * Gives back the lease of entries this worker leased and did not begin (the rest of a lane whose receiver just failed,
+ * the lanes waiting when the worker stops), due at `dueAt` or when they were: another worker, or this one, may take
+ * them then instead of after their lease. Each keeps its attempts and last error; one no longer pending is left.
+ */
+export const release = (unit: OutboxStore, entries: ReadonlyArray<OutboxEntry>, dueAt?: Timestamp.Timestamp) =>
+  Effect.flatMap(Timestamp.now, (now) =>
+    Effect.forEach(entries, (entry) =>
+      Effect.flatMap(unit.getOutboxEntry(entry.id), (found) =>
+        Option.isNone(found) || found.value.state !== "pending"
+          ? Effect.void
+          : unit.updateOutboxEntry({ ...found.value, nextAttemptAt: dueAt ?? found.value.nextAttemptAt, leasedUntil: null, updatedAt: now })), { discard: true }))

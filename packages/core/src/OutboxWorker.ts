@@ -92,9 +92,11 @@ const handlers: {
  * them up. A submission none of whose attempts was answered may still have reached the provider, which then holds
  * an order it will carry out; its transfer keeps its funds reserved until the provider's word (a later attempt is
  * answered with the order under the same request id, or refused) or an operator's (`Transactions.applyProviderEvent`
- * once the provider has been asked).
+ * once the provider has been asked). Following a record the provider holds (a submitted transfer, an address under
+ * review) is the only thing that ever asks where it stands: given up, the transfer would stay open with its funds
+ * reserved whatever the provider did with it.
  */
-const retriedUntilAnswered: ReadonlySet<Outbox.EffectKind> = new Set(["submitTransfer"])
+const retriedUntilAnswered: ReadonlySet<Outbox.EffectKind> = new Set(["submitTransfer", "followTransfer", "followWhitelistedAddress"])
 
 /** Whether an attempt's failure is the provider's refusal: it holds nothing, and a repeat cannot succeed. */
 const isRefusal = (cause: Cause.Cause<unknown>): boolean => {
@@ -264,6 +266,17 @@ export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<R
 ]
 
 /**
+ * Gives back the leases of `entries`, leased and not begun (Outbox.release), due at `dueAt` or when they were. Should
+ * the database fail it, they stay leased: their leases run out and a later round takes them.
+ */
+const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Timestamp.Timestamp) =>
+  entries.length === 0
+    ? Effect.void
+    : Storage.run("write", (unit) => Outbox.release(unit, entries, dueAt)).pipe(
+      Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
+    )
+
+/**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
  * lease or more after leasing could outlive the lease while another worker takes the entry: such an entry, and the
  * lane's later ones, are left; their leases run out and a later round leases them again. A lane of webhook deliveries
@@ -271,21 +284,29 @@ export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<R
  * that never answers would otherwise hold a place for its timeout once per entry), so they are released, due when
  * the failed one is tried again. Answers how many it carried out.
  */
-const carryOutLane = Effect.fnUntraced(function*(options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) {
+const carryOutLane = (options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) => {
+  const progress = { begun: 0 }
+  // Stopped (the process shutting down), the lane gives back what it had not begun, for another node to take at once;
+  // the entry under way keeps its lease: its call may have reached the provider.
+  return carryOutLaneFrom(options, leasedAt, lane, progress).pipe(Effect.onInterrupt(() => releaseLeases(lane.slice(progress.begun))))
+}
+
+const carryOutLaneFrom = Effect.fnUntraced(function*(
+  options: WorkerOptions,
+  leasedAt: number,
+  lane: ReadonlyArray<Outbox.OutboxEntry>,
+  progress: { begun: number }
+) {
   let carried = 0
   for (const entry of lane) {
     const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     if (nowMillis - leasedAt >= options.leaseMillis / 2) break
     carried++
+    progress.begun++
     const dueAgain = yield* carryOut(options, entry)
     if (dueAgain !== undefined && entry.kind === "deliverWebhook") {
       const rest = lane.slice(lane.indexOf(entry) + 1)
-      if (rest.length > 0) {
-        yield* Storage.run("write", (unit) => Effect.forEach(rest, (later) => Outbox.settle(unit, later, Outbox.again(dueAgain)), { discard: true })).pipe(
-          // Left leased instead: their leases run out and a later round takes them.
-          Effect.catchCause((cause) => logFailure("outbox deliveries could not be released", cause))
-        )
-      }
+      yield* releaseLeases(rest, dueAgain)
       break
     }
   }
@@ -355,60 +376,66 @@ export const run = (options: Given<WorkerOptions> = {}) => {
       continues: "outbox still paused: leasing due entries fails",
       ended: "outbox resumed: leasing due entries again"
     })
-    while (true) {
-      // Closed before looking, so a lane that ends after the look still wakes the wait below.
-      laneEnded.closeUnsafe()
-      for (const { running, waiting } of pools) {
-        for (let i = 0; i < waiting.length && running.size < settings.concurrency;) {
-          const next = waiting[i]!
-          // Lane-less deliveries of a client whose earlier ones are still going out wait for them.
-          if (running.has(next.key)) {
-            i++
-            continue
+    const rounds = Effect.gen(function*() {
+      while (true) {
+        // Closed before looking, so a lane that ends after the look still wakes the wait below.
+        laneEnded.closeUnsafe()
+        for (const { running, waiting } of pools) {
+          for (let i = 0; i < waiting.length && running.size < settings.concurrency;) {
+            const next = waiting[i]!
+            // Lane-less deliveries of a client whose earlier ones are still going out wait for them.
+            if (running.has(next.key)) {
+              i++
+              continue
+            }
+            waiting.splice(i, 1)
+            running.set(next.key, next.entries[0]?.lane ?? null)
+            yield* Effect.forkChild(carryOutLane(settings, next.leasedAt, next.entries).pipe(
+              Effect.ensuring(Effect.sync(() => {
+                running.delete(next.key)
+                laneEnded.openUnsafe()
+              }))
+            ))
           }
-          waiting.splice(i, 1)
-          running.set(next.key, next.entries[0]?.lane ?? null)
-          yield* Effect.forkChild(carryOutLane(settings, next.leasedAt, next.entries).pipe(
-            Effect.ensuring(Effect.sync(() => {
-              running.delete(next.key)
-              laneEnded.openUnsafe()
-            }))
-          ))
+        }
+        const hungry = pools.filter(({ running, waiting }) => waiting.length === 0 && running.size < settings.concurrency)
+        if (hungry.length === 0) {
+          yield* laneEnded.await
+          continue
+        }
+        let found = 0
+        let failed: Cause.Cause<unknown> | undefined
+        for (const { pool, running, waiting } of hungry) {
+          const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
+          const leased = yield* lease(settings, busyLanes, pool).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+          if (Cause.isCause(leased)) {
+            failed = leased
+            break
+          }
+          found += leased.due.length
+          for (const [key, entries] of lanesByKey(leased.due)) waiting.push({ key, leasedAt: leased.leasedAt, entries })
+        }
+        if (failed !== undefined) {
+          yield* leases.failed(OutageLog.failureOf(failed))
+          yield* Effect.sleep(Duration.millis(pauseAfterFailedLeases(settings, leases.failures())))
+          continue
+        }
+        yield* leases.succeeded
+        const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
+          lastHousekeeping = nowMillis
+          yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
+        }
+        if (found === 0) {
+          const pause = Effect.sleep(Duration.millis(settings.idleMillis))
+          // A pool that was not hungry has lanes out or waiting: one of them ending ends the pause.
+          yield* (hungry.length < pools.length ? Effect.race(pause, laneEnded.await) : pause)
         }
       }
-      const hungry = pools.filter(({ running, waiting }) => waiting.length === 0 && running.size < settings.concurrency)
-      if (hungry.length === 0) {
-        yield* laneEnded.await
-        continue
-      }
-      let found = 0
-      let failed: Cause.Cause<unknown> | undefined
-      for (const { pool, running, waiting } of hungry) {
-        const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
-        const leased = yield* lease(settings, busyLanes, pool).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
-        if (Cause.isCause(leased)) {
-          failed = leased
-          break
-        }
-        found += leased.due.length
-        for (const [key, entries] of lanesByKey(leased.due)) waiting.push({ key, leasedAt: leased.leasedAt, entries })
-      }
-      if (failed !== undefined) {
-        yield* leases.failed(OutageLog.failureOf(failed))
-        yield* Effect.sleep(Duration.millis(pauseAfterFailedLeases(settings, leases.failures())))
-        continue
-      }
-      yield* leases.succeeded
-      const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-      if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
-        lastHousekeeping = nowMillis
-        yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
-      }
-      if (found === 0) {
-        const pause = Effect.sleep(Duration.millis(settings.idleMillis))
-        // A pool that was not hungry has lanes out or waiting: one of them ending ends the pause.
-        yield* (hungry.length < pools.length ? Effect.race(pause, laneEnded.await) : pause)
-      }
-    }
+    })
+    // Stopped, it gives back the lanes it leased and had not begun, for another node to take at once instead of
+    // after their leases (a rolling restart); each lane under way gives back the rest of its own (carryOutLane).
+    const notBegun = () => pools.flatMap(({ waiting }) => waiting.flatMap((lane) => lane.entries))
+    return yield* rounds.pipe(Effect.onInterrupt(() => releaseLeases(notBegun())))
   })
 }

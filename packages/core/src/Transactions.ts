@@ -4,11 +4,11 @@
  * place where a transaction changes state and where balances follow: initiation reserves, a failed-group ending
  * releases, completion settles and credits an internal destination. No balance can go negative.
  */
-import { Duration, Effect, Option, Result } from "effect"
+import { Effect, Option, Result } from "effect"
 import * as Account from "./Account.js"
 import { requireUuid } from "./Accounts.js"
 import { type Asset, requireAsset } from "./Asset.js"
-import { CustodyProvider, type FeeQuote, type ProgressReporting, type TransferProgress } from "./CustodyProvider.js"
+import { answeredInTime, CustodyProvider, type FeeQuote, type ProgressReporting, type TransferProgress } from "./CustodyProvider.js"
 import * as DomainEvent from "./DomainEvent.js"
 import * as FeeEstimate from "./FeeEstimate.js"
 import * as Idempotency from "./Idempotency.js"
@@ -21,7 +21,6 @@ import { authorize, type ClientPrincipal, owns, type Principal, requireOwned } f
 import {
   AlreadyDecided,
   AssetMismatch,
-  CustodyProviderFailed,
   DestinationNotFound,
   InitiatorCannotApprove,
   InsufficientFunds,
@@ -256,16 +255,8 @@ export const status = operation("Transactions.status")(function*(principal: Prin
  * of work, so no lock is held while the provider answers, and within `RelayConfig.providerCallTimeoutMillis`: a
  * provider that does not answer in time is a provider failure (the interface's 500), not a hung request.
  */
-const feeFor = Effect.fnUntraced(function*(asset: Asset, amount: Money.DecimalString) {
-  const { providerCallTimeoutMillis } = yield* RelayConfig
-  return yield* (yield* CustodyProvider).estimateFee(asset, amount).pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(providerCallTimeoutMillis),
-      orElse: () =>
-        Effect.fail(new CustodyProviderFailed({ operation: "estimateFee", detail: `no answer within ${providerCallTimeoutMillis} ms` }))
-    })
-  )
-})
+const feeFor = (asset: Asset, amount: Money.DecimalString) =>
+  CustodyProvider.use((provider) => provider.estimateFee(asset, amount)).pipe(answeredInTime("estimateFee"))
 
 /**
  * Estimates the network fee after exactly initiate's validation; stores nothing but, under an idempotency key,

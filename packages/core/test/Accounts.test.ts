@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { Accounts, Reconciliation } from "@custody-relay/core"
+import { Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { Accounts, CustodyProvider, Ids, Reconciliation, Relay, RelayConfig } from "@custody-relay/core"
 import { Assets, builtInAssets, makeAssets } from "../src/Asset.js"
 import { failureTag } from "./Failure.js"
 import { activeAccount, layer, newClient, principalOf } from "./TestWorld.js"
@@ -179,4 +180,26 @@ describe("Accounts", () => {
       assert.strictEqual(failureTag(yield* Effect.exit(Accounts.setApprovalPolicy(id, 1.5))), "InvalidRequest")
       assert.strictEqual((yield* Accounts.inspect(id)).requiredApprovals, 3)
     }).pipe(Effect.provide(layer())))
+})
+
+describe("a deposit address the provider never gives", () => {
+  /** The simulated provider, but `createDepositAddress` never answers. */
+  const silentOnAddresses = Relay.layerMemory({
+    ids: Ids.Ids.layerSequential,
+    provider: Layer.provideMerge(
+      Layer.effect(CustodyProvider.CustodyProvider, Effect.map(Effect.service(CustodyProvider.CustodyProvider), (simulated) => CustodyProvider.CustodyProvider.of({ ...simulated, createDepositAddress: () => Effect.never }))),
+      CustodyProvider.layerSimulated()
+    )
+  }).pipe(Layer.provideMerge(Layer.succeed(RelayConfig.RelayConfig, { ...RelayConfig.RelayConfig.defaultValue(), activateOnApproval: true, providerCallTimeoutMillis: 200 })))
+
+  it.effect("ACC-ACTIVE-1: an approval that activates waits for the address no longer than providerCallTimeoutMillis, then fails as the provider's failure, changing nothing", () =>
+    Effect.gen(function*() {
+      const principal = yield* principalOf(yield* newClient)
+      const created = yield* Accounts.create(principal, { name: "Hang", workspace: "custody", assetId: "BTC" })
+      const approving = yield* Effect.forkChild(Effect.exit(Accounts.approve(principal, { accountId: created.id })))
+      yield* TestClock.adjust("200 millis")
+      const exit = yield* Fiber.join(approving)
+      assert.strictEqual(failureTag(exit), "CustodyProviderFailed")
+      assert.strictEqual((yield* Accounts.inspect(created.id)).status, "pending_approval")
+    }).pipe(Effect.provide(silentOnAddresses)))
 })

@@ -363,6 +363,26 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it.effect("a worker that stops gives back the leases of what it leased and had not begun, for another node to take at once; the call under way keeps its own", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const { initiate } = yield* setup
+      yield* settleAll
+      calls.begun = 0
+      calls.gate = yield* Deferred.make<void>()
+      const transfers = [yield* initiate("0.1"), yield* initiate("0.2"), yield* initiate("0.3")]
+      const worker = yield* Effect.forkChild(OutboxWorker.run({ ...options, concurrency: 1 }))
+      yield* pauses(5, Effect.sync(() => calls.begun === 1))
+      assert.strictEqual(calls.begun, 1)
+      const leased = Effect.map(Effect.forEach(transfers, (tx) => entriesOf(tx.id)), (all) => all.flat().map((entry) => entry.leasedUntil !== null))
+      assert.deepStrictEqual(yield* leased, [true, true, true])
+      // A rolling restart: the worker is stopped while the provider holds the first call.
+      yield* Fiber.interrupt(worker)
+      // Without it the other two would wait out their lease, a minute, before any node took them.
+      assert.deepStrictEqual(yield* leased, [true, false, false])
+    }).pipe(Effect.provide(world(calls)))
+  })
+
   it.effect("the running worker carries out at most `concurrency` lanes at once, however many are due", () => {
     const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
     return Effect.gen(function*() {
@@ -507,6 +527,45 @@ describe("Outbox", () => {
       assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, reserved)
       assert.isTrue((yield* Reconciliation.reconcileAccount(source)).consistent)
     }).pipe(Effect.provide(world(calls)), Effect.provide(logging))
+  })
+
+  it.effect("TXN-FLOW-1: following a submitted transfer is not given up while the provider's status goes unanswered: its funds stay reserved, and it completes once the provider answers", () => {
+    const down = { progress: true }
+    const lifecycle = { policyMillis: 1000, broadcastMillis: 1000, confirmationMillis: 1000 }
+    const statusDown = Layer.effectContext(Effect.gen(function*() {
+      const simulated = yield* CustodyProvider.CustodyProvider
+      const controls = yield* CustodyProvider.SimulatedProviderControls
+      return Context.make(CustodyProvider.CustodyProvider, {
+        ...simulated,
+        transferProgress: (id: string) =>
+          down.progress ? Effect.fail(new RelayError.CustodyProviderFailed({ operation: "transferProgress", detail: "status endpoint down" })) : simulated.transferProgress(id)
+      }).pipe(Context.add(CustodyProvider.SimulatedProviderControls, controls))
+    })).pipe(Layer.provide(CustodyProvider.layerSimulated({ lifecycle })))
+    const statusWorld = Relay.layerMemory({ ids: Ids.Ids.layerSequential, provider: statusDown }).pipe(
+      Layer.provideMerge(Layer.succeed(RelayConfig.RelayConfig, { ...RelayConfig.RelayConfig.defaultValue(), defaultRequiredApprovals: 0 }))
+    )
+    return Effect.gen(function*() {
+      const { initiate, source } = yield* setup
+      const tx = yield* initiate("0.1")
+      const reserved = (yield* Accounts.inspect(source)).availableBalance
+      // Three times the attempts after which another effect is given up.
+      for (let round = 0; round < 3 * options.maxAttempts; round++) {
+        yield* OutboxWorker.runDue(options)
+        yield* TestClock.adjust("2 minutes")
+      }
+      const follow = (yield* entriesOf(tx.id)).find((entry) => entry.kind === "followTransfer")
+      assert.strictEqual(follow?.state, "pending", "given up, nothing would ever ask where the transfer stands")
+      assert.isAtLeast(follow?.attempts ?? 0, 2 * options.maxAttempts)
+      assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "PENDING_PROVIDER_APPROVAL")
+      assert.strictEqual((yield* Accounts.inspect(source)).availableBalance, reserved)
+      down.progress = false
+      for (let round = 0; round < 10 && (yield* Transactions.inspect(tx.id)).status !== "COMPLETED"; round++) {
+        yield* OutboxWorker.runDue(options)
+        yield* TestClock.adjust("2 minutes")
+      }
+      assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "COMPLETED")
+      assert.isTrue((yield* Reconciliation.reconcileAccount(source)).consistent)
+    }).pipe(Effect.provide(statusWorld))
   })
 
   it.effect("a submission the provider accepts after an operator closed its transfer is logged as an error, with both ids", () => {

@@ -58,6 +58,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
         lockTimeoutMillis: config.postgres.lockTimeoutMillis,
         statementTimeoutMillis: config.postgres.statementTimeoutMillis,
         replyTimeoutMillis: config.postgres.replyTimeoutMillis,
+        idleInTransactionTimeoutMillis: config.postgres.idleInTransactionTimeoutMillis,
         preparedStatements: config.postgres.preparedStatements
       }
     },

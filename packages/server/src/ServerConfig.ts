@@ -59,6 +59,7 @@ export interface ServerConfig {
     readonly lockTimeoutMillis: number
     readonly statementTimeoutMillis: number
     readonly replyTimeoutMillis: number
+    readonly idleInTransactionTimeoutMillis: number
     readonly preparedStatements: number
   }
 }
@@ -146,6 +147,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       lockTimeoutMillis: integer(env, "RELAY_PG_LOCK_TIMEOUT_MILLIS", pool.lockTimeoutMillis, 0, 600_000),
       statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", pool.statementTimeoutMillis, 0, 3_600_000),
       replyTimeoutMillis: integer(env, "RELAY_PG_REPLY_TIMEOUT_MILLIS", pool.replyTimeoutMillis, 0, 3_600_000),
+      idleInTransactionTimeoutMillis: integer(env, "RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS", pool.idleInTransactionTimeoutMillis, 0, 3_600_000),
       preparedStatements: integer(env, "RELAY_PG_PREPARED_STATEMENTS", pool.preparedStatements, 0, 10_000)
     }
   }

@@ -32,7 +32,7 @@ describe("configFromEnv", () => {
       databaseStartupTimeoutSeconds: 60,
       basePath: "",
       corsOrigins: undefined,
-      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000, replyTimeoutMillis: 35_000, preparedStatements: 256 }
+      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000, replyTimeoutMillis: 35_000, idleInTransactionTimeoutMillis: 10_000, preparedStatements: 256 }
     })
   })
 
@@ -80,6 +80,7 @@ describe("configFromEnv", () => {
       RELAY_PG_LOCK_TIMEOUT_MILLIS: "1000",
       RELAY_PG_STATEMENT_TIMEOUT_MILLIS: "9000",
       RELAY_PG_REPLY_TIMEOUT_MILLIS: "12000",
+      RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS: "3000",
       RELAY_PG_PREPARED_STATEMENTS: "0",
       RELAY_BASE_PATH: "/custody",
       RELAY_CORS_ORIGINS: "*"
@@ -109,11 +110,11 @@ describe("configFromEnv", () => {
       databaseStartupTimeoutSeconds: 5,
       basePath: "/custody",
       corsOrigins: "*",
-      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000, replyTimeoutMillis: 12_000, preparedStatements: 0 }
+      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000, replyTimeoutMillis: 12_000, idleInTransactionTimeoutMillis: 3000, preparedStatements: 0 }
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "30s"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "50"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "30s"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "50"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS", "10s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

@@ -78,4 +78,14 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL pool settings on a
       await db.destroy()
     }
   })
+
+  it("a session idle inside a transaction is ended after 10 s by default: a node cut off from the database holds others' writes on its rows that long, not PostgreSQL's usual minute", async () => {
+    const db = await openPostgres({ connectionString: postgresUrl ?? "", pool: { max: 1 } })
+    try {
+      const idle = await sql<{ idle_in_transaction_session_timeout: string }>`show idle_in_transaction_session_timeout`.execute(db)
+      assert.strictEqual(idle.rows[0]?.idle_in_transaction_session_timeout, "10s")
+    } finally {
+      await db.destroy()
+    }
+  })
 })

@@ -34,7 +34,12 @@ export interface PostgresPoolOptions {
    * still run is cut short by the client. 0 waits as long as TCP does (many minutes).
    */
   readonly replyTimeoutMillis?: number
-  /** How long a session may sit idle inside a transaction before the server ends it; default 60000. */
+  /**
+   * How long a session may sit idle inside a transaction before the server ends it, rolling it back; default 10000.
+   * A unit never waits between its round trips on anything but this process's own work, so a session idle that long
+   * belongs to a node that was cut off from the database (a network that drops its packets), whose transaction holds
+   * its row locks, and every other node's writes on those rows, until the server ends it.
+   */
   readonly idleInTransactionTimeoutMillis?: number
   /**
    * How many statements each connection keeps prepared, parsed once (see PreparedStatements); default 256. 0 sends
@@ -52,7 +57,7 @@ export const poolDefaults = {
   lockTimeoutMillis: 5_000,
   statementTimeoutMillis: 30_000,
   replyTimeoutMillis: 35_000,
-  idleInTransactionTimeoutMillis: 60_000,
+  idleInTransactionTimeoutMillis: 10_000,
   preparedStatements: 256
 } as const satisfies Required<PostgresPoolOptions>
 

@@ -303,6 +303,9 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const preflight = mounting.preflight(original)
     if (preflight !== undefined) return preflight
     const requestId = requestIdOf(original)
+    // Nothing can be served without the services that did not start: each request is told to go elsewhere or
+    // retry, and a liveness probe fails, so a supervisor restarts the process.
+    if (startFailed) return mounting.finish(original, Reply.finish(Reply.unavailable(requestId), requestId, {}))
     const request = mounting.inside(original)
     const finish = (exit: Exit.Exit<Reply.Reply, unknown>) => mounting.finish(original, settle(requestId)(exit))
     if (request === undefined) return mounting.finish(original, Reply.finish(Reply.failure(new RouteNotFound(), requestId), requestId, {}))
@@ -329,6 +332,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
   }
 
   let worker: Fiber.Fiber<unknown, unknown> | undefined
+  let startFailed = false
   const ready = runtime.context().then((built) => {
     context = built
     if (outbox !== false) worker = Effect.runForkWith(built)(OutboxWorker.run(outbox))
@@ -339,8 +343,19 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     await runtime.dispose()
     jsonLines?.flush()
   }
-  // A start-up failure is reported through `ready` and by every request; it must not crash the process unobserved.
-  ready.catch(() => undefined)
+  // A start-up failure (the database unreachable past its start-up bound, a migration that failed) is reported
+  // through `ready`, logged once as an error with its cause (the request logger lived in the services that did not
+  // start), and answered 503 with Retry-After to every request; it must not crash the process unobserved.
+  ready.catch((cause: unknown) => {
+    startFailed = true
+    Effect.runFork(
+      Effect.logError("the relay did not start: every request is answered 503 until the process is restarted (await handler.ready to stop instead)").pipe(
+        Effect.annotateLogs({ error: cause instanceof Error ? cause.message : String(cause) }),
+        Effect.provide(Logger.layer([outputLogger]))
+      )
+    )
+    jsonLines?.flush()
+  })
   return Object.assign(handler, {
     [serveIncoming]: serveRequest,
     ready,

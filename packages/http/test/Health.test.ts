@@ -1,9 +1,10 @@
 /**
  * The supervisor's probes (Health.ts): live and ready without a credential, under the base path, never rate limited;
- * ready answers 503 with Retry-After while the storage cannot answer, and live stays 200.
+ * ready answers 503 with Retry-After while the storage cannot answer, and live stays 200; a handler whose services
+ * did not start answers every request 503, live too, and logs why.
  */
 import { Relay, RateLimiter, Storage } from "@custody-relay/core"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeHandler } from "../src/index.js"
 import { silentLogger } from "./RelayFixture.js"
@@ -47,6 +48,33 @@ describe("health probes", () => {
       expect((await send(handler, "GET", "/health/live")).status).toBe(200)
       down = false
       expect((await send(handler, "GET", "/health/ready")).status).toBe(200)
+    } finally {
+      await handler.dispose()
+    }
+  })
+})
+
+describe("a handler whose services did not start", () => {
+  it("is told through ready, logs the cause once as an error, and answers every request 503 with Retry-After, its liveness probe too, so a supervisor restarts it", async () => {
+    const lines: Array<string> = []
+    const logger = Logger.make((options) => {
+      lines.push(Logger.formatJson.log(options))
+    })
+    // A storage that cannot start, as a database unreachable past its start-up bound is.
+    const failing = Layer.effect(Storage.Storage, Effect.fail(new Error("connect ECONNREFUSED 127.0.0.1:5432"))) as unknown as Layer.Layer<Storage.Storage>
+    const handler = makeHandler({ layer: Relay.layer(Layer.merge(failing, RateLimiter.RateLimiter.layerMemory)), logger })
+    try {
+      await expect(handler.ready).rejects.toBeDefined()
+      for (const path of ["/relay/v1/accounts", "/health/live", "/health/ready"]) {
+        const answer = await handler(new Request(`http://relay.test${path}`))
+        expect(answer.status, path).toBe(503)
+        expect(answer.headers.get("retry-after"), path).not.toBeNull()
+        expect(((await answer.json()) as { code: string }).code).toBe("STORAGE_UNAVAILABLE")
+      }
+      const errors = lines.map((line) => JSON.parse(line) as { level: string; message: unknown; annotations: Record<string, unknown> }).filter((line) => line.level === "ERROR")
+      expect(errors).toHaveLength(1)
+      expect(String(errors[0]?.message)).toMatch(/the relay did not start/)
+      expect(String(errors[0]?.annotations["error"])).toMatch(/ECONNREFUSED/)
     } finally {
       await handler.dispose()
     }

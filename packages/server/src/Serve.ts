@@ -69,6 +69,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
   const listening = await listen(relay.handler, { port: config.port, host: config.host, requestTimeoutMillis: config.requestTimeoutMillis })
   const where = engine === "postgres" ? "PostgreSQL" : config.database === ":memory:" ? "in-memory SQLite" : `SQLite ${config.database}`
   process.stdout.write(`custody-relay listening on ${listening.url} (${where})\n`)
+  process.stdout.write("custody provider: the embedded simulation (no custody platform connected; transfers reach no chain)\n")
   if (config.controlToken !== undefined) {
     process.stdout.write(`test control protocol mounted at ${listening.url}${normalizeBasePath(config.basePath)}/__control (RELAY_TEST_CONTROL_TOKEN is set)\n`)
   }

@@ -86,6 +86,8 @@ describe("pnpm start", () => {
     try {
       const [, mounted = ""] = /test control protocol mounted at (\S+)/.exec(server.output()) ?? []
       expect(mounted).toBe(`${server.url}/custody/__control`)
+      // No custody platform is connected to the runnable server: it says so at start.
+      expect(server.output()).toContain("custody provider: the embedded simulation")
       expect((await fetch(`${mounted}/profile`, { headers: { "x-control-token": "t" } })).status).toBe(200)
     } finally {
       await server.stop()

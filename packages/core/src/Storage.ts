@@ -616,12 +616,15 @@ const makeMemory = Effect.fnUntraced(function*() {
         )
       },
       hasEarlierPendingDelivery(delivery) {
-        return read(() =>
-          [...staged.webhookDeliveries.values()].some((d) =>
-            d.subscriptionId === delivery.subscriptionId && d.entityId === delivery.entityId && d.state === "pending" &&
-            (d.eventAt < delivery.eventAt || (d.eventAt === delivery.eventAt && d.eventId < delivery.eventId))
-          )
-        )
+        // Earlier in the log, by the events' positions, not their times (the SQL store's reasons).
+        return read(() => {
+          const position = staged.events.get(delivery.eventId)?.position
+          return position !== undefined && [...staged.webhookDeliveries.values()].some((d) => {
+            const earlier = staged.events.get(d.eventId)?.position
+            return d.subscriptionId === delivery.subscriptionId && d.entityId === delivery.entityId && d.state === "pending" &&
+              earlier !== undefined && earlier < position
+          })
+        })
       },
 
       getSetting(name) {

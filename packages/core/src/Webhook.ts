@@ -99,7 +99,7 @@ export interface WebhookStore {
   readonly updateWebhookDelivery: (delivery: WebhookDelivery) => Op<void>
   /** A subscription's deliveries, newest first, at most `limit`. */
   readonly listWebhookDeliveries: (subscriptionId: string, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
-  /** Whether a delivery of the same record made before this one is still pending for the subscription. */
+  /** Whether a delivery to the subscription of an earlier event of the same record (by log position) is still pending. */
   readonly hasEarlierPendingDelivery: (delivery: WebhookDelivery) => Op<boolean>
 }
 

@@ -562,13 +562,15 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         yield* write((unit) => unit.updateWebhookSubscription({ ...added, enabled: true }))
         const later = yield* write((unit) => unit.listWebhookSubscriptions(client.id))
         assert.strictEqual(later.find((s) => s.id === added.id)?.enabled, true)
-        const delivery = (n: number, entityId: string) => ({
+        // Each delivery's event, appended in the order of `n`, each stamped with the time `at`: a record's deliveries go
+        // in the order of the log, whatever the times the nodes that wrote them stamped.
+        const delivery = (n: number, entityId: string, at: number) => ({
           id: `0000000${n}-0000-7000-8000-${client.id.slice(-12)}`,
           subscriptionId: subscription.id,
           clientId: client.id,
-          eventId: `event-${n}`,
+          eventId: `0000000${n}-0000-7000-9000-${client.id.slice(-12)}`,
           entityId,
-          eventAt: Records.at(n),
+          eventAt: Records.at(at),
           payload: `{"n":${n}}`,
           state: "pending" as const,
           attempts: 0,
@@ -578,8 +580,25 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
           createdAt: Records.at(n),
           updatedAt: Records.at(n)
         })
-        const [first, second, other] = [delivery(1, "a"), delivery(2, "a"), delivery(3, "b")]
-        yield* write((unit) => Effect.forEach([first, second, other], unit.insertWebhookDelivery, { discard: true }))
+        // The second event of record "a" was stamped a second before the first: its node's clock ran behind.
+        const [first, second, other] = [delivery(1, "a", 2000), delivery(2, "a", 1000), delivery(3, "b", 3000)]
+        for (const d of [first, second, other]) {
+          yield* write((unit) =>
+            unit.appendEvent({
+              id: d.eventId,
+              type: "account.approved",
+              clientId: client.id,
+              entityType: "account",
+              entityId: d.entityId,
+              statusBefore: "pending_approval",
+              statusAfter: "approved",
+              actor: { kind: "operator" },
+              at: d.eventAt,
+              data: {}
+            })
+          )
+        }
+        yield* write((unit) => Effect.forEach([second, first, other], unit.insertWebhookDelivery, { discard: true }))
         assert.isFalse(yield* read((unit) => unit.hasEarlierPendingDelivery(first)))
         assert.isTrue(yield* read((unit) => unit.hasEarlierPendingDelivery(second)))
         assert.isFalse(yield* read((unit) => unit.hasEarlierPendingDelivery(other)))

@@ -1,7 +1,7 @@
 /** Webhook subscriptions and deliveries (core `Webhook.WebhookStore`) on SQL; event types as a JSON array. */
 import type { Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
-import { sql, type SqlBool } from "kysely"
+import { sql } from "kysely"
 import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../schema/Database.js"
 import { type StoreArguments } from "../SqlUnit.js"
 
@@ -122,12 +122,15 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
     hasEarlierPendingDelivery(delivery) {
       return Effect.map(
         first(
-          db.selectFrom("webhook_deliveries").select("id")
-            .where("subscription_id", "=", delivery.subscriptionId)
-            .where("entity_id", "=", delivery.entityId)
+          db.selectFrom("webhook_deliveries").innerJoin("domain_events", "domain_events.id", "webhook_deliveries.event_id")
+            .select("webhook_deliveries.id")
+            .where("webhook_deliveries.subscription_id", "=", delivery.subscriptionId)
+            .where("webhook_deliveries.entity_id", "=", delivery.entityId)
             // A literal, so SQLite sees the partial index's predicate.
-            .where("state", "=", sql.lit("pending"))
-            .where(sql<SqlBool>`(${sql.ref("event_at")} < ${delivery.eventAt} or (${sql.ref("event_at")} = ${delivery.eventAt} and ${sql.ref("event_id")} < ${delivery.eventId}))`)
+            .where("webhook_deliveries.state", "=", sql.lit("pending"))
+            // Earlier in the log, not by the events' times: each node stamps its events with its own clock, and two
+            // writes of one record are serialised by its row, so the log's order is the record's.
+            .where((eb) => eb("domain_events.position", "<", eb.selectFrom("domain_events as this_event").select("this_event.position").where("this_event.id", "=", delivery.eventId)))
             .limit(sql.lit(1))
         ),
         (row) => row !== undefined

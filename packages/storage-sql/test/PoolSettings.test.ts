@@ -5,9 +5,9 @@
  */
 import { describe, it } from "@effect/vitest"
 import { sql } from "kysely"
-import { assert } from "vitest"
+import { assert, expect } from "vitest"
 import { layerPostgres, POSTGRES_POOL_DEFAULTS, type PostgresPoolOptions } from "../src/index.js"
-import { openPostgres } from "../src/postgres/layerPostgres.js"
+import { checkedConnectionString, openPostgres } from "../src/postgres/layerPostgres.js"
 import { poolSettings } from "../src/postgres/PoolSettings.js"
 import { postgresSkipReason, postgresUrl } from "./Dialects.js"
 
@@ -59,6 +59,24 @@ describe("PostgreSQL pool settings", () => {
       assert.throws(() => poolSettings(pool), RangeError, message)
       // The layer refuses it when it is made, before it opens anything.
       assert.throws(() => layerPostgres({ connectionString: "postgres://127.0.0.1:1/none", pool }), RangeError, message)
+    }
+  })
+})
+
+describe("a connection string that cannot name a PostgreSQL server is refused at once, saying why", () => {
+  it("quotes pasted with it, another database's URL, or a URL that cannot be read; libpq's keyword form is left to pg", async () => {
+    for (const [given, message] of [
+      ["", /is empty/],
+      ["'postgres://postgres@127.0.0.1:5432/relay'", /wrapped in quotes/],
+      ["mysql://root@127.0.0.1:3306/relay", /must be a postgres:\/\/ or postgresql:\/\/ URL, got a mysql:\/\/ one/],
+      ["postgres://user:pa ss@[::1/relay", /not a URL that can be read/]
+    ] as const) {
+      assert.throws(() => checkedConnectionString(given), message, given)
+      // Before any connection is tried: not retried as an unreachable database for the start-up bound.
+      await expect(openPostgres({ connectionString: given })).rejects.toThrow(message)
+    }
+    for (const given of ["postgres://postgres@127.0.0.1:5432/relay", "postgresql://u:p%40ss@db.example.com/relay?sslmode=require", "host=/var/run/postgresql dbname=relay"]) {
+      assert.strictEqual(checkedConnectionString(given), given)
     }
   })
 })

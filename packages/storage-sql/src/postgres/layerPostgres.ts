@@ -79,12 +79,32 @@ const boundedForKysely = (pool: pg.Pool, replyTimeoutMillis: number): PostgresPo
   end: () => pool.end()
 })
 
+/**
+ * `connectionString` if it can name a PostgreSQL server; a RangeError saying what is wrong otherwise. Without the
+ * check a string pasted with its quotes, or a URL of another database, was taken for a host name and retried as an
+ * unreachable database for the whole start-up bound ("getaddrinfo ENOTFOUND"). A string with no scheme is left to pg
+ * (libpq's `host=... dbname=...` form).
+ */
+export const checkedConnectionString = (connectionString: string): string => {
+  const given = connectionString.trim()
+  if (given === "") throw new RangeError("connectionString is empty")
+  if (/^["'`]/.test(given)) throw new RangeError("connectionString is wrapped in quotes: give the URL without them")
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(given)?.[1]?.toLowerCase()
+  if (scheme === undefined) return connectionString
+  if (scheme !== "postgres" && scheme !== "postgresql" && scheme !== "socket") {
+    throw new RangeError(`connectionString must be a postgres:// or postgresql:// URL, got a ${scheme}:// one`)
+  }
+  if (scheme !== "socket" && !URL.canParse(given)) throw new RangeError("connectionString is not a URL that can be read (a character to percent-encode in the password?)")
+  return connectionString
+}
+
 /** Opens the pool; exported for tools and tests that need the kysely instance itself. */
 export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Database>> => {
+  const connectionString = checkedConnectionString(options.connectionString)
   const settings = poolSettings(options.pool)
   const [{ default: pg }, parts] = await Promise.all([import("pg"), pgParts(settings)])
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    connectionString,
     max: settings.max,
     idleTimeoutMillis: settings.idleTimeoutMillis,
     connectionTimeoutMillis: settings.connectionTimeoutMillis,

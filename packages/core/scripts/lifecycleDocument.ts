@@ -124,8 +124,9 @@ Guarantees:
   go to the same receiver; their leases run out and a later round takes them), so a dead receiver holds a place for
   one timeout a round, not one per delivery. Order needs no more: a record's next provider effect is decided only
   after its last one is recorded (a transfer is followed once its submission is), and a delivery waits for any
-  earlier one of its record. What one client's receivers cannot take from another's is not promised: they share the
-  deliveries' pool, oldest due first.
+  earlier one of its record. One client's lanes hold at most half the deliveries' places at once (one when there are
+  fewer than four), and while they do none of its other deliveries is leased: a client's receivers that never answer
+  leave the other places to the other clients'.
 - **Shared by nodes.** Several processes on one PostgreSQL database lease with \`FOR UPDATE SKIP LOCKED\` and a
   lease time (${minutes(OutboxWorker.defaults.leaseMillis)}), so two never carry out one entry at the same time; a process that dies
   mid-call leaves a lease that expires, and the entry is carried out again.

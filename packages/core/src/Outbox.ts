@@ -35,6 +35,14 @@ export type EffectKind = typeof EffectKind.Type
  */
 export type Pool = "deliveries" | "provider"
 
+/** Which of the due entries a lease takes; every one when absent. */
+export interface DueFilter {
+  /** Only the entries of this pool. */
+  readonly pool?: Pool
+  /** None of these clients' (in the deliveries' pool, the clients holding their share of its places). */
+  readonly skipClients?: ReadonlyArray<string>
+}
+
 /** The pool an effect of `kind` is carried out in. */
 export const poolOf = (kind: EffectKind): Pool => (kind === "deliverWebhook" ? "deliveries" : "provider")
 
@@ -82,8 +90,7 @@ export interface OutboxStore {
     now: Timestamp.Timestamp,
     limit: number,
     busyLanes?: ReadonlyArray<string>,
-    /** Only the entries of this pool (see `Pool`); every entry when absent. */
-    pool?: Pool
+    filter?: DueFilter
   ) => Op<ReadonlyArray<OutboxEntry>>
   /** The entries about one record, oldest first. */
   readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>

@@ -127,16 +127,16 @@ export const backoffMillis = (options: WorkerOptions, attempts: number) =>
   })
 
 /**
- * The entries due now, none in `busyLanes` (and of `pool` only, when given), leased to this worker; with the time they
+ * The entries due now, none in `busyLanes` and those `filter` takes, leased to this worker; with the time they
  * were leased at. An idle relay only reads: a write unit (SQLite's write lock, a PostgreSQL transaction that writes)
  * is opened only when something is due.
  */
-const lease = Effect.fnUntraced(function*(options: WorkerOptions, busyLanes: ReadonlyArray<string>, pool?: Outbox.Pool) {
+const lease = Effect.fnUntraced(function*(options: WorkerOptions, busyLanes: ReadonlyArray<string>, filter?: Outbox.DueFilter) {
   const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
   const now = Timestamp.fromMillis(nowMillis)
   // One statement, its answer checked again by the leasing unit: a lookup (no transaction of its own).
-  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1, busyLanes, pool))
-  const due = seen.length === 0 ? seen : yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options, busyLanes, pool))
+  const seen = yield* Storage.run("lookup", (unit) => unit.dueOutboxEntries(now, 1, busyLanes, filter))
+  const due = seen.length === 0 ? seen : yield* Storage.run("write", (unit) => leaseDue(unit, now, nowMillis, options, busyLanes, filter))
   return { due, leasedAt: nowMillis }
 })
 
@@ -147,9 +147,9 @@ const leaseDue = Effect.fnUntraced(function*(
   nowMillis: number,
   options: WorkerOptions,
   busyLanes: ReadonlyArray<string>,
-  pool: Outbox.Pool | undefined
+  filter: Outbox.DueFilter | undefined
 ) {
-  const due = yield* unit.dueOutboxEntries(now, options.batch, busyLanes, pool)
+  const due = yield* unit.dueOutboxEntries(now, options.batch, busyLanes, filter)
   const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
   for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
   return due
@@ -348,8 +348,11 @@ const pauseAfterFailedLeases = (settings: WorkerOptions, failures: number): numb
 /** Lanes leased and waiting for a place, in lease order, and lanes being carried out, of one pool (see `run`). */
 interface PoolPlaces {
   readonly pool: Outbox.Pool
-  /** Lanes being carried out: their keys, and the lane their entries name (null: nothing to skip when leasing). */
-  readonly running: Map<string, string | null>
+  /**
+   * Lanes being carried out: their keys, the lane their entries name (null: nothing to skip when leasing), and their
+   * client.
+   */
+  readonly running: Map<string, { readonly lane: string | null; readonly clientId: string }>
   readonly waiting: Array<{ readonly key: string; readonly leasedAt: number; readonly entries: ReadonlyArray<Outbox.OutboxEntry> }>
 }
 
@@ -376,20 +379,33 @@ export const run = (options: Given<WorkerOptions> = {}) => {
       continues: "outbox still paused: leasing due entries fails",
       ended: "outbox resumed: leasing due entries again"
     })
+    // The most places of the deliveries' pool one client's lanes hold at once: receivers that never answer, on as many
+    // subscriptions as one client makes, leave the other places to the other clients' deliveries.
+    const clientShare = Math.max(1, Math.floor(settings.concurrency / 2))
+    /** The clients whose lanes in `pool` hold their share of its places: none of theirs starts or is leased meanwhile. */
+    const atTheirShare = ({ pool, running }: PoolPlaces): ReadonlySet<string> => {
+      if (pool !== "deliveries") return new Set()
+      const held = new Map<string, number>()
+      for (const { clientId } of running.values()) held.set(clientId, (held.get(clientId) ?? 0) + 1)
+      return new Set([...held].filter(([, places]) => places >= clientShare).map(([clientId]) => clientId))
+    }
+    /** Whether a leased lane may start now: lane-less deliveries of a client whose earlier ones are still going out wait for them. */
+    const startable = (places: PoolPlaces, full: ReadonlySet<string>) => (lane: PoolPlaces["waiting"][number]) =>
+      !places.running.has(lane.key) && !full.has(lane.entries[0]?.clientId ?? "")
     const rounds = Effect.gen(function*() {
       while (true) {
         // Closed before looking, so a lane that ends after the look still wakes the wait below.
         laneEnded.closeUnsafe()
-        for (const { running, waiting } of pools) {
+        for (const places of pools) {
+          const { running, waiting } = places
           for (let i = 0; i < waiting.length && running.size < settings.concurrency;) {
             const next = waiting[i]!
-            // Lane-less deliveries of a client whose earlier ones are still going out wait for them.
-            if (running.has(next.key)) {
+            if (!startable(places, atTheirShare(places))(next)) {
               i++
               continue
             }
             waiting.splice(i, 1)
-            running.set(next.key, next.entries[0]?.lane ?? null)
+            running.set(next.key, { lane: next.entries[0]?.lane ?? null, clientId: next.entries[0]?.clientId ?? "" })
             yield* Effect.forkChild(carryOutLane(settings, next.leasedAt, next.entries).pipe(
               Effect.ensuring(Effect.sync(() => {
                 running.delete(next.key)
@@ -398,16 +414,19 @@ export const run = (options: Given<WorkerOptions> = {}) => {
             ))
           }
         }
-        const hungry = pools.filter(({ running, waiting }) => waiting.length === 0 && running.size < settings.concurrency)
+        const hungry = pools.filter((places) =>
+          places.running.size < settings.concurrency && !places.waiting.some(startable(places, atTheirShare(places))))
         if (hungry.length === 0) {
           yield* laneEnded.await
           continue
         }
         let found = 0
         let failed: Cause.Cause<unknown> | undefined
-        for (const { pool, running, waiting } of hungry) {
-          const busyLanes = [...running.values()].filter((lane): lane is string => lane !== null)
-          const leased = yield* lease(settings, busyLanes, pool).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+        for (const places of hungry) {
+          const { pool, running, waiting } = places
+          const busyLanes = [...running.values()].flatMap(({ lane }) => (lane === null ? [] : [lane]))
+          const filter = { pool, skipClients: [...atTheirShare(places)] }
+          const leased = yield* lease(settings, busyLanes, filter).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
           if (Cause.isCause(leased)) {
             failed = leased
             break

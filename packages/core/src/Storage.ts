@@ -567,12 +567,13 @@ const makeMemory = Effect.fnUntraced(function*() {
       updateOutboxEntry(entry) {
         return update(staged.outbox, "outbox entry", entry.id, entry)
       },
-      dueOutboxEntries(now, limit, busyLanes = [], pool) {
+      dueOutboxEntries(now, limit, busyLanes = [], { pool, skipClients = [] } = {}) {
         return read(() =>
           [...staged.outbox.values()]
             .filter((e) =>
               e.state === "pending" && e.nextAttemptAt <= now && (e.leasedUntil === null || e.leasedUntil <= now) &&
-              (e.lane === null || !busyLanes.includes(e.lane)) && (pool === undefined || poolOf(e.kind) === pool)
+              (e.lane === null || !busyLanes.includes(e.lane)) && (pool === undefined || poolOf(e.kind) === pool) &&
+              !skipClients.includes(e.clientId)
             )
             .sort((a, b) => (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id < b.id ? -1 : 1))
             .slice(0, limit)

@@ -294,15 +294,41 @@ describe("Outbox", () => {
       for (let n = 0; n < options.concurrency + 2; n++) yield* Webhooks.subscribe(principal, { url: `https://dead-${n}.example.com/hook` })
       yield* initiate("0.1")
       const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(dead))
-      yield* pauses(10, Effect.sync(() => posted.length === options.concurrency))
-      // Every place of the deliveries' pool is held by a receiver that never answers.
-      assert.strictEqual(posted.length, options.concurrency)
+      const share = Math.floor(options.concurrency / 2)
+      yield* pauses(10, Effect.sync(() => posted.length === share))
+      // The client's share of the deliveries' places is held by receivers that never answer.
+      assert.strictEqual(posted.length, share)
       const handed = calls.submitted.length
       const second = yield* initiate("0.2")
       yield* pauses(10, Effect.sync(() => calls.submitted.length === handed + 1))
       const [submission] = yield* entriesOf(second.id)
       assert.strictEqual(submission?.state, "done")
-      assert.strictEqual(posted.length, options.concurrency)
+      assert.strictEqual(posted.length, share)
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("one client's receivers that never answer, on more subscriptions than the worker has places, hold at most its share of them: another client's deliveries go out meanwhile", () => {
+    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    return Effect.gen(function*() {
+      const silent = yield* setup
+      const other = yield* setup
+      yield* settleAll
+      const posted: Array<string> = []
+      const transport = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
+        post: (url) => Effect.andThen(Effect.sync(() => posted.push(url)), url.includes("dead") ? Effect.never : Effect.succeed({ status: 200 }))
+      }))
+      for (let n = 0; n < options.concurrency + 4; n++) yield* Webhooks.subscribe(silent.principal, { url: `https://dead-${n}.example.com/hook` })
+      const live = yield* Webhooks.subscribe(other.principal, { url: "https://live.example.com/hook" })
+      yield* silent.initiate("0.1")
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(transport))
+      yield* pauses(10, Effect.sync(() => posted.length >= 2))
+      yield* other.initiate("0.1")
+      const delivered = Effect.map(Webhooks.deliveries(other.principal, live.id, 100), (all) => all.length > 0 && all.every((d) => d.state === "delivered"))
+      yield* pauses(20, delivered)
+      assert.isTrue(yield* delivered, "the other client's deliveries went out")
+      // The silent client never held more than its share: the rest of its receivers were not even called.
+      assert.strictEqual(posted.filter((url) => url.includes("dead")).length, Math.floor(options.concurrency / 2))
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(world(calls)))
   })

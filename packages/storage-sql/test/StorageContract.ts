@@ -499,8 +499,11 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         // A lane still being carried out is skipped; entries of no lane never are.
         assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [second.lane!, "another lane"]))), [first.id])
         // Each of the worker's pools leases its own kinds (Outbox.poolOf): the deliveries, and the provider's effects.
-        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], "deliveries"))), [second.id])
-        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], "provider"))), [first.id])
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], { pool: "deliveries" }))), [second.id])
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], { pool: "provider" }))), [first.id])
+        // A client holding its share of the deliveries' places is skipped; the others' entries are not.
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], { skipClients: [client.id] }))), [])
+        assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [], { skipClients: [Records.client().id] }))), [first.id, second.id])
         assert.deepStrictEqual(mine(yield* due(base + 100)), [...[first.id, leased.id].sort(), second.id])
         const settled = { ...first, state: "done" as const, attempts: 2, lastError: "provider said ä", updatedAt: Records.at(5) }
         yield* write((unit) => unit.updateOutboxEntry(settled))

@@ -57,7 +57,7 @@ export const store = (
     updateOutboxEntry(entry) {
       return update(read.outbox_entries, encode(entry), writes.updateOutboxEntry, "outbox_entries")
     },
-    dueOutboxEntries(now, limit, busyLanes = [], pool) {
+    dueOutboxEntries(now, limit, busyLanes = [], { pool, skipClients = [] } = {}) {
       return Effect.map(
         rows(
           db.selectFrom("outbox_entries").selectAll()
@@ -68,6 +68,7 @@ export const store = (
             .$if(busyLanes.length > 0, (qb) => qb.where((eb) => eb.or([eb("lane", "is", null), eb("lane", "not in", [...busyLanes])])))
             // Outbox.poolOf, as a filter: webhook deliveries are the one kind of the deliveries pool.
             .$if(pool !== undefined, (qb) => qb.where("kind", pool === "deliveries" ? "=" : "<>", sql.lit("deliverWebhook")))
+            .$if(skipClients.length > 0, (qb) => qb.where("client_id", "not in", [...skipClients]))
             .orderBy("next_attempt_at").orderBy("id")
             .limit(engine.opaque.integer(limit))
             .$if(locks, (qb) => qb.forUpdate().skipLocked())

@@ -145,6 +145,27 @@ describe("shapes", () => {
   })
 })
 
+/** A report of one passing check, for the reporters' tests to vary. */
+const sampleReport = {
+  kind: "custody-relay-conformance-statement",
+  kit: { name: "k", version: "0" },
+  interfaceVersion: "v1",
+  controlProtocolVersion: "1.1",
+  implementation: { name: "impl", version: "1", interfaceVersion: "v1" },
+  target: "t",
+  mode: "control",
+  startedAt: "2026-01-01T00:00:00.000Z",
+  durationMs: 5,
+  seed: 1,
+  numRuns: 1,
+  status: "passed",
+  counts: { pass: 1, fail: 0, warn: 0, "expected-fail": 0, "unexpected-pass": 0, "not-applicable": 0, "harness-error": 0 },
+  checks: [{ id: "a.b", title: "t", requirements: ["A-1"], tags: ["x"], outcome: "pass", rawOutcome: "pass", seed: 1, durationMs: 1, violations: [], warnings: [], replay: "--check a.b" }],
+  requirements: [],
+  unusedExpectations: [],
+  doctor: []
+} satisfies Report
+
 describe("reporting", () => {
   it("redacts secrets in printed exchanges", () => {
     const text = formatExchange({ method: "GET", path: "/relay/v1/accounts", requestHeaders: { "x-api-key": "ck_1", "x-api-secret": "s3cr3t" }, requestBody: undefined, status: 200, responseHeaders: {}, responseBody: "{}", durationMs: 1 })
@@ -154,23 +175,11 @@ describe("reporting", () => {
 
   it("writes well-formed JUnit with escaped details", () => {
     const report = {
-      kind: "custody-relay-conformance-statement",
-      kit: { name: "k", version: "0" },
-      interfaceVersion: "v1",
-      controlProtocolVersion: "1.1",
+      ...sampleReport,
       implementation: { name: "impl <&>", version: "1", interfaceVersion: "v1" },
-      target: "t",
-      mode: "control",
-      startedAt: "2026-01-01T00:00:00.000Z",
-      durationMs: 5,
-      seed: 1,
-      numRuns: 1,
       status: "failed",
-      counts: { pass: 0, fail: 1, warn: 0, "expected-fail": 0, "unexpected-pass": 0, "not-applicable": 0, "harness-error": 0 },
-      checks: [{ id: "a.b", title: "t", requirements: ["A-1"], tags: ["x"], outcome: "fail", rawOutcome: "fail", seed: 1, durationMs: 1, violations: [{ requirementIds: ["A-1"], message: "bad <tag> & \"quote\"", exchanges: [] }], warnings: [], replay: "--check a.b" }],
-      requirements: [],
-      unusedExpectations: [],
-      doctor: []
+      counts: { ...sampleReport.counts, pass: 0, fail: 1 },
+      checks: [{ id: "a.b", title: "t", requirements: ["A-1"], tags: ["x"], outcome: "fail", rawOutcome: "fail", seed: 1, durationMs: 1, violations: [{ requirementIds: ["A-1"], message: "bad <tag> & \"quote\"", exchanges: [] }], warnings: [], replay: "--check a.b" }]
     } satisfies Report
     const xml = formatJunit(report)
     expect(xml).toContain('failures="1"')
@@ -180,22 +189,7 @@ describe("reporting", () => {
 })
 
 describe("JUnit: what fails or stops a run besides its checks", () => {
-  const base = {
-    kind: "custody-relay-conformance-statement",
-    kit: { name: "k", version: "0" },
-    interfaceVersion: "v1",
-    controlProtocolVersion: "1.1",
-    implementation: { name: "impl", version: "1", interfaceVersion: "v1" },
-    target: "t",
-    mode: "control",
-    startedAt: "2026-01-01T00:00:00.000Z",
-    durationMs: 5,
-    seed: 1,
-    numRuns: 1,
-    counts: { pass: 1, fail: 0, warn: 0, "expected-fail": 0, "unexpected-pass": 0, "not-applicable": 0, "harness-error": 0 },
-    checks: [{ id: "a.b", title: "t", requirements: ["A-1"], tags: ["x"], outcome: "pass", rawOutcome: "pass", seed: 1, durationMs: 1, violations: [], warnings: [], replay: "--check a.b" }],
-    doctor: []
-  } as const
+  const base = sampleReport
 
   it("a stale expected-failure entry fails the run, and the XML names it as a failing test case", () => {
     const xml = formatJunit({ ...base, status: "failed", requirements: [], unusedExpectations: [{ checkId: "page.envlope", reason: "typo" }] } satisfies Report)

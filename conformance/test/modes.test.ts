@@ -73,6 +73,30 @@ describe("targets", () => {
   })
 })
 
+/**
+ * The fake's control over HTTP, as an in-process `Control`, with `replaced` calls answering otherwise; its profile
+ * declares no capabilities, so a call it lacks is learnt of only when a check makes it.
+ */
+const controlOver = (fake: FakeRelay, replaced: Partial<Control>): Control => {
+  const http = new HttpControl(new Transport({ handler: fake.handler }), "/__control", "t")
+  return {
+    createClient: () => http.createClient(),
+    createApiUser: (clientId, permissions) => http.createApiUser(clientId, permissions),
+    revokeApiUser: (id) => http.revokeApiUser(id),
+    setPermissions: (id, permissions) => http.setPermissions(id, permissions),
+    activateAccount: (id) => http.activateAccount(id),
+    creditAccount: (id, amount) => http.creditAccount(id, amount),
+    setWhitelistStatus: (id, status) => http.setWhitelistStatus(id, status),
+    decideTransaction: (id, apiUserId, decision) => http.decideTransaction(id, apiUserId, decision),
+    advanceTransaction: (id, to) => http.advanceTransaction(id, to),
+    setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
+    setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),
+    logs: () => http.logs(),
+    profile: async () => ({ ...((await http.profile()) as Record<string, unknown>), capabilities: [] }),
+    ...replaced
+  }
+}
+
 describe("the command line refuses what it cannot honour, before any check runs", () => {
   const run = async (argv: ReadonlyArray<string>): Promise<{ code: number | string; err: string }> => {
     const err: Array<string> = []
@@ -208,23 +232,8 @@ describe("capability gating", () => {
 
   it("TXN-PREC-1 TXN-PREC-2: a control call missing inside a property's run (the account's activation) makes the check not-applicable, not a violation of its ids", async () => {
     const fake = new FakeRelay({ token: "t" })
-    const http = new HttpControl(new Transport({ handler: fake.handler }), "/__control", "t")
-    const withoutActivate: Control = {
-      createClient: () => http.createClient(),
-      createApiUser: (clientId, permissions) => http.createApiUser(clientId, permissions),
-      revokeApiUser: (id) => http.revokeApiUser(id),
-      setPermissions: (id, permissions) => http.setPermissions(id, permissions),
-      activateAccount: () => Promise.reject(new CapabilityMissing("accounts.activate")),
-      creditAccount: (id, amount) => http.creditAccount(id, amount),
-      setWhitelistStatus: (id, status) => http.setWhitelistStatus(id, status),
-      decideTransaction: (id, apiUserId, decision) => http.decideTransaction(id, apiUserId, decision),
-      advanceTransaction: (id, to) => http.advanceTransaction(id, to),
-      setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
-      setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),
-      logs: () => http.logs(),
-      // Nothing declared: the kit learns of the missing call only when a fixture makes it.
-      profile: async () => ({ ...((await http.profile()) as Record<string, unknown>), capabilities: [] })
-    }
+    // Nothing declared: the kit learns of the missing call only when a fixture makes it.
+    const withoutActivate = controlOver(fake, { activateAccount: () => Promise.reject(new CapabilityMissing("accounts.activate")) })
     const report = await runConformance({ target: { handler: fake.handler }, control: withoutActivate, checks: ["txn.amount.malformed", "txn.precision.boundary"], numRuns: 5 })
     expect(report.checks.map((check) => [check.id, check.outcome, check.message])).toEqual([
       ["txn.amount.malformed", "not-applicable", "the target does not offer the control capability accounts.activate"],
@@ -246,22 +255,7 @@ describe("capability gating", () => {
 
   it("treats a CapabilityMissing thrown by an in-process control as not-applicable", async () => {
     const fake = new FakeRelay({ token: "t" })
-    const http = new HttpControl(new Transport({ handler: fake.handler }), "/__control", "t")
-    const withoutRevoke: Control = {
-      createClient: () => http.createClient(),
-      createApiUser: (clientId, permissions) => http.createApiUser(clientId, permissions),
-      revokeApiUser: () => Promise.reject(new CapabilityMissing("api-users.revoke")),
-      setPermissions: (id, permissions) => http.setPermissions(id, permissions),
-      activateAccount: (id) => http.activateAccount(id),
-      creditAccount: (id, amount) => http.creditAccount(id, amount),
-      setWhitelistStatus: (id, status) => http.setWhitelistStatus(id, status),
-      decideTransaction: (id, apiUserId, decision) => http.decideTransaction(id, apiUserId, decision),
-      advanceTransaction: (id, to) => http.advanceTransaction(id, to),
-      setRateLimit: (limit, windowSeconds) => http.setRateLimit(limit, windowSeconds),
-      setProviderFault: (clientId, fault) => http.setProviderFault(clientId, fault),
-      logs: () => http.logs(),
-      profile: async () => ({ ...((await http.profile()) as Record<string, unknown>), capabilities: [] })
-    }
+    const withoutRevoke = controlOver(fake, { revokeApiUser: () => Promise.reject(new CapabilityMissing("api-users.revoke")) })
     const report = await runConformance({ target: { handler: fake.handler }, control: withoutRevoke, checks: ["auth.credentials.revoked", "auth.credentials.invalid"] })
     expect(report.checks.map((check) => [check.id, check.outcome])).toEqual([
       ["auth.credentials.invalid", "pass"],

@@ -7,7 +7,7 @@
  * the same way before it gets here (ServerConfig).
  */
 
-/** Options as an embedder gives them: any of them left out, or given as `undefined`. */
+/** Options as an embedder gives them: each may be left out, or given as `undefined`. */
 export type Given<T> = { readonly [K in keyof T]?: T[K] | undefined }
 
 /** `given` without its `undefined` entries, over `defaults`. */

@@ -95,6 +95,12 @@ const setup = Effect.gen(function*() {
   return { principal, source, initiate }
 })
 
+/** A provider that answers every call at once, nothing held or failed yet. */
+const answering = (): ProviderCalls => ({ submitted: [], failuresLeft: 0, gate: undefined })
+
+/** `setup`, with everything it left for the worker carried out. */
+const settledSetup = Effect.tap(setup, () => settleAll)
+
 /** Two transfers initiated, each reaching its quorum at once (no approvals needed here): two submissions due. */
 const twoTransfers = Effect.gen(function*() {
   const { initiate } = yield* setup
@@ -126,6 +132,15 @@ const receiverHolding = Effect.fnUntraced(function*(heldUrl: string) {
   })
   return { release, posted, receiving: Effect.provideService(Webhooks.WebhookTransport, transport) }
 })
+
+/** Webhook receivers answering as `answer` says (never, for one that does not answer), every URL posted to kept. */
+const receivers = (answer: (url: string) => Effect.Effect<{ readonly status: number }>) => {
+  const posted: Array<string> = []
+  const transport = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
+    post: (url) => Effect.andThen(Effect.sync(() => posted.push(url)), answer(url))
+  }))
+  return { posted, transport }
+}
 
 /** Yields to the other fibers until `done` holds (or a thousand turns passed). */
 const turnsUntil = Effect.fnUntraced(function*(done: () => boolean) {
@@ -192,7 +207,7 @@ describe("Outbox", () => {
   })
 
   it.effect("a provider call that blocks holds no lock: a write on the same account completes meanwhile", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { initiate, source } = yield* setup
       yield* initiate("0.1")
@@ -211,7 +226,7 @@ describe("Outbox", () => {
   })
 
   it.effect("a slow provider call holds up only its own entry: the round's other entries are carried out meanwhile", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { first, second } = yield* twoTransfers
       calls.holdFirst = yield* Deferred.make<void>()
@@ -230,10 +245,9 @@ describe("Outbox", () => {
   })
 
   it.effect("the running worker leases again while a slow lane is still out: a transfer approved meanwhile is handed over at once", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate } = yield* setup
-      yield* settleAll
+      const { initiate } = yield* settledSetup
       calls.entered = 0
       calls.holdFirst = yield* Deferred.make<void>()
       const first = yield* initiate("0.1")
@@ -255,10 +269,9 @@ describe("Outbox", () => {
   })
 
   it.effect("under the running worker a held webhook receiver's later deliveries wait for its lane, and transfers approved meanwhile are handed over", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* setup
-      yield* settleAll
+      const { initiate, principal } = yield* settledSetup
       const slow = yield* Webhooks.subscribe(principal, { url: "https://slow.example.com/hook" })
       const { posted, receiving, release } = yield* receiverHolding(slow.url)
       yield* initiate("0.1")
@@ -283,14 +296,10 @@ describe("Outbox", () => {
   })
 
   it.effect("receivers that never answer, on more subscriptions than the worker has places, never hold up a transfer: deliveries and the provider's effects have pools of their own", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* setup
-      yield* settleAll
-      const posted: Array<string> = []
-      const dead = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
-        post: (url) => Effect.andThen(Effect.sync(() => posted.push(url)), Effect.never)
-      }))
+      const { initiate, principal } = yield* settledSetup
+      const { posted, transport: dead } = receivers(() => Effect.never)
       for (let n = 0; n < options.concurrency + 2; n++) yield* Webhooks.subscribe(principal, { url: `https://dead-${n}.example.com/hook` })
       yield* initiate("0.1")
       const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(dead))
@@ -309,15 +318,12 @@ describe("Outbox", () => {
   })
 
   it.effect("one client's receivers that never answer, on more subscriptions than the worker has places, hold at most its share of them: another client's deliveries go out meanwhile", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const silent = yield* setup
       const other = yield* setup
       yield* settleAll
-      const posted: Array<string> = []
-      const transport = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
-        post: (url) => Effect.andThen(Effect.sync(() => posted.push(url)), url.includes("dead") ? Effect.never : Effect.succeed({ status: 200 }))
-      }))
+      const { posted, transport } = receivers((url) => (url.includes("dead") ? Effect.never : Effect.succeed({ status: 200 })))
       for (let n = 0; n < options.concurrency + 4; n++) yield* Webhooks.subscribe(silent.principal, { url: `https://dead-${n}.example.com/hook` })
       const live = yield* Webhooks.subscribe(other.principal, { url: "https://live.example.com/hook" })
       yield* silent.initiate("0.1")
@@ -334,14 +340,10 @@ describe("Outbox", () => {
   })
 
   it.effect("a lane of deliveries stops at its first failed attempt: its other deliveries, to the same receiver, are released due when that one is tried again", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* setup
-      yield* settleAll
-      const posted: Array<string> = []
-      const failing = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
-        post: (url) => Effect.sync(() => (posted.push(url), { status: 500 }))
-      }))
+      const { initiate, principal } = yield* settledSetup
+      const { posted, transport: failing } = receivers(() => Effect.succeed({ status: 500 }))
       const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
       // Three records, one delivery each: none waits for another.
       for (const amount of ["0.1", "0.2", "0.3"]) yield* initiate(amount)
@@ -362,11 +364,10 @@ describe("Outbox", () => {
   })
 
   it.effect("a delivery waiting for an earlier one of its record looks again after a fifth of its wait, up to 30 s, and its log says what it waits for", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* setup
-      yield* settleAll
-      const failing = Effect.provideService(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({ post: () => Effect.succeed({ status: 500 }) }))
+      const { initiate, principal } = yield* settledSetup
+      const { transport: failing } = receivers(() => Effect.succeed({ status: 500 }))
       const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated", "transaction.quorum_reached"] })
       yield* initiate("0.1")
       // The first delivery fails, and releases the second, due with its retry.
@@ -390,10 +391,9 @@ describe("Outbox", () => {
   })
 
   it.effect("a worker that stops gives back the leases of what it leased and had not begun, for another node to take at once; the call under way keeps its own", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate } = yield* setup
-      yield* settleAll
+      const { initiate } = yield* settledSetup
       calls.begun = 0
       calls.gate = yield* Deferred.make<void>()
       const transfers = [yield* initiate("0.1"), yield* initiate("0.2"), yield* initiate("0.3")]
@@ -410,10 +410,9 @@ describe("Outbox", () => {
   })
 
   it.effect("the running worker carries out at most `concurrency` lanes at once, however many are due", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
-      const { initiate } = yield* setup
-      yield* settleAll
+      const { initiate } = yield* settledSetup
       calls.begun = 0
       calls.gate = yield* Deferred.make<void>()
       for (const amount of ["0.1", "0.2", "0.3", "0.4", "0.5"]) yield* initiate(amount)
@@ -428,7 +427,7 @@ describe("Outbox", () => {
   })
 
   it.effect("a slow webhook receiver holds up only its own subscription's deliveries: the same client's other subscription's go out meanwhile", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { initiate, principal } = yield* setup
       // The setup's own entries carried out first: the round below leases the transfer's and its deliveries only.
@@ -485,7 +484,7 @@ describe("Outbox", () => {
   })
 
   it.effect("a provider call that outlasts half its lease is abandoned as a failed attempt, before another worker could take it", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { initiate } = yield* setup
       const tx = yield* initiate("0.1")
@@ -503,7 +502,7 @@ describe("Outbox", () => {
   })
 
   it.effect("an entry its lane reaches half a lease or more after leasing is left for a later round, never carried out past its lease", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { first, second } = yield* twoTransfers
       calls.holdFirst = yield* Deferred.make<void>()
@@ -595,7 +594,7 @@ describe("Outbox", () => {
   })
 
   it.effect("a submission the provider accepts after an operator closed its transfer is logged as an error, with both ids", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     const { layer: logging, lines } = capturedLogs()
     return Effect.gen(function*() {
       const { initiate } = yield* setup
@@ -615,7 +614,7 @@ describe("Outbox", () => {
   })
 
   it.effect("WL-STATE-1: a registration carried out twice (a worker past its lease beside the one that took it over) records it once and follows the review once", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     const lifecycle = { policyMillis: 0, broadcastMillis: 0, confirmationMillis: 0, addressReviewMillis: 3_600_000, failureShare: 0 }
     return Effect.gen(function*() {
       const { principal } = yield* setup
@@ -651,7 +650,7 @@ describe("Outbox", () => {
   })
 
   it.effect("TXN-FLOW-1 WL-STATE-1: the live simulated provider completes a transfer and approves an address, each step an event", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { tx, entry } = yield* transferAndAddress
       assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "COMPLETED")
@@ -672,7 +671,7 @@ describe("Outbox", () => {
   })
 
   it.effect("a pushed report (the provider's callback, named by its request id) moves the transfer and the address, as events", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     return Effect.gen(function*() {
       const { tx, entry, principal } = yield* transferAndAddress
       // A pushed provider is never polled: only the submission and the registration ran.
@@ -701,12 +700,11 @@ describe("Outbox", () => {
   })
 
   it.effect("while the database is unreachable the running worker says so once, then once a minute, in one line each; it leases less and less often, and says when it resumes", () => {
-    const calls: ProviderCalls = { submitted: [], failuresLeft: 0, gate: undefined }
+    const calls = answering()
     const outage: Outage = { down: false, refused: 0 }
     const logs = capturedLogs()
     return Effect.gen(function*() {
-      const { initiate } = yield* setup
-      yield* settleAll
+      const { initiate } = yield* settledSetup
       const tx = yield* initiate("0.1")
       outage.down = true
       const worker = yield* Effect.forkChild(OutboxWorker.run(options))

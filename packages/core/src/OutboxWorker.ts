@@ -354,6 +354,11 @@ interface PoolPlaces {
    */
   readonly running: Map<string, { readonly lane: string | null; readonly clientId: string }>
   readonly waiting: Array<{ readonly key: string; readonly leasedAt: number; readonly entries: ReadonlyArray<Outbox.OutboxEntry> }>
+  /**
+   * Until when the pool is not looked at again: its last lease found nothing due, and it is looked at once every
+   * `idleMillis` then, however often the other pool's lanes end (each end would otherwise cost it a look).
+   */
+  quietUntil: number
 }
 
 /**
@@ -371,7 +376,7 @@ export const run = (options: Given<WorkerOptions> = {}) => {
   const settings = optionsOf(options)
   return Effect.gen(function*() {
     yield* CustodyProvider
-    const pools: ReadonlyArray<PoolPlaces> = (["provider", "deliveries"] as const).map((pool) => ({ pool, running: new Map(), waiting: [] }))
+    const pools: ReadonlyArray<PoolPlaces> = (["provider", "deliveries"] as const).map((pool) => ({ pool, running: new Map(), waiting: [], quietUntil: 0 }))
     const laneEnded = yield* Latch.make(false)
     let lastHousekeeping = 0
     const leases = OutageLog.make({
@@ -414,13 +419,16 @@ export const run = (options: Given<WorkerOptions> = {}) => {
             ))
           }
         }
-        const hungry = pools.filter((places) =>
+        const roomy = pools.filter((places) =>
           places.running.size < settings.concurrency && !places.waiting.some(startable(places, atTheirShare(places))))
+        const lookedAt = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const hungry = roomy.filter((places) => lookedAt >= places.quietUntil)
         if (hungry.length === 0) {
-          yield* laneEnded.await
+          // A lane's end, or the first pool with room whose quiet ends, whichever comes first.
+          const quietEnds = Math.min(...roomy.map((places) => places.quietUntil))
+          yield* (roomy.length === 0 ? laneEnded.await : Effect.race(Effect.sleep(Duration.millis(quietEnds - lookedAt)), laneEnded.await))
           continue
         }
-        let found = 0
         let failed: Cause.Cause<unknown> | undefined
         for (const places of hungry) {
           const { pool, running, waiting } = places
@@ -431,7 +439,7 @@ export const run = (options: Given<WorkerOptions> = {}) => {
             failed = leased
             break
           }
-          found += leased.due.length
+          if (leased.due.length === 0) places.quietUntil = leased.leasedAt + settings.idleMillis
           for (const [key, entries] of lanesByKey(leased.due)) waiting.push({ key, leasedAt: leased.leasedAt, entries })
         }
         if (failed !== undefined) {
@@ -444,11 +452,6 @@ export const run = (options: Given<WorkerOptions> = {}) => {
         if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
           lastHousekeeping = nowMillis
           yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
-        }
-        if (found === 0) {
-          const pause = Effect.sleep(Duration.millis(settings.idleMillis))
-          // A pool that was not hungry has lanes out or waiting: one of them ending ends the pause.
-          yield* (hungry.length < pools.length ? Effect.race(pause, laneEnded.await) : pause)
         }
       }
     })

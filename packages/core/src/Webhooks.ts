@@ -169,12 +169,17 @@ export const toView = (s: Webhook.WebhookSubscription) => ({
   updatedAt: s.updatedAt
 })
 
+/**
+ * The caller's subscription with this id. An id is a UUID in any case (the canonical, lower-case one is looked up);
+ * anything else is 400 before it reaches a store (a NUL byte in it failed PostgreSQL's UTF-8 check: a 500).
+ */
 const findOwned = (unit: Storage.StorageUnit, caller: ClientPrincipal, id: string) =>
-  Effect.flatMap(unit.getWebhookSubscription(id), (found) =>
-    Option.isSome(found) && found.value.clientId === caller.clientId
-      ? Effect.succeed(found.value)
-      // Absent or another client's: the same NotFound (SCOPE-1).
-      : Effect.fail(new NotFound({ resource: "webhook_subscription", id })))
+  Effect.flatMap(requireUuid("id", id), (canonical) =>
+    Effect.flatMap(unit.getWebhookSubscription(canonical), (found) =>
+      Option.isSome(found) && found.value.clientId === caller.clientId
+        ? Effect.succeed(found.value)
+        // Absent or another client's: the same NotFound (SCOPE-1).
+        : Effect.fail(new NotFound({ resource: "webhook_subscription", id: canonical }))))
 
 export interface NewSubscription {
   readonly url: string
@@ -256,7 +261,7 @@ const rotateIn = Effect.fnUntraced(function*(
 })
 
 /** How a toggle finds the subscription it changes: the caller's own, or any (the operator's). */
-type FindSubscription = (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | Storage.StorageError>
+type FindSubscription = (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | InvalidRequest | Storage.StorageError>
 
 const toggle = Effect.fnUntraced(function*(find: FindSubscription, enabled: boolean) {
   const now = yield* Timestamp.now
@@ -299,7 +304,7 @@ export const setEnabledByOperator = operation("Webhooks.setEnabledByOperator")(f
 export const deliveries = operation("Webhooks.deliveries")(function*(principal: Principal, id: string, limit: number) {
   const caller = yield* authorize(principal, "webhooks.manage")
   const found = yield* Storage.run("read", (unit) =>
-    Effect.flatMap(findOwned(unit, caller, id), () => unit.listWebhookDeliveries(id, limit)))
+    Effect.flatMap(findOwned(unit, caller, id), (subscription) => unit.listWebhookDeliveries(subscription.id, limit)))
   return found.map(({ payload: _, clientId: __, ...delivery }) => delivery)
 })
 
@@ -327,10 +332,11 @@ export const redeliver = operation("Webhooks.redeliver")(function*(
   if (what.until !== undefined && what.since === undefined) return yield* InvalidRequest.field("until", "goes with since")
   const since = yield* instantIn("since", what.since)
   const until = yield* instantIn("until", what.until)
+  const eventId = what.eventId === undefined ? undefined : yield* requireUuid("eventId", what.eventId)
   const filter: DomainEvent.TrailFilter = since === undefined
-    ? { id: what.eventId ?? "" }
+    ? { id: eventId ?? "" }
     : { from: since, ...(until === undefined ? {} : { to: until }) }
-  return yield* Idempotency.write(Webhook.Redelivered, (unit) => redeliverIn(unit, caller, id, filter, what.eventId))
+  return yield* Idempotency.write(Webhook.Redelivered, (unit) => redeliverIn(unit, caller, id, filter, eventId))
 })
 
 /** The instant a caller wrote in `field`, if any (Timestamp.parse); one that names no instant is refused. */

@@ -15,7 +15,7 @@ import {
   Permission,
   type Principal,
   type Relay,
-  type RelayError,
+  RelayError,
   Transaction,
   Transactions,
   Webhook,
@@ -182,12 +182,15 @@ const WebhooksNote =
   "\"Manage webhooks\". Deliveries are signed with the Standard Webhooks scheme."
 
 /** A page of a plain list, in the interface's envelope. */
-const listEnvelope = <A>(items: ReadonlyArray<A>) => Page.envelope({ items: [...items], total: items.length }, { page: 1, limit: Math.max(1, items.length) })
 
 const pageOf = (query: { readonly page: number; readonly limit: number }): Page.PageRequest => ({
   page: query.page,
   limit: query.limit
 })
+
+/** The page `request` names of a list held whole (a client's webhook subscriptions). */
+const pageIn = <A>(all: ReadonlyArray<A>, request: Page.PageRequest) =>
+  Page.envelope({ items: all.slice(Page.offset(request), Page.offset(request) + request.limit), total: all.length }, request)
 
 const TransactionApprovalNote =
   "Our extension to the interface: one approver's decision on a transaction awaiting its quorum. Approvers are " +
@@ -392,10 +395,11 @@ export const routes: ReadonlyArray<Route> = [
     path: "/relay/v1/webhooks",
     operation: "webhooks.manage",
     summary: "List webhook subscriptions (extension)",
-    description: WebhooksNote,
+    description: WebhooksNote + " Paged as every list is (page, limit), oldest first.",
     extension: true,
+    query: recordTrailQuery,
     response: Page.PageEnvelope(Webhook.SubscriptionView),
-    run: (principal) => Effect.map(Webhooks.list(principal), listEnvelope)
+    run: (principal, { query }) => Effect.map(Webhooks.list(principal), (all) => pageIn(all, pageOf(query)))
   }),
   define({
     method: "GET",
@@ -442,12 +446,16 @@ export const routes: ReadonlyArray<Route> = [
     path: "/relay/v1/webhooks/{id}/deliveries",
     operation: "webhooks.manage",
     summary: "A webhook subscription's delivery log (extension)",
-    description: WebhooksNote + " Newest first: each delivery's state, attempts, last status, error and latency.",
+    description: WebhooksNote +
+      " The newest `limit` deliveries, newest first: each delivery's state, attempts, last status, error and latency. One page: `total` counts the deliveries shown, and a later page is refused.",
     extension: true,
     query: recordTrailQuery,
     response: Page.PageEnvelope(Webhook.DeliveryView),
     run: (principal, { params, query }) =>
-      Effect.map(Webhooks.deliveries(principal, param(params, "id"), query.limit), listEnvelope)
+      query.page !== 1
+        ? Effect.fail(RelayError.InvalidRequest.field("page", "the delivery log has one page, of the newest `limit` deliveries"))
+        : Effect.map(Webhooks.deliveries(principal, param(params, "id"), query.limit), (items) =>
+          Page.envelope({ items: [...items], total: items.length }, { page: 1, limit: query.limit }))
   }),
   define({
     method: "POST",

@@ -296,4 +296,43 @@ describe("webhooks", () => {
     const foreign = await as.get(`/relay/v1/webhooks/${theirs}`)
     expect(foreign.status, foreign.text).toBe(404)
   })
+
+  it("ids are UUIDs in any case: upper case names the same subscription and event, anything else is 400 before it reaches a store (a NUL byte was PostgreSQL's 500)", async () => {
+    const fixture = open()
+    const tenant = await makeTenant(fixture)
+    const as = fixture.as(tenant.admin)
+    const id = String(record((await as.post("/relay/v1/webhooks", { url: "https://hooks.example.com/ids" })).body)["id"])
+    for (const path of ["", "/deliveries"]) {
+      expect((await as.get(`/relay/v1/webhooks/${id.toUpperCase()}${path}`)).status, path).toBe(200)
+      for (const wrong of ["%00", "a%00b", `${id}%00`, "not-a-uuid"]) {
+        const answer = await as.get(`/relay/v1/webhooks/${wrong}${path}`)
+        expect(answer.status, `${wrong}${path}`).toBe(400)
+        expect(record(answer.body)["code"]).toBe("INVALID_REQUEST")
+      }
+    }
+    for (const action of ["rotate-secret", "enable", "disable"]) expect((await as.post(`/relay/v1/webhooks/%00/${action}`, {})).status, action).toBe(400)
+    const events = record((await as.get("/relay/v1/events")).body)["items"] as ReadonlyArray<Record<string, unknown>>
+    const eventId = String(events[0]?.["id"])
+    const redeliver = (body: unknown) => as.post(`/relay/v1/webhooks/${id}/redeliver`, body)
+    expect((await redeliver({ eventId: "x" })).status).toBe(400)
+    expect((await redeliver({ eventId: "%00" })).status).toBe(400)
+    // Found by its canonical id (when the subscription takes it), or 404: never 400 for an upper-case UUID.
+    expect([200, 404]).toContain((await redeliver({ eventId: eventId.toUpperCase() })).status)
+    expect((await redeliver({ eventId: eventId.toUpperCase() })).status).toBe((await redeliver({ eventId })).status)
+  })
+
+  it("PAGE-2 PAGE-3: the subscriptions are paged as every list is; the delivery log is one page of the newest `limit`", async () => {
+    const fixture = open()
+    const tenant = await makeTenant(fixture)
+    const as = fixture.as(tenant.admin)
+    const ids: Array<string> = []
+    for (const n of [1, 2, 3]) ids.push(String(record((await as.post("/relay/v1/webhooks", { url: `https://hooks.example.com/${n}` })).body)["id"]))
+    const page = async (query: string) => record((await as.get(`/relay/v1/webhooks?${query}`)).body)
+    const second = await page("page=2&limit=2")
+    expect([second["page"], second["limit"], second["total"], (second["items"] as ReadonlyArray<Record<string, unknown>>).map((item) => item["id"])]).toEqual([2, 2, 3, [ids[2]]])
+    for (const bad of ["limit=0", "limit=101", "page=0", "page=1e309", "page=1&page=2"]) expect((await as.get(`/relay/v1/webhooks?${bad}`)).status, bad).toBe(400)
+    const log = record((await as.get(`/relay/v1/webhooks/${ids[0]}/deliveries?limit=5`)).body)
+    expect([log["page"], log["limit"]]).toEqual([1, 5])
+    expect((await as.get(`/relay/v1/webhooks/${ids[0]}/deliveries?page=2`)).status).toBe(400)
+  })
 })

@@ -70,6 +70,8 @@ export class CheckContext {
   propertyFailure: PropertyFailure | undefined = undefined
   private runExchanges: Array<Exchange> = []
   private failingRunExchanges: Array<Exchange> | undefined = undefined
+  /** Whether a run of the property being checked failed on the implementation's answer (see `tracked`). */
+  private violationSeen = false
   private readonly recent: Array<Exchange> = []
   private refused = 0
   private answered = 0
@@ -162,12 +164,22 @@ export class CheckContext {
     await this.runProperty(requirementIds, property as unknown as fc.IAsyncProperty<unknown>, numRuns)
   }
 
-  /** Runs one property run, keeping its exchanges when it fails (the last failing run is the shrunk one). */
+  /**
+   * Runs one property run, keeping its exchanges when it fails (the last failing run is the shrunk one). Once a run
+   * has failed on the implementation's answer, a later run that fails only on setting up (a fixture refused, a control
+   * call missing) counts as passing: fast-check shrinks towards any failing run, and would otherwise end on a setup
+   * problem and lose the violation it had found.
+   */
   async tracked<T>(run: () => Promise<T>): Promise<T> {
     this.runExchanges = []
     try {
       return await run()
     } catch (error) {
+      if (isSetupProblem(error)) {
+        if (this.violationSeen) return undefined as T
+      } else {
+        this.violationSeen = true
+      }
       this.failingRunExchanges = [...this.runExchanges]
       throw error
     }
@@ -175,6 +187,7 @@ export class CheckContext {
 
   /** Runs an already built asynchronous property (model-based runs use this). */
   async runProperty(requirementIds: ReadonlyArray<string>, property: fc.IAsyncProperty<unknown>, numRuns: number): Promise<void> {
+    this.violationSeen = false
     const parameters: fc.Parameters<unknown> = { seed: this.settings.seed, numRuns, endOnFailure: false, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: false }
     if (this.settings.path !== undefined) parameters.path = this.settings.path
     const details = await fc.check(property, parameters)

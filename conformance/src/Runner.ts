@@ -236,7 +236,8 @@ export const runConformance = async (options: RunOptions): Promise<Report> => {
     durationMs: Math.round(performance.now() - started),
     seed: runSeed,
     numRuns,
-    status: runStatus(reports, requirementReports, unused, fullRun),
+    // Without a profile nothing of the target was tested, whatever the selection's requirements: never passed.
+    status: profile === undefined ? "incomplete" : runStatus(reports, requirementReports, unused, fullRun),
     counts: countOutcomes(reports),
     checks: reports,
     requirements: requirementReports,

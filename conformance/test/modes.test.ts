@@ -8,7 +8,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createRelay } from "@custody-relay/server"
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
-import { defineCheck } from "../src/Check.js"
+import fc from "fast-check"
+import { type Check, CheckFailure, defineCheck } from "../src/Check.js"
+import { allChecks } from "../src/checks/index.js"
+import { FixtureFailure } from "../src/Fixtures.js"
+import { formatJunit } from "../src/reporters/junit.js"
+import { requirementById } from "../src/requirements.js"
 import { runCli } from "../src/CommandLine.js"
 import { CapabilityMissing, HttpControl, type Control } from "../src/Control.js"
 import { allPermissions } from "../src/Endpoints.js"
@@ -251,6 +256,34 @@ describe("capability gating", () => {
     expect(report.checks.map((check) => [check.outcome, check.message])).toEqual([["not-applicable", "no valid profile (see doctor)"]])
     expect(report.requirements.filter((requirement) => requirement.outcome === "fail")).toEqual([])
     expect(report.status).toBe("incomplete")
+    // Even a selection whose checks name no MUST requirement: nothing was tested, so never passed.
+    const noMust = allChecks.find((check) => check.requirements.every((id) => requirementById(id)?.level !== "MUST"))
+    expect(noMust).toBeDefined()
+    const quiet = await runConformance({ target: { handler: noProfile }, control: { token: "t" }, checks: [noMust?.id ?? ""] })
+    expect(quiet.status).toBe("incomplete")
+    // The JUnit form names only the untested MUST requirements the selection reaches.
+    const line = formatJunit(report).split("\n").find((text) => text.includes("untested MUST requirements")) ?? ""
+    const reached = allChecks.find((check) => check.id === "page.envelope")?.requirements.filter((id) => requirementById(id)?.level === "MUST") ?? []
+    expect((/untested: ([^<]*)</.exec(line)?.[1] ?? "").split(", ").sort()).toEqual([...reached].sort())
+  })
+
+  it("a violation whose shrinking reaches runs that fail only on setting up is still the violation of its requirement", async () => {
+    const fake = new FakeRelay({ token: "t" })
+    const probe: Check = {
+      id: "page.envelope",
+      title: "a property violated above 10, whose smaller inputs need a fixture the target refuses",
+      requirements: ["PAGE-1"],
+      tags: [],
+      needs: [],
+      run: (context) =>
+        context.property(["PAGE-1"], [fc.integer({ min: 0, max: 1000 })], async (n) => {
+          if (n < 10) throw new FixtureFailure(`fixture refused for ${n}`, [])
+          throw new CheckFailure({ requirementIds: ["PAGE-1"], message: `violation at ${n}`, exchanges: [] })
+        }, { numRuns: 20 })
+    }
+    const report = await runConformance({ target: { handler: fake.handler }, control: { token: "t" }, checks: ["page.envelope"], catalogue: [probe], seed: 1 })
+    expect(report.checks.map((check) => check.outcome)).toEqual(["fail"])
+    expect(report.checks[0]?.violations[0]?.message).toMatch(/violation at 10\b/)
   })
 
   it("treats a CapabilityMissing thrown by an in-process control as not-applicable", async () => {

@@ -146,12 +146,15 @@ export const settle = (unit: OutboxStore, entry: OutboxEntry, settlement: Settle
 /**
  * Gives back the lease of entries this worker leased and did not begin (the rest of a lane whose receiver just failed,
  * the lanes waiting when the worker stops), due at `dueAt` or when they were: another worker, or this one, may take
- * them then instead of after their lease. Each keeps its attempts and last error; one no longer pending is left.
+ * them then instead of after their lease. Each keeps its attempts and last error. An entry is given back only while
+ * it still holds the lease it was leased with (`entry.leasedUntil`): once that lease ran out another worker may have
+ * leased it, and clearing that worker's lease would let a third take it while the second carries it out. One no
+ * longer pending is left too.
  */
 export const release = (unit: OutboxStore, entries: ReadonlyArray<OutboxEntry>, dueAt?: Timestamp.Timestamp) =>
   Effect.flatMap(Timestamp.now, (now) =>
     Effect.forEach(entries, (entry) =>
       Effect.flatMap(unit.getOutboxEntry(entry.id), (found) =>
-        Option.isNone(found) || found.value.state !== "pending"
+        Option.isNone(found) || found.value.state !== "pending" || entry.leasedUntil === null || found.value.leasedUntil !== entry.leasedUntil
           ? Effect.void
           : unit.updateOutboxEntry({ ...found.value, nextAttemptAt: dueAt ?? found.value.nextAttemptAt, leasedUntil: null, updatedAt: now })), { discard: true }))

@@ -69,10 +69,12 @@ export const optionsOf = (given?: Given<WorkerOptions>): WorkerOptions => {
   wholeNumber("outbox.idleMillis", options.idleMillis, 1)
   wholeNumber("outbox.leaseMillis", options.leaseMillis, 1000)
   wholeNumber("outbox.batch", options.batch, 1)
-  wholeNumber("outbox.concurrency", options.concurrency, 1, options.batch)
+  // Each pool leases again whenever it has room, so places may outnumber a lease's batch; and a first delay above the
+  // cap is the cap (backoffCeilingMillis): neither pair needs the other's order.
+  wholeNumber("outbox.concurrency", options.concurrency, 1)
   wholeNumber("outbox.maxAttempts", options.maxAttempts, 1)
   wholeNumber("outbox.baseBackoffMillis", options.baseBackoffMillis, 1)
-  wholeNumber("outbox.maxBackoffMillis", options.maxBackoffMillis, options.baseBackoffMillis)
+  wholeNumber("outbox.maxBackoffMillis", options.maxBackoffMillis, 1)
   return options
 }
 
@@ -151,8 +153,10 @@ const leaseDue = Effect.fnUntraced(function*(
 ) {
   const due = yield* unit.dueOutboxEntries(now, options.batch, busyLanes, filter)
   const leasedUntil = Timestamp.fromMillis(nowMillis + options.leaseMillis)
-  for (const entry of due) yield* unit.updateOutboxEntry({ ...entry, leasedUntil, updatedAt: now })
-  return due
+  // Each as written, carrying its lease: what gives it back gives back this lease only (Outbox.release).
+  const leased = due.map((entry) => ({ ...entry, leasedUntil, updatedAt: now }))
+  for (const entry of leased) yield* unit.updateOutboxEntry(entry)
+  return leased
 })
 
 const describe = (cause: Cause.Cause<unknown>): string => {
@@ -282,7 +286,8 @@ const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Times
  * lane's later ones, are left; their leases run out and a later round leases them again. A lane of webhook deliveries
  * also stops at its first failed attempt: its later entries go to the same receiver, which just failed (a receiver
  * that never answers would otherwise hold a place for its timeout once per entry), so they are released, due when
- * the failed one is tried again. Answers how many it carried out.
+ * the failed one is tried again (a lane of deliveries written before entries named their lane is a client's, and
+ * goes on). Answers how many it carried out.
  */
 const carryOutLane = (options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) => {
   const progress = { begun: 0 }
@@ -304,7 +309,9 @@ const carryOutLaneFrom = Effect.fnUntraced(function*(
     carried++
     progress.begun++
     const dueAgain = yield* carryOut(options, entry)
-    if (dueAgain !== undefined && entry.kind === "deliverWebhook") {
+    // Only a lane that names its subscription: deliveries written before entries named their lane share their
+    // client's lane, whose next entry may be another receiver's.
+    if (dueAgain !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
       const rest = lane.slice(lane.indexOf(entry) + 1)
       yield* releaseLeases(rest, dueAgain)
       break

@@ -409,6 +409,56 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it.effect("a lease given back is only the one the worker was given: once it ran out and another worker leased the entry, that worker's lease stays", () =>
+    Effect.gen(function*() {
+      const { initiate } = yield* settledSetup
+      const tx = yield* initiate("0.1")
+      /** What a worker's lease writes, and the entries as it then holds them (each carrying its lease). */
+      const lease = Effect.gen(function*() {
+        const nowMillis = yield* Clock.currentTimeMillis
+        const now = Timestamp.fromMillis(nowMillis)
+        return yield* Storage.run("write", (unit) =>
+          Effect.gen(function*() {
+            const due = yield* unit.dueOutboxEntries(now, 16, [], { pool: "provider" })
+            const held = due.map((entry) => ({ ...entry, leasedUntil: Timestamp.fromMillis(nowMillis + options.leaseMillis), updatedAt: now }))
+            for (const entry of held) yield* unit.updateOutboxEntry(entry)
+            return held
+          }))
+      })
+      const byA = yield* lease
+      assert.deepStrictEqual(byA.map((entry) => entry.subjectId), [tx.id])
+      // A's lease runs out before A begins it; B leases it and carries it out.
+      yield* TestClock.adjust(options.leaseMillis + 1)
+      assert.strictEqual((yield* lease).length, 1)
+      // A, stopping, gives back what it had leased and not begun: not B's lease.
+      yield* Storage.run("write", (unit) => Outbox.release(unit, byA))
+      yield* TestClock.adjust(1)
+      assert.strictEqual((yield* lease).length, 0, "the entry B holds was leased again after A's release")
+    }).pipe(Effect.provide(world(answering()))))
+
+  it.effect("deliveries written before entries named their lane (their client's lane): one receiver's failure does not hold back another's", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      const { posted, transport } = receivers((url) => Effect.succeed({ status: url.includes("down") ? 500 : 200 }))
+      yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      const healthy = yield* Webhooks.subscribe(principal, { url: "https://healthy.example.com/hook", eventTypes: ["transaction.initiated"] })
+      yield* initiate("0.1")
+      // As migration 9 leaves deliveries written before it: no lane of their own.
+      const deliveries = yield* Storage.run("read", (unit) => unit.dueOutboxEntries(Timestamp.fromMillis(Date.UTC(2100, 0, 1)), 100, [], { pool: "deliveries" }))
+      yield* Storage.run("write", (unit) => Effect.forEach(deliveries, (entry) => unit.updateOutboxEntry({ ...entry, lane: null }), { discard: true }))
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.include(posted, healthy.url)
+      assert.deepStrictEqual((yield* Webhooks.deliveries(principal, healthy.id, 10)).map((d) => d.state), ["delivered"])
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it("the worker's options: a setting left out never refuses one given (places may outnumber a lease's batch; a first delay above the cap is the cap)", () => {
+    assert.strictEqual(OutboxWorker.optionsOf({ batch: 2 }).concurrency, OutboxWorker.defaults.concurrency)
+    assert.strictEqual(OutboxWorker.optionsOf({ baseBackoffMillis: 9 * 3600_000 }).maxBackoffMillis, OutboxWorker.defaults.maxBackoffMillis)
+    assert.throws(() => OutboxWorker.optionsOf({ concurrency: 0 }), /outbox\.concurrency must be a whole number at least 1, got 0/)
+  })
+
   it.effect("the running worker carries out at most `concurrency` lanes at once, however many are due", () => {
     const calls = answering()
     return Effect.gen(function*() {

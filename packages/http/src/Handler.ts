@@ -311,8 +311,12 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     if (request === undefined) return mounting.finish(original, Reply.finish(Reply.failure(new RouteNotFound(), requestId), requestId, {}))
     const page = pages?.(request.method, request.pathname)
     if (page !== undefined) return page
+    // Before the services are built, a request waits for them; if they fail to start, it is told so (503) as every
+    // later request is, not answered as a defect.
+    if (context === undefined) {
+      return ready.then(() => serveRequest(original), () => mounting.finish(original, Reply.finish(Reply.unavailable(requestId), requestId, {})))
+    }
     const program = serve(request, requestId, performance.now())
-    if (context === undefined) return runtime.runPromiseExit(program).then(finish)
     const fiber = Effect.runForkWith(context)(program)
     const exit = fiber.pollUnsafe()
     if (exit !== undefined) return finish(exit)

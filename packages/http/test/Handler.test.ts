@@ -502,7 +502,7 @@ describe("the options an embedder passes in code", () => {
       [{ idempotency: { ttlSeconds: -1 } }, /idempotencyKeyTtlSeconds/],
       [{ config: { idempotencyKeyTtlSeconds: Number.NaN } }, /idempotencyKeyTtlSeconds must be a whole number at least 1, got NaN/],
       [{ config: { defaultRequiredApprovals: 11 } }, /config\.defaultRequiredApprovals must be a whole number from 0 to 10, got 11/],
-      [{ outbox: { concurrency: 0 } }, /outbox\.concurrency must be a whole number from 1 to 16, got 0/],
+      [{ outbox: { concurrency: 0 } }, /outbox\.concurrency must be a whole number at least 1, got 0/],
       [{ outbox: { concurrency: Number.NaN } }, /outbox\.concurrency/],
       [{ rateLimit: { limit: 100, windowSeconds: 0 } }, /rateLimit\.windowSeconds must be a whole number at least 1, got 0/],
       [{ rateLimit: { limit: Number.NaN, windowSeconds: 60 } }, /rateLimit\.limit/],

@@ -79,4 +79,20 @@ describe("a handler whose services did not start", () => {
       await handler.dispose()
     }
   })
+
+  it("a request that arrives while the services are starting waits for them, and is answered 503 with Retry-After when they fail, not as a defect", async () => {
+    // A storage whose start fails after a moment, as a database unreachable past its start-up bound does.
+    const failing = Layer.effect(Storage.Storage, Effect.andThen(Effect.sleep(50), Effect.fail(new Error("connect ECONNREFUSED 127.0.0.1:5432")))) as unknown as Layer.Layer<Storage.Storage>
+    const handler = makeHandler({ layer: Relay.layer(Layer.merge(failing, RateLimiter.RateLimiter.layerMemory)), logger: silentLogger })
+    try {
+      const early = [handler(new Request("http://relay.test/health/live")), handler(new Request("http://relay.test/relay/v1/accounts"))]
+      await expect(handler.ready).rejects.toBeDefined()
+      for (const answer of await Promise.all(early)) {
+        expect(answer.status).toBe(503)
+        expect(answer.headers.get("retry-after")).not.toBeNull()
+      }
+    } finally {
+      await handler.dispose()
+    }
+  })
 })

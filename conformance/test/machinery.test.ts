@@ -200,7 +200,9 @@ describe("JUnit: what fails or stops a run besides its checks", () => {
   it("an incomplete run names the MUST requirements it left untested, as an error", () => {
     const requirements = [
       { id: "A-1", level: "MUST", outcome: "pass", checks: ["a.b"], violatedBy: [] },
-      { id: "B-2", level: "MUST", outcome: "untested", checks: [], violatedBy: [] },
+      { id: "B-2", level: "MUST", outcome: "untested", checks: ["a.b"], violatedBy: [] },
+      // Out of the selection's reach: no selected check covers it, so it is not named.
+      { id: "D-4", level: "MUST", outcome: "untested", checks: [], violatedBy: [] },
       { id: "C-3", level: "SHOULD", outcome: "untested", checks: [], violatedBy: [] }
     ] as const
     const xml = formatJunit({ ...base, status: "incomplete", requirements, unusedExpectations: [] } satisfies Report)

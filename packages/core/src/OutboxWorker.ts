@@ -302,22 +302,19 @@ const carryOutLaneFrom = Effect.fnUntraced(function*(
   lane: ReadonlyArray<Outbox.OutboxEntry>,
   progress: { begun: number }
 ) {
-  let carried = 0
   for (const entry of lane) {
     const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     if (nowMillis - leasedAt >= options.leaseMillis / 2) break
-    carried++
     progress.begun++
     const dueAgain = yield* carryOut(options, entry)
     // Only a lane that names its subscription: deliveries written before entries named their lane share their
     // client's lane, whose next entry may be another receiver's.
     if (dueAgain !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
-      const rest = lane.slice(lane.indexOf(entry) + 1)
-      yield* releaseLeases(rest, dueAgain)
+      yield* releaseLeases(lane.slice(progress.begun), dueAgain)
       break
     }
   }
-  return carried
+  return progress.begun
 })
 
 /** One round: leases what is due and carries it out, its lanes up to `concurrency` at once. Answers how many entries it carried out. */

@@ -104,7 +104,6 @@ export const settingsOf = (given?: Given<WebhookSettingsShape>): WebhookSettings
   return settings
 }
 
-
 const SECRET_BYTES = 24
 
 const newSecret = Effect.sync(() => {

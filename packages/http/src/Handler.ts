@@ -305,7 +305,8 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const requestId = requestIdOf(original)
     // Nothing can be served without the services that did not start: each request is told to go elsewhere or
     // retry, and a liveness probe fails, so a supervisor restarts the process.
-    if (startFailed) return mounting.finish(original, Reply.finish(Reply.unavailable(requestId), requestId, {}))
+    const notStarted = () => mounting.finish(original, Reply.finish(Reply.unavailable(requestId), requestId, {}))
+    if (startFailed) return notStarted()
     const request = mounting.inside(original)
     const finish = (exit: Exit.Exit<Reply.Reply, unknown>) => mounting.finish(original, settle(requestId)(exit))
     if (request === undefined) return mounting.finish(original, Reply.finish(Reply.failure(new RouteNotFound(), requestId), requestId, {}))
@@ -314,7 +315,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     // Before the services are built, a request waits for them; if they fail to start, it is told so (503) as every
     // later request is, not answered as a defect.
     if (context === undefined) {
-      return ready.then(() => serveRequest(original), () => mounting.finish(original, Reply.finish(Reply.unavailable(requestId), requestId, {})))
+      return ready.then(() => serveRequest(original), notStarted)
     }
     const program = serve(request, requestId, performance.now())
     const fiber = Effect.runForkWith(context)(program)

@@ -181,16 +181,16 @@ const WebhooksNote =
   "Our extension to the interface: webhook subscriptions of the caller's client (docs/webhooks.md). Needs " +
   "\"Manage webhooks\". Deliveries are signed with the Standard Webhooks scheme."
 
-/** A page of a plain list, in the interface's envelope. */
-
 const pageOf = (query: { readonly page: number; readonly limit: number }): Page.PageRequest => ({
   page: query.page,
   limit: query.limit
 })
 
-/** The page `request` names of a list held whole (a client's webhook subscriptions). */
-const pageIn = <A>(all: ReadonlyArray<A>, request: Page.PageRequest) =>
-  Page.envelope({ items: all.slice(Page.offset(request), Page.offset(request) + request.limit), total: all.length }, request)
+/** The page `request` names of a list held whole (a client's webhook subscriptions), in the interface's envelope. */
+const pageIn = <A>(all: ReadonlyArray<A>, request: Page.PageRequest) => {
+  const from = Page.offset(request)
+  return Page.envelope({ items: all.slice(from, from + request.limit), total: all.length }, request)
+}
 
 const TransactionApprovalNote =
   "Our extension to the interface: one approver's decision on a transaction awaiting its quorum. Approvers are " +

@@ -310,6 +310,22 @@ export const postgresSessions = (db: Kysely<Database>, engine: SqlEngine): Sessi
 }
 
 /**
+ * `work`'s round trip on a connection of the pool taken for it alone, given back clean after an answer or a refusal of
+ * the relay's own (a StorageError: a credential's re-read judged), and closed after any other failure.
+ */
+const onPooledClient = async <A>(pool: ClientPool, work: (client: PooledClient) => Promise<A>): Promise<A> => {
+  const client = await pool.connect()
+  try {
+    const answer = await work(client)
+    client.release()
+    return answer
+  } catch (cause) {
+    client.release(cause instanceof Storage.StorageError ? undefined : cause instanceof Error ? cause : true)
+    throw cause
+  }
+}
+
+/**
  * A lookup: no transaction; its statements issued together go in one pipeline on a connection of the pool, taken
  * for that round trip only (see `batching`), the first with a credential's re-read while it is pending.
  */
@@ -317,16 +333,7 @@ const pipelinedLookup = ({ pool, parts }: PipelineSupport, engine: SqlEngine, cr
   const run = batching(async (statements) => {
     const held = heldCredential(credential)
     const planning = statements.some(readsFirstPage) ? [plannedOnce] : []
-    const client = await pool.connect()
-    try {
-      const results = await sendHeld(client, parts, [...held, ...planning], statements)
-      client.release()
-      return results
-    } catch (cause) {
-      // A refusal of the credential leaves the connection as clean as an answer does.
-      client.release(cause instanceof Storage.StorageError ? undefined : cause instanceof Error ? cause : true)
-      throw cause
-    }
+    return onPooledClient(pool, (client) => sendHeld(client, parts, [...held, ...planning], statements))
   })
   return {
     execute<R>(query: CompiledQuery<R>) {
@@ -347,16 +354,10 @@ export const postgresAutocommit = (db: Kysely<Database>): Autocommit => {
   const support = supportOf.get(db)
   if (support === undefined) return kyselyAutocommit(db)
   const { parts, pool } = support
-  return async <R>(query: CompiledQuery<R>, sent: () => void) => {
-    const client = await pool.connect()
-    sent()
-    try {
+  return <R>(query: CompiledQuery<R>, sent: () => void) =>
+    onPooledClient(pool, async (client) => {
+      sent()
       const [result] = await send(client, parts, [query])
-      client.release()
       return (result ?? { rows: [] }) as QueryResult<R>
-    } catch (cause) {
-      client.release(cause instanceof Error ? cause : true)
-      throw cause
-    }
-  }
+    })
 }

@@ -25,6 +25,8 @@ import type { Principal } from "./Principal.js"
 import * as Relay from "./Relay.js"
 import * as Transaction from "./Transaction.js"
 import * as Transactions from "./Transactions.js"
+import * as Webhook from "./Webhook.js"
+import * as Webhooks from "./Webhooks.js"
 import * as WhitelistedAddress from "./WhitelistedAddress.js"
 import * as WhitelistedAddresses from "./WhitelistedAddresses.js"
 
@@ -33,6 +35,8 @@ const decodeAccountDecision = decoder(Account.AccountDecisionInput)
 const decodeTransfer = decoder(Transaction.TransferInput)
 const decodeCreateWhitelisted = decoder(WhitelistedAddress.CreateWhitelistedAddressInput)
 const decodePage = decoder(Page.PageRequest)
+const decodeNewSubscription = decoder(Webhook.NewSubscriptionInput)
+const decodeRedeliver = decoder(Webhook.RedeliverInput)
 
 /**
  * The inputs of the commands as a caller writes them (each Schema's encoded side), so a misspelt or missing field
@@ -42,6 +46,8 @@ export type CreateAccountInput = typeof Account.CreateAccountInput.Encoded
 export type AccountDecisionInput = typeof Account.AccountDecisionInput.Encoded
 export type TransferInput = typeof Transaction.TransferInput.Encoded
 export type CreateWhitelistedAddressInput = typeof WhitelistedAddress.CreateWhitelistedAddressInput.Encoded
+export type NewSubscriptionInput = typeof Webhook.NewSubscriptionInput.Encoded
+export type RedeliverInput = typeof Webhook.RedeliverInput.Encoded
 
 /**
  * Options of a command. `idempotencyKey`: the command runs at most once per key and caller (the principal's key
@@ -157,6 +163,10 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
           secret: Redacted.value(issued.secret)
         }))),
       listClients: () => run(Administration.listClients()),
+      /** A client's webhook subscriptions, never a signing secret. */
+      listWebhooks: (clientId: string) => run(Webhooks.listOfClient(clientId)),
+      /** Turns any client's webhook subscription on or off. */
+      setWebhookEnabled: (id: string, enabled: boolean) => run(Webhooks.setEnabledByOperator(id, enabled)),
       listApiUsers: (clientId?: string) => run(Administration.listApiUsers(clientId)),
       findApiUser: (idOrKeyId: string) => run(Administration.findApiUser(idOrKeyId)),
       /** The audit trail across every client, newest first: the operator's view. */
@@ -166,6 +176,29 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
     /** The audit trail of the caller's client, newest first (needs "View audit trail"). */
     auditTrail: (principal: Principal, filter: DomainEvent.TrailFilter = {}, page?: Page.PageRequest) =>
       withPage(page, (p) => AuditTrail.list(principal, filter, p)),
+    /**
+     * Webhook subscriptions of the caller's client (needs "Manage webhooks"; docs/webhooks.md). Deliveries go out
+     * from the outbox worker (`outbox.start`), signed with the Standard Webhooks scheme.
+     */
+    webhooks: {
+      /** The answer carries the signing secret, the only time it is shown. */
+      subscribe: (principal: Principal, input: NewSubscriptionInput, options?: CommandOptions) =>
+        run(keyed("webhooks.subscribe", principal, input, options, Effect.flatMap(decodeNewSubscription(input), (i) => Webhooks.subscribe(principal, i)))),
+      /** Oldest first, never a signing secret. */
+      list: (principal: Principal) => run(Webhooks.list(principal)),
+      get: (principal: Principal, id: string) => run(Webhooks.get(principal, id)),
+      /** A new signing secret, shown once; the old one keeps signing beside it for the grace period. */
+      rotateSecret: (principal: Principal, id: string, options?: CommandOptions) =>
+        run(keyed("webhooks.rotateSecret", principal, id, options, Webhooks.rotateSecret(principal, id))),
+      setEnabled: (principal: Principal, id: string, enabled: boolean, options?: CommandOptions) =>
+        run(keyed(enabled ? "webhooks.enable" : "webhooks.disable", principal, id, options, Webhooks.setEnabled(principal, id, enabled))),
+      /** The newest `limit` deliveries (1 to 100), newest first, without their payloads. */
+      deliveries: (principal: Principal, id: string, limit: number = Page.DEFAULT_LIMIT) =>
+        run(Effect.flatMap(decodePage({ page: 1, limit }), (page) => Webhooks.deliveries(principal, id, page.limit))),
+      /** Delivers again one event (`eventId`) or every event of a stretch (`since`, `until`), to this subscription. */
+      redeliver: (principal: Principal, id: string, input: RedeliverInput, options?: CommandOptions) =>
+        run(keyed("webhooks.redeliver", principal, { id, input }, options, Effect.flatMap(decodeRedeliver(input), (i) => Webhooks.redeliver(principal, id, i))))
+    },
     outbox: {
       /**
        * Starts the outbox worker (provider calls after commit: submissions, registrations, progress); answers a

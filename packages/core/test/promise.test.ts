@@ -1,5 +1,7 @@
+import { Effect, Layer } from "effect"
+import { Webhook as StandardWebhook } from "standardwebhooks"
 import { assert, describe, it } from "vitest"
-import { Permission, RelayError } from "@custody-relay/core"
+import { Permission, Relay, RelayError, Webhooks } from "@custody-relay/core"
 import { type CreateAccountInput, createRelay, RelayError as PromiseRelayError } from "@custody-relay/core/promise"
 
 describe("Promise facade", () => {
@@ -120,5 +122,69 @@ describe("Promise facade", () => {
     }
     assert.instanceOf(await relay.accounts.list(me, {}, { page: 0, limit: 20 }).catch((e: unknown) => e), RelayError.InvalidRequest)
     await relay.dispose()
+  })
+
+  it("manages webhook subscriptions: deliveries signed and logged, redelivered, disabled, and the operator's view without secrets", async () => {
+    const posted: Array<{ readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly body: string }> = []
+    const transport = Layer.succeed(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({
+      post: (url, headers, body) => Effect.sync(() => {
+        posted.push({ url, headers, body })
+        return { status: 204 }
+      })
+    }))
+    const relay = createRelay(Relay.layerMemory({ webhookTransport: transport }))
+    try {
+      const client = await relay.administration.createClient("Acme")
+      const admin = await relay.administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames })
+      const viewer = await relay.administration.createApiUser({ clientId: client.id, permissions: ["View custody account"] })
+      const me = await relay.authenticate(admin.keyId, admin.secret)
+      const onlyViews = await relay.authenticate(viewer.keyId, viewer.secret)
+
+      const subscribed = await relay.webhooks.subscribe(me, { url: "https://hooks.example.com/relay", eventTypes: ["account.created"] }, { idempotencyKey: "hook-1" })
+      assert.match(subscribed.secret, /^whsec_/)
+      // A retry under the same key is the same subscription, with the secret its client was shown.
+      assert.deepStrictEqual(await relay.webhooks.subscribe(me, { url: "https://hooks.example.com/relay", eventTypes: ["account.created"] }, { idempotencyKey: "hook-1" }), subscribed)
+      assert.strictEqual((await relay.webhooks.list(me)).length, 1)
+      assert.notProperty(await relay.webhooks.get(me, subscribed.id), "secret")
+
+      const account = await relay.accounts.create(me, { name: "Treasury", workspace: "custody", assetId: "BTC" })
+      assert.isAtLeast(await relay.outbox.runDue(), 1)
+      assert.strictEqual(posted.length, 1)
+      const delivered = posted[0]!
+      assert.strictEqual(delivered.url, "https://hooks.example.com/relay")
+      const payload = new StandardWebhook(subscribed.secret).verify(delivered.body, delivered.headers) as { type: string; data: { entityId: string } }
+      assert.strictEqual(payload.type, "account.created")
+      const log = await relay.webhooks.deliveries(me, subscribed.id)
+      assert.deepStrictEqual(log.map((d) => [d.state, d.lastStatus]), [["delivered", 204]])
+      assert.notProperty(log[0]!, "payload")
+
+      const event = (await relay.auditTrail(me, { types: ["account.created"], entityId: account.id })).items[0]!
+      assert.deepStrictEqual(await relay.webhooks.redeliver(me, subscribed.id, { eventId: event.id }), { redelivered: 1 })
+      await relay.outbox.runDue()
+      assert.strictEqual(posted.length, 2)
+      assert.strictEqual(posted[1]!.headers["webhook-id"], delivered.headers["webhook-id"])
+
+      const rotated = await relay.webhooks.rotateSecret(me, subscribed.id)
+      assert.notStrictEqual(rotated.secret, subscribed.secret)
+      assert.isFalse((await relay.webhooks.setEnabled(me, subscribed.id, false)).enabled)
+      assert.instanceOf(await relay.webhooks.redeliver(me, subscribed.id, { eventId: event.id }).catch((e: unknown) => e), RelayError.TransitionNotAllowed)
+      // The operator's view of the client: never a secret; and it turns the subscription back on.
+      const operatorView = await relay.administration.listWebhooks(client.id)
+      assert.deepStrictEqual(operatorView.map((s) => s.id), [subscribed.id])
+      assert.notProperty(operatorView[0]!, "secret")
+      assert.isTrue((await relay.administration.setWebhookEnabled(subscribed.id, true)).enabled)
+
+      // Refusals: the permission, bad input decoded as the HTTP adapter decodes it, another limit than 1 to 100.
+      assert.instanceOf(await relay.webhooks.list(onlyViews).catch((e: unknown) => e), RelayError.PermissionDenied)
+      for (const input of [{ url: "http://127.0.0.1:9/hook" }, { url: "not a url" }, { url: "https://hooks.example.com/", eventTypes: ["no.such_type"] }, null]) {
+        assert.instanceOf(await relay.webhooks.subscribe(me, input as { url: string }).catch((e: unknown) => e), RelayError.InvalidRequest)
+      }
+      assert.instanceOf(await relay.webhooks.redeliver(me, subscribed.id, { since: "yesterday" }).catch((e: unknown) => e), RelayError.InvalidRequest)
+      assert.instanceOf(await relay.webhooks.deliveries(me, subscribed.id, 0).catch((e: unknown) => e), RelayError.InvalidRequest)
+      assert.instanceOf(await relay.webhooks.get(me, "0b8e1f5e-0000-7000-8000-000000000000").catch((e: unknown) => e), RelayError.NotFound)
+      assert.strictEqual((await relay.webhooks.list(me)).length, 1)
+    } finally {
+      await relay.dispose()
+    }
   })
 })

@@ -46,6 +46,14 @@ export interface DueFilter {
 /** The pool an effect of `kind` is carried out in. */
 export const poolOf = (kind: EffectKind): Pool => (kind === "deliverWebhook" ? "deliveries" : "provider")
 
+/**
+ * The kinds a lease takes: those of `pool`, or every kind this release carries out. Stores lease by this list, never
+ * by "any other kind", so an entry of a kind a later release added (written by a newer node on the same database
+ * during a rolling upgrade) is left to a node that knows it, and never takes an older worker's place or batch.
+ */
+export const kindsOf = (pool: Pool | undefined): ReadonlyArray<EffectKind> =>
+  pool === undefined ? effectKinds : effectKinds.filter((kind) => poolOf(kind) === pool)
+
 export const entryStates = ["pending", "done", "given_up"] as const
 export const EntryState = Schema.Literals(entryStates)
 export type EntryState = typeof EntryState.Type
@@ -82,9 +90,9 @@ export interface OutboxStore {
   readonly getOutboxEntry: (id: string) => Op<Option.Option<OutboxEntry>>
   readonly updateOutboxEntry: (entry: OutboxEntry) => Op<void>
   /**
-   * Up to `limit` pending entries due at `now` whose lease is free, oldest due first, skipping any another unit is
-   * leasing at this moment and any in one of `busyLanes` (lanes this worker is still carrying out). The caller marks
-   * them leased in the same unit.
+   * Up to `limit` pending entries due at `now` whose lease is free, oldest due first, of the kinds the filter's pool
+   * takes (`kindsOf`), skipping any another unit is leasing at this moment and any in one of `busyLanes` (lanes this
+   * worker is still carrying out). The caller marks them leased in the same unit.
    */
   readonly dueOutboxEntries: (
     now: Timestamp.Timestamp,

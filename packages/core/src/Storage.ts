@@ -17,7 +17,7 @@ import { type EventStore, type LoggedEvent, trailMatches } from "./DomainEvent.j
 import type { IdempotencyRecord, IdempotencyStore } from "./Idempotency.js"
 import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import type { LedgerEntry } from "./Ledger.js"
-import { type OutboxEntry, type OutboxStore, poolOf } from "./Outbox.js"
+import { kindsOf, type OutboxEntry, type OutboxStore } from "./Outbox.js"
 import * as Page from "./Page.js"
 import type { SettingsStore } from "./Settings.js"
 import type { WebhookDelivery, WebhookStore, WebhookSubscription } from "./Webhook.js"
@@ -568,11 +568,12 @@ const makeMemory = Effect.fnUntraced(function*() {
         return update(staged.outbox, "outbox entry", entry.id, entry)
       },
       dueOutboxEntries(now, limit, busyLanes = [], { pool, skipClients = [] } = {}) {
+        const kinds = kindsOf(pool)
         return read(() =>
           [...staged.outbox.values()]
             .filter((e) =>
               e.state === "pending" && e.nextAttemptAt <= now && (e.leasedUntil === null || e.leasedUntil <= now) &&
-              (e.lane === null || !busyLanes.includes(e.lane)) && (pool === undefined || poolOf(e.kind) === pool) &&
+              (e.lane === null || !busyLanes.includes(e.lane)) && kinds.includes(e.kind) &&
               !skipClients.includes(e.clientId)
             )
             .sort((a, b) => (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id < b.id ? -1 : 1))

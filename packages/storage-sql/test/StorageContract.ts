@@ -12,6 +12,7 @@ import {
   Account,
   Money,
   type Page,
+  type Outbox,
   RateLimiter,
   Storage,
   Transaction,
@@ -491,11 +492,18 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         const second = Records.outboxEntry(client.id, { subjectId, nextAttemptAt: Records.at(base + 1), kind: "deliverWebhook", lane: randomUUID() })
         const leased = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base), leasedUntil: Records.at(base + 100) })
         const later = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base + 1000) })
-        yield* write((unit) => Effect.forEach([second, first, leased, later], unit.insertOutboxEntry, { discard: true }))
+        // An entry of a kind a later release added, as a newer node on the same database writes it: due before every
+        // other, and never leased here (Outbox.kindsOf), so it takes no place of this release's own entries.
+        const newerKind = Records.outboxEntry(client.id, { nextAttemptAt: Records.at(base - 1), kind: "settleOnChain" as Outbox.EffectKind })
+        yield* write((unit) => Effect.forEach([second, first, leased, later, newerKind], unit.insertOutboxEntry, { discard: true }))
         const due = (at: number) => read((unit) => unit.dueOutboxEntries(Records.at(at), 100))
         const mine = (entries: ReadonlyArray<{ readonly id: string }>) =>
           ids(entries).filter((id) => [first.id, second.id, leased.id, later.id].includes(id))
         assert.deepStrictEqual(mine(yield* due(base + 10)), [first.id, second.id])
+        for (const pool of [undefined, "provider", "deliveries"] as const) {
+          const leasedFirst = yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 1, [], pool === undefined ? {} : { pool }))
+          assert.deepStrictEqual(ids(leasedFirst), [pool === "deliveries" ? second.id : first.id], `pool ${pool}`)
+        }
         // A lane still being carried out is skipped; entries of no lane never are.
         assert.deepStrictEqual(mine(yield* read((unit) => unit.dueOutboxEntries(Records.at(base + 10), 100, [second.lane!, "another lane"]))), [first.id])
         // Each of the worker's pools leases its own kinds (Outbox.poolOf): the deliveries, and the provider's effects.
@@ -510,7 +518,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* read((unit) => unit.getOutboxEntry(first.id)), Option.some(settled))
         assert.deepStrictEqual(mine(yield* due(base + 10)), [second.id])
         assert.deepStrictEqual(yield* read((unit) => unit.listOutboxEntries(subjectId)), [settled, second].sort((a, b) => a.id < b.id ? -1 : 1))
-        yield* write((unit) => Effect.forEach([second, leased, later], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
+        yield* write((unit) => Effect.forEach([second, leased, later, newerKind], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
     it.effect("LIM-RATE-2: settings are kept by name and replaced; an API user's own budget round-trips", () =>

@@ -3,7 +3,7 @@
  * nodes leasing at once take different entries instead of waiting for each other; on SQLite the write lock
  * already makes leasing one unit at a time.
  */
-import type { Outbox } from "@custody-relay/core"
+import { Outbox } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql, type SqlBool } from "kysely"
 import type { OutboxEntriesTable } from "../schema/Database.js"
@@ -66,8 +66,9 @@ export const store = (
             .where(sql<SqlBool>`${sql.ref("next_attempt_at")} <= ${now}`)
             .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
             .$if(busyLanes.length > 0, (qb) => qb.where((eb) => eb.or([eb("lane", "is", null), eb("lane", "not in", [...busyLanes])])))
-            // Outbox.poolOf, as a filter: webhook deliveries are the one kind of the deliveries pool.
-            .$if(pool !== undefined, (qb) => qb.where("kind", pool === "deliveries" ? "=" : "<>", sql.lit("deliverWebhook")))
+            // The kinds this release carries out, of the pool (Outbox.kindsOf), as literals: a newer release's kind waits
+            // for a node that knows it.
+            .where("kind", "in", Outbox.kindsOf(pool).map((kind) => sql.lit(kind)))
             .$if(skipClients.length > 0, (qb) => qb.where("client_id", "not in", [...skipClients]))
             .orderBy("next_attempt_at").orderBy("id")
             .limit(engine.opaque.integer(limit))

@@ -3,23 +3,25 @@ import { type ApiUser, Permission } from "@custody-relay/core"
 import { Schema } from "effect"
 import type { ApiUsersTable } from "../schema/Database.js"
 
-const decodeStrictly = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Permission.Permission)))
+const decodeStrictly = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Schema.String)))
 const known: ReadonlySet<unknown> = new Set(Permission.permissionNames)
+const isKnown = (name: unknown): name is Permission.Permission => known.has(name)
 
 /**
  * The stored permission list. Read on every authenticated request, so the common case is a plain JSON.parse and a
- * set lookup; anything unexpected goes through the Schema decoder, which says what is wrong.
+ * set lookup; anything that is not a list of names goes through the Schema decoder, which says what is wrong. A name
+ * this release does not know grants nothing and is left out: a later release's permission, written by a newer node on
+ * the same database during a rolling upgrade, must not make every request of its holder a failure on an older node.
  */
 const decodePermissions = (text: string): ReadonlyArray<Permission.Permission> => {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch {
-    return decodeStrictly(text)
+    return decodeStrictly(text).filter(isKnown)
   }
-  return Array.isArray(parsed) && parsed.every((name) => known.has(name))
-    ? (parsed as ReadonlyArray<Permission.Permission>)
-    : decodeStrictly(text)
+  if (Array.isArray(parsed) && parsed.every(isKnown)) return parsed
+  return decodeStrictly(text).filter(isKnown)
 }
 
 const decodeRateLimit = Schema.decodeUnknownSync(

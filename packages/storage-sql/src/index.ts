@@ -13,7 +13,7 @@
 export { layerSqlite, type SqliteOptions } from "./sqlite/layerSqlite.js"
 export { layerPostgres, type PostgresOptions } from "./postgres/layerPostgres.js"
 export { poolDefaults as POSTGRES_POOL_DEFAULTS, type PostgresPoolOptions } from "./postgres/PoolSettings.js"
-export { migrateToLatest } from "./migrations/migrateToLatest.js"
+export { migrateToLatest, SchemaNewerThanRelease } from "./migrations/migrateToLatest.js"
 export {
   DEFAULT_COUNT_TIMEOUT_MILLIS as DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS,
   DEFAULT_SYNC_MILLIS as DEFAULT_RATE_LIMIT_SYNC_MILLIS

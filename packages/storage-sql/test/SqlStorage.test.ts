@@ -10,7 +10,7 @@ import { type Account, Ids, Money, type Page, Storage, Timestamp } from "@custod
 import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { CompiledQuery, Kysely, sql } from "kysely"
-import { migrateTo, migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import { migrateTo, migrateToLatest, SchemaNewerThanRelease } from "../src/migrations/migrateToLatest.js"
 import { names as migrationNames, MIGRATION_TABLE } from "../src/migrations/Migrations.js"
 import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
@@ -146,6 +146,19 @@ for (const { engine, fresh, name } of engines) {
         yield* Effect.promise(() => migrateToLatest(db))
         const ran = yield* Effect.promise(() => sql<{ readonly name: string }>`select name from ${sql.table(MIGRATION_TABLE)} order by name`.execute(db))
         assert.deepStrictEqual(ran.rows.map((r) => r.name), [...migrationNames])
+      }))
+
+    it.live("a database a later release migrated is refused, naming the migration it does not know, and left as it was", () =>
+      Effect.gen(function*() {
+        const { db } = yield* fresh
+        yield* Effect.promise(() => migrateToLatest(db))
+        yield* Effect.promise(() => sql`insert into ${sql.table(MIGRATION_TABLE)} (name, timestamp) values ('9999_a_later_release', '2027-01-01T00:00:00.000Z')`.execute(db))
+        const refused = yield* Effect.promise(() => migrateToLatest(db).then(() => undefined, (error: unknown) => error))
+        assert.instanceOf(refused, SchemaNewerThanRelease)
+        assert.deepStrictEqual((refused as SchemaNewerThanRelease).unknownMigrations, ["9999_a_later_release"])
+        assert.match(String((refused as Error).message), /migrated by a later release .*9999_a_later_release.*run that release or a later one/)
+        const ran = yield* Effect.promise(() => sql<{ readonly name: string }>`select name from ${sql.table(MIGRATION_TABLE)} order by name`.execute(db))
+        assert.deepStrictEqual(ran.rows.map((r) => r.name), [...migrationNames, "9999_a_later_release"])
       }))
 
     it.live("a database made by migration 1 migrates forward and keeps its data", () =>

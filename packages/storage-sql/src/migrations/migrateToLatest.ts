@@ -9,7 +9,36 @@
 import { type Kysely, sql } from "kysely"
 import { Migrator, NO_MIGRATIONS } from "kysely/migration"
 import { engineNameOf } from "../SqlEngine.js"
-import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE, providerFor } from "./Migrations.js"
+import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE, names, providerFor } from "./Migrations.js"
+
+/**
+ * The database was migrated by a later release than this one: migrations only move forward, so this release cannot
+ * serve it. kysely's own words for it ("corrupted migrations") would send an operator looking for damage.
+ */
+export class SchemaNewerThanRelease extends Error {
+  constructor(readonly unknownMigrations: ReadonlyArray<string>) {
+    super(
+      `the database was migrated by a later release of @custody-relay/storage-sql than this one (migration ` +
+        `${unknownMigrations.join(", ")} is unknown here): run that release or a later one; migrations only move forward ` +
+        `(docs/storage.md, "Upgrading")`
+    )
+    this.name = "SchemaNewerThanRelease"
+  }
+}
+
+/**
+ * Refuses a database with a migration this release does not have (SchemaNewerThanRelease). A database with no
+ * migration table yet has none.
+ */
+const refuseNewer = async <DB>(db: Kysely<DB>): Promise<void> => {
+  const ran = await sql<{ readonly name: string }>`select name from ${sql.table(MIGRATION_TABLE)}`.execute(db).then(
+    (result) => result.rows.map((row) => row.name),
+    () => []
+  )
+  const known = new Set(names)
+  const unknown = ran.filter((name) => !known.has(name)).sort()
+  if (unknown.length > 0) throw new SchemaNewerThanRelease(unknown)
+}
 
 const migratorFor = <DB>(db: Kysely<DB>): Migrator =>
   new Migrator({
@@ -20,15 +49,16 @@ const migratorFor = <DB>(db: Kysely<DB>): Migrator =>
   })
 
 const run = async <DB>(db: Kysely<DB>, migrate: (migrator: Migrator) => Promise<{ readonly error?: unknown }>): Promise<void> => {
-  const check = async (migrator: Migrator) => {
-    const { error } = await migrate(migrator)
+  const check = async (target: Kysely<DB>) => {
+    await refuseNewer(target)
+    const { error } = await migrate(migratorFor(target))
     if (error !== undefined) throw error
   }
-  if (engineNameOf(db) === "postgres") return check(migratorFor(db))
+  if (engineNameOf(db) === "postgres") return check(db)
   await db.connection().execute(async (connection) => {
     await sql`begin immediate`.execute(connection)
     try {
-      await check(migratorFor(connection))
+      await check(connection)
     } catch (error) {
       await sql`rollback`.execute(connection)
       throw error

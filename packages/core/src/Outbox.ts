@@ -102,6 +102,12 @@ export interface OutboxStore {
   ) => Op<ReadonlyArray<OutboxEntry>>
   /** The entries about one record, oldest first. */
   readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>
+  /**
+   * Makes every pending entry of `lane` that is due before `until` and not leased at `now` due at `until`; answers how
+   * many. What follows a lane's failed entry then waits for its retry (OutboxWorker) instead of staying due: a
+   * receiver that is down leaves no backlog for every lease to walk past.
+   */
+  readonly deferLane: (lane: string, until: Timestamp.Timestamp, now: Timestamp.Timestamp) => Op<number>
 }
 
 /** Writes a new pending entry for `kind` on `subjectId`, due at once, in `lane` (or a lane of its own). */

@@ -281,13 +281,25 @@ const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Times
     )
 
 /**
+ * After a failed delivery, the rest of its lane waits for its retry: the entries this worker leased with it are given
+ * back due then (releaseLeases), and so are the lane's others due before then, leased by no one (Outbox.deferLane). A
+ * receiver that is down then has no due backlog: each lease would otherwise walk past all of it (on SQLite, on the
+ * event loop), and take a batch of it to fail again at once. Should the database fail it, the leases run out.
+ */
+const waitForRetry = (laneId: string, rest: ReadonlyArray<Outbox.OutboxEntry>, dueAgain: Timestamp.Timestamp) =>
+  Effect.flatMap(Timestamp.now, (now) =>
+    Storage.run("write", (unit) => Effect.andThen(unit.deferLane(laneId, dueAgain, now), Outbox.release(unit, rest, dueAgain)))).pipe(
+      Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
+    )
+
+/**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
  * lease or more after leasing could outlive the lease while another worker takes the entry: such an entry, and the
  * lane's later ones, are left; their leases run out and a later round leases them again. A lane of webhook deliveries
  * also stops at its first failed attempt: its later entries go to the same receiver, which just failed (a receiver
- * that never answers would otherwise hold a place for its timeout once per entry), so they are released, due when
- * the failed one is tried again (a lane of deliveries written before entries named their lane is a client's, and
- * goes on). Answers how many it carried out.
+ * that never answers would otherwise hold a place for its timeout once per entry), so they and the lane's other due
+ * entries wait until the failed one is tried again (waitForRetry; a lane of deliveries written before entries named
+ * their lane is a client's, and goes on). Answers how many it carried out.
  */
 const carryOutLane = (options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) => {
   const progress = { begun: 0 }
@@ -310,7 +322,7 @@ const carryOutLaneFrom = Effect.fnUntraced(function*(
     // Only a lane that names its subscription: deliveries written before entries named their lane share their
     // client's lane, whose next entry may be another receiver's.
     if (dueAgain !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
-      yield* releaseLeases(lane.slice(progress.begun), dueAgain)
+      yield* waitForRetry(entry.lane, lane.slice(progress.begun), dueAgain)
       break
     }
   }

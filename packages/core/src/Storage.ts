@@ -583,6 +583,21 @@ const makeMemory = Effect.fnUntraced(function*() {
       listOutboxEntries(subjectId) {
         return read(() => [...staged.outbox.values()].filter((e) => e.subjectId === subjectId).sort((a, b) => (a.id < b.id ? -1 : 1)))
       },
+      deferLane(lane, until, now) {
+        return write(() => {
+          let deferred = 0
+          for (const entry of [...staged.outbox.values()]) {
+            if (
+              entry.lane === lane && entry.state === "pending" && entry.nextAttemptAt < until &&
+              (entry.leasedUntil === null || entry.leasedUntil <= now)
+            ) {
+              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: until, updatedAt: now })
+              deferred++
+            }
+          }
+          return deferred
+        })
+      },
 
       insertWebhookSubscription(subscription) {
         return staged.webhookSubscriptions.get(subscription.id)

@@ -363,6 +363,33 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it.effect("a failed delivery's whole lane waits for its retry, past what one lease took: a receiver that is down leaves nothing due to walk or to fail again at once", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      const { posted, transport: failing } = receivers(() => Effect.succeed({ status: 500 }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      for (const amount of ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"]) yield* initiate(amount)
+      // A lease of two: four of the lane's six deliveries are not leased with the one that fails.
+      const small = { ...options, batch: 2 }
+      yield* OutboxWorker.runDue(small).pipe(failing)
+      assert.strictEqual(posted.length, 1)
+      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      const entries = (yield* Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id)))).flat()
+      const tried = entries.find((entry) => entry.attempts === 1)
+      assert.isDefined(tried)
+      assert.deepStrictEqual(entries.map((entry) => entry.nextAttemptAt), entries.map(() => tried!.nextAttemptAt), "every one due with the retry")
+      const now = Timestamp.fromMillis(yield* Clock.currentTimeMillis)
+      assert.deepStrictEqual(yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 100, [], { pool: "deliveries" })), [])
+      // Until the retry, rounds call the receiver no more.
+      yield* OutboxWorker.runDue(small).pipe(failing)
+      assert.strictEqual(posted.length, 1)
+      yield* TestClock.adjust(Date.parse(tried!.nextAttemptAt) - Date.parse(now))
+      yield* OutboxWorker.runDue(options).pipe(failing)
+      assert.strictEqual(posted.length, 2, "tried again at its retry, once")
+    }).pipe(Effect.provide(world(calls)))
+  })
+
   it.effect("a delivery waiting for an earlier one of its record looks again after a fifth of its wait, up to 30 s, and its log says what it waits for", () => {
     const calls = answering()
     return Effect.gen(function*() {

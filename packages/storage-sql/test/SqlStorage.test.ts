@@ -537,6 +537,27 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       }
     }))
 
+  it.live("the outbox's leases and a lane's deferral read their partial indexes: a due backlog of other kinds or lanes is not walked", () =>
+    Effect.gen(function*() {
+      const { db, issued, storage } = yield* recording(/^(select|update) .*"outbox_entries"/i)
+      const now = "2026-11-30T12:00:00.000Z" as Timestamp.Timestamp
+      yield* storage.transaction("write", (unit) =>
+        Effect.all([
+          unit.dueOutboxEntries(now, 16, [], { pool: "provider" }),
+          unit.dueOutboxEntries(now, 16, [crypto.randomUUID()], { pool: "deliveries", skipClients: [crypto.randomUUID()] }),
+          unit.deferLane(crypto.randomUUID(), now, now)
+        ]))
+      const expected = [/outbox_entries_due_provider/, /outbox_entries_due\b/, /outbox_entries_lane_pending/]
+      assert.strictEqual(issued.length, expected.length)
+      for (const [n, query] of issued.entries()) {
+        const plan = yield* Effect.promise(() =>
+          db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))
+        )
+        const details = plan.rows.map((row) => row.detail).join(" | ")
+        assert.match(details, expected[n]!, `${query.sql}: ${details}`)
+      }
+    }))
+
   it.live("no list query binds a parameter SQLite's planner reads, so a kept statement is not planned again on every run", () =>
     Effect.gen(function*() {
       // SQLite's planner reads the value bound to a LIMIT, an OFFSET and a `column = ?` (sqlite3ExprIsInteger) and

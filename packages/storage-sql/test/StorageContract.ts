@@ -521,6 +521,30 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         yield* write((unit) => Effect.forEach([second, leased, later, newerKind], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
+    it.effect("outbox: a lane deferred to a time makes its pending entries due before it, and not leased, due then; nothing else", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const lane = randomUUID()
+        const until = Records.at(50_000)
+        const now = Records.at(1_000)
+        const due = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(10) })
+        const dueToo = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(20) })
+        const leasedByAnother = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(10), leasedUntil: Records.at(2_000) })
+        const leaseRanOut = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(10), leasedUntil: Records.at(500) })
+        const dueLater = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(60_000) })
+        const done = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(10), state: "done" })
+        const otherLane = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane: randomUUID(), nextAttemptAt: Records.at(10) })
+        const all = [due, dueToo, leasedByAnother, leaseRanOut, dueLater, done, otherLane]
+        yield* write((unit) => Effect.forEach(all, unit.insertOutboxEntry, { discard: true }))
+        assert.strictEqual(yield* write((unit) => unit.deferLane(lane, until, now)), 3)
+        const after = yield* read((unit) => Effect.forEach(all, (entry) => unit.getOutboxEntry(entry.id)))
+        assert.deepStrictEqual(
+          after.map((found) => Option.getOrThrow(found).nextAttemptAt),
+          [until, until, Records.at(10), until, Records.at(60_000), Records.at(10), Records.at(10)]
+        )
+        yield* write((unit) => Effect.forEach(all, (e) => unit.updateOutboxEntry({ ...Option.getOrThrow(after[all.indexOf(e)]!), state: "done" }), { discard: true }))
+      }))
+
     it.effect("LIM-RATE-2: settings are kept by name and replaced; an API user's own budget round-trips", () =>
       Effect.gen(function*() {
         const name = `setting-${Records.client().id}`

@@ -40,7 +40,7 @@ const decode = (row: OutboxEntriesTable): Outbox.OutboxEntry => ({
 })
 
 export const store = (
-  { db, engine, mode, statements: { first, rows, writeLater }, compiled: { writes }, read, locking }: StoreArguments
+  { db, engine, mode, statements: { first, rows, write, writeLater }, compiled: { writes }, read, locking }: StoreArguments
 ): Outbox.OutboxStore => {
   const locks = locking === 1
   const entryRead = keepingRead(mode, read.outbox_entries, decode)
@@ -69,12 +69,25 @@ export const store = (
             // The kinds this release carries out, of the pool (Outbox.kindsOf), as literals: a newer release's kind waits
             // for a node that knows it.
             .where("kind", "in", Outbox.kindsOf(pool).map((kind) => sql.lit(kind)))
+            // The provider's pool says what its partial index (migration 11) covers, so the engine leases from it and
+            // walks no webhook delivery due before its entries.
+            .$if(pool === "provider", (qb) => qb.where("kind", "<>", sql.lit("deliverWebhook")))
             .$if(skipClients.length > 0, (qb) => qb.where("client_id", "not in", [...skipClients]))
             .orderBy("next_attempt_at").orderBy("id")
             .limit(engine.opaque.integer(limit))
             .$if(locks, (qb) => qb.forUpdate().skipLocked())
         ),
         (found) => found.flatMap((row) => Option.toArray(entryRead(row)))
+      )
+    },
+    deferLane(lane, until, now) {
+      // Literal 'pending' and the lane first: the lane's partial index (migration 11) finds them, whatever else is due.
+      return write(
+        db.updateTable("outbox_entries").set({ next_attempt_at: until, updated_at: now })
+          .where("state", "=", sql.lit("pending"))
+          .where("lane", "=", engine.opaque.text(lane))
+          .where(sql<SqlBool>`${sql.ref("next_attempt_at")} < ${until}`)
+          .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
       )
     },
     listOutboxEntries(subjectId) {

@@ -120,9 +120,10 @@ Guarantees:
   out, whose next entries go after them. So one provider call or webhook receiver that takes seconds to answer holds
   up neither the transfers, addresses and other subscriptions' deliveries leased with it nor those due after it, the
   same client's included; and receivers that never answer, however many subscriptions one client makes, fill only
-  the deliveries' pool, never a transfer's place. A lane of deliveries stops at its first failed attempt (the rest
-  go to the same receiver; their leases run out and a later round takes them), so a dead receiver holds a place for
-  one timeout a round, not one per delivery. Order needs no more: a record's next provider effect is decided only
+  the deliveries' pool, never a transfer's place. A lane of deliveries stops at its first failed attempt, and the
+  subscription's other deliveries (they go to the same receiver), those queued later included, are held until one
+  goes out (\`Webhooks.holdDeliveries\`): a dead receiver costs one attempt per retry of the failed one, holds no
+  place in between, and leaves nothing due for the leases to walk past. Order needs no more: a record's next provider effect is decided only
   after its last one is recorded (a transfer is followed once its submission is), and a delivery waits for any
   earlier one of its record. One client's lanes hold at most half the deliveries' places at once (one when there are
   fewer than four), and while they do none of its other deliveries is leased: a client's receivers that never answer

@@ -103,20 +103,29 @@ export interface OutboxStore {
   /** The entries about one record, oldest first. */
   readonly listOutboxEntries: (subjectId: string) => Op<ReadonlyArray<OutboxEntry>>
   /**
-   * Makes every pending entry of `lane` that is due before `until` and not leased at `now` due at `until`; answers how
-   * many. What follows a lane's failed entry then waits for its retry (OutboxWorker) instead of staying due: a
-   * receiver that is down leaves no backlog for every lease to walk past.
+   * Holds every pending entry of `lane` but `except` that no one has leased at `now` (due at `HELD`); answers how many.
+   * A lane whose entry failed waits for that one's retry, its others out of every lease's way: a receiver that is
+   * down leaves no due backlog for each lease to walk past. Entries already held are not written again.
    */
-  readonly deferLane: (lane: string, until: Timestamp.Timestamp, now: Timestamp.Timestamp) => Op<number>
+  readonly holdLane: (lane: string, except: string, now: Timestamp.Timestamp) => Op<number>
+  /** Makes the held entries of `lane` due at `now`; answers how many. */
+  readonly resumeLane: (lane: string, now: Timestamp.Timestamp) => Op<number>
 }
 
-/** Writes a new pending entry for `kind` on `subjectId`, due at once, in `lane` (or a lane of its own). */
+/**
+ * When a held entry is due: never, until its lane is resumed. A time no clock reaches, so every due query passes it
+ * over as it passes over an entry due later.
+ */
+export const HELD = "9999-12-31T23:59:59.999Z" as Timestamp.Timestamp
+
+/** Writes a new pending entry for `kind` on `subjectId`, due at once (or at `dueAt`), in `lane` (or a lane of its own). */
 export const enqueue = Effect.fnUntraced(function*(
   unit: OutboxStore,
   kind: EffectKind,
   clientId: ClientId,
   subjectId: string,
-  lane: string | null = null
+  lane: string | null = null,
+  dueAt?: Timestamp.Timestamp
 ) {
   const now = yield* Timestamp.now
   const entry: OutboxEntry = {
@@ -127,7 +136,7 @@ export const enqueue = Effect.fnUntraced(function*(
     lane,
     state: "pending",
     attempts: 0,
-    nextAttemptAt: now,
+    nextAttemptAt: dueAt ?? now,
     leasedUntil: null,
     lastError: null,
     createdAt: now,

@@ -281,14 +281,14 @@ const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Times
     )
 
 /**
- * After a failed delivery, the rest of its lane waits for its retry: the entries this worker leased with it are given
- * back due then (releaseLeases), and so are the lane's others due before then, leased by no one (Outbox.deferLane). A
- * receiver that is down then has no due backlog: each lease would otherwise walk past all of it (on SQLite, on the
- * event loop), and take a batch of it to fail again at once. Should the database fail it, the leases run out.
+ * After a failed delivery, the rest of its lane waits for it: the entries this worker leased with it are given back,
+ * and unless it was given up (due again now), the subscription's other deliveries are held until one goes out
+ * (Webhooks.holdDeliveries). Should the database fail it, the leases run out and a later round takes them.
  */
-const waitForRetry = (laneId: string, rest: ReadonlyArray<Outbox.OutboxEntry>, dueAgain: Timestamp.Timestamp) =>
+const waitForRetry = (laneId: string, failed: Outbox.OutboxEntry, rest: ReadonlyArray<Outbox.OutboxEntry>, dueAgain: Timestamp.Timestamp) =>
   Effect.flatMap(Timestamp.now, (now) =>
-    Storage.run("write", (unit) => Effect.andThen(unit.deferLane(laneId, dueAgain, now), Outbox.release(unit, rest, dueAgain)))).pipe(
+    Storage.run("write", (unit) =>
+      Effect.andThen(Outbox.release(unit, rest, dueAgain), dueAgain > now ? Webhooks.holdDeliveries(unit, laneId, failed.id) : Effect.void))).pipe(
       Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
     )
 
@@ -322,7 +322,7 @@ const carryOutLaneFrom = Effect.fnUntraced(function*(
     // Only a lane that names its subscription: deliveries written before entries named their lane share their
     // client's lane, whose next entry may be another receiver's.
     if (dueAgain !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
-      yield* waitForRetry(entry.lane, lane.slice(progress.begun), dueAgain)
+      yield* waitForRetry(entry.lane, entry, lane.slice(progress.begun), dueAgain)
       break
     }
   }

@@ -17,7 +17,7 @@ import { type EventStore, type LoggedEvent, trailMatches } from "./DomainEvent.j
 import type { IdempotencyRecord, IdempotencyStore } from "./Idempotency.js"
 import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import type { LedgerEntry } from "./Ledger.js"
-import { kindsOf, type OutboxEntry, type OutboxStore } from "./Outbox.js"
+import { HELD, kindsOf, type OutboxEntry, type OutboxStore } from "./Outbox.js"
 import * as Page from "./Page.js"
 import type { SettingsStore } from "./Settings.js"
 import type { WebhookDelivery, WebhookStore, WebhookSubscription } from "./Webhook.js"
@@ -583,19 +583,31 @@ const makeMemory = Effect.fnUntraced(function*() {
       listOutboxEntries(subjectId) {
         return read(() => [...staged.outbox.values()].filter((e) => e.subjectId === subjectId).sort((a, b) => (a.id < b.id ? -1 : 1)))
       },
-      deferLane(lane, until, now) {
+      holdLane(lane, except, now) {
         return write(() => {
-          let deferred = 0
+          let held = 0
           for (const entry of [...staged.outbox.values()]) {
             if (
-              entry.lane === lane && entry.state === "pending" && entry.nextAttemptAt < until &&
+              entry.lane === lane && entry.id !== except && entry.state === "pending" && entry.nextAttemptAt < HELD &&
               (entry.leasedUntil === null || entry.leasedUntil <= now)
             ) {
-              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: until, updatedAt: now })
-              deferred++
+              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: HELD, updatedAt: now })
+              held++
             }
           }
-          return deferred
+          return held
+        })
+      },
+      resumeLane(lane, now) {
+        return write(() => {
+          let resumed = 0
+          for (const entry of [...staged.outbox.values()]) {
+            if (entry.lane === lane && entry.state === "pending" && entry.nextAttemptAt === HELD) {
+              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: now, updatedAt: now })
+              resumed++
+            }
+          }
+          return resumed
         })
       },
 

@@ -24,6 +24,11 @@ export const WebhookSubscription = Schema.Struct({
   /** The secret before the last rotation, still signing until `previousSecretUntil`. */
   previousSecret: Schema.NullOr(Schema.String),
   previousSecretUntil: Schema.NullOr(Timestamp.Timestamp),
+  /**
+   * A delivery to it failed and is due again later: its other deliveries, new ones included, are held
+   * (`Outbox.HELD`) until one succeeds, or it is turned off or on (see `Webhooks.holdDeliveries`).
+   */
+  deliveriesHeld: Schema.Boolean,
   createdAt: Timestamp.Timestamp,
   updatedAt: Timestamp.Timestamp
 })
@@ -134,7 +139,8 @@ export const enqueueDelivery = Effect.fnUntraced(function*(
   }
   yield* unit.insertWebhookDelivery(delivery)
   // Order is kept per subscription (and record): its deliveries share a lane, and one slow receiver holds up no other.
-  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id, subscription.id)
+  // A subscription whose delivery failed holds its new ones too, until that one is delivered (Webhooks.holdDeliveries).
+  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id, subscription.id, subscription.deliveriesHeld ? Outbox.HELD : undefined)
   return delivery
 })
 

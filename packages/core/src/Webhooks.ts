@@ -202,6 +202,7 @@ export const subscribe = operation("Webhooks.subscribe")(function*(principal: Pr
     secret: yield* newSecret,
     previousSecret: null,
     previousSecretUntil: null,
+    deliveriesHeld: false,
     createdAt: now,
     updatedAt: now
   }
@@ -274,8 +275,11 @@ const toggleIn = Effect.fnUntraced(function*(
   now: Timestamp.Timestamp
 ) {
   const current = yield* find(unit)
-  const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, updatedAt: now }
+  const next = { ...current, enabled, disabledReason: enabled ? null : current.disabledReason, deliveriesHeld: false, updatedAt: now }
   yield* unit.updateWebhookSubscription(next)
+  // Turned off, its held deliveries come due to be skipped, as every delivery due while it is off is; turned on, they
+  // go out.
+  if (current.deliveriesHeld) yield* unit.resumeLane(current.id, now)
   return next
 })
 
@@ -433,9 +437,43 @@ export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
     updatedAt: now
   }
   yield* Storage.run("write", (unit) =>
-    Effect.andThen(unit.updateWebhookDelivery(logged), delivered ? Outbox.settle(unit, entry, Outbox.done) : Effect.void))
+    Effect.andThen(
+      unit.updateWebhookDelivery(logged),
+      delivered ? Effect.andThen(Outbox.settle(unit, entry, Outbox.done), resumeIfHeld(unit, subscription, now)) : Effect.void
+    ))
   if (!delivered) return yield* new WebhookNotDelivered({ detail: logged.lastError ?? "not delivered" })
 })
+
+/**
+ * After a failed delivery that is due again later: the subscription's other deliveries, those due and those it gets
+ * from now on, are held (`Outbox.HELD`) until a delivery to it succeeds (`resumeIfHeld`), or it is turned off or on.
+ * The receiver just failed; they would go to it. A receiver that is down then costs one attempt per retry of the
+ * failed one, holds no place meanwhile, and leaves no due backlog for every lease to walk past (on SQLite, on the
+ * event loop). Holding again after a later failure writes only what came due since.
+ */
+export const holdDeliveries = Effect.fnUntraced(function*(unit: Storage.StorageUnit, subscriptionId: string, failedEntryId: string) {
+  const found = yield* unit.getWebhookSubscription(subscriptionId)
+  if (Option.isNone(found) || !found.value.enabled) return
+  const now = yield* Timestamp.now
+  if (!found.value.deliveriesHeld) yield* unit.updateWebhookSubscription({ ...found.value, deliveriesHeld: true, updatedAt: now })
+  yield* unit.holdLane(subscriptionId, failedEntryId, now)
+})
+
+/** A delivery went out: what its subscription held comes due. */
+const resumeIfHeld = (
+  unit: Storage.StorageUnit,
+  subscription: Webhook.WebhookSubscription,
+  now: Timestamp.Timestamp
+): Effect.Effect<void, Storage.StorageError> =>
+  subscription.deliveriesHeld
+    ? Effect.andThen(
+      Effect.flatMap(unit.getWebhookSubscription(subscription.id), (found) =>
+        Option.isSome(found) && found.value.deliveriesHeld
+          ? unit.updateWebhookSubscription({ ...found.value, deliveriesHeld: false, updatedAt: now })
+          : Effect.void),
+      Effect.asVoid(unit.resumeLane(subscription.id, now))
+    )
+    : Effect.void
 
 /** The longest a delivery waiting for an earlier one of its record goes before it looks again (see `waitForEarlier`). */
 export const WAITING_LOOK_CEILING_MILLIS = 30_000
@@ -500,8 +538,11 @@ export const giveUp = Effect.fnUntraced(function*(unit: Storage.StorageUnit, del
       ...subscription.value,
       enabled: false,
       disabledReason: `delivery of event ${delivery.value.eventId} given up after ${delivery.value.attempts} attempts: ${delivery.value.lastError ?? "no answer"}`,
+      deliveriesHeld: false,
       updatedAt: now
     })
+    // What it held comes due, to be skipped as every delivery due while it is off is.
+    if (subscription.value.deliveriesHeld) yield* unit.resumeLane(subscription.value.id, now)
   }
 })
 

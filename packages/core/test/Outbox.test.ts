@@ -26,7 +26,7 @@ import {
   Webhooks,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Clock, Context, Deferred, Effect, Fiber, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { activeAccount, approvedWhitelistEntry, capturedLogs, newClient, principalOf, validAddress } from "./TestWorld.js"
 
@@ -339,7 +339,7 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
-  it.effect("a lane of deliveries stops at its first failed attempt: its other deliveries, to the same receiver, are released due when that one is tried again", () => {
+  it.effect("a lane of deliveries stops at its first failed attempt: its other deliveries, to the same receiver, are released and held until one goes out", () => {
     const calls = answering()
     return Effect.gen(function*() {
       const { initiate, principal } = yield* settledSetup
@@ -356,37 +356,69 @@ describe("Outbox", () => {
       const tried = entries.find((entry) => entry.attempts === 1)
       assert.isDefined(tried)
       for (const entry of entries) {
-        // Released, due with the one that failed, not left leased for the rest of a lease.
+        // Released, not left leased for the rest of a lease; the others held behind the one that failed.
         assert.strictEqual(entry.leasedUntil, null)
-        assert.strictEqual(entry.nextAttemptAt, tried?.nextAttemptAt)
+        if (entry.id !== tried?.id) assert.strictEqual(entry.nextAttemptAt, Outbox.HELD)
       }
     }).pipe(Effect.provide(world(calls)))
   })
 
-  it.effect("a failed delivery's whole lane waits for its retry, past what one lease took: a receiver that is down leaves nothing due to walk or to fail again at once", () => {
+  it.effect("a failed delivery holds its subscription's others, those queued later too, past what one lease took, until one goes out; then all go, in order", () => {
     const calls = answering()
     return Effect.gen(function*() {
       const { initiate, principal } = yield* settledSetup
-      const { posted, transport: failing } = receivers(() => Effect.succeed({ status: 500 }))
+      let up = false
+      const { posted, transport } = receivers(() => Effect.succeed({ status: up ? 204 : 500 }))
       const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
       for (const amount of ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"]) yield* initiate(amount)
-      // A lease of two: four of the lane's six deliveries are not leased with the one that fails.
+      // A lease of two: four of the subscription's six deliveries are not leased with the one that fails.
       const small = { ...options, batch: 2 }
-      yield* OutboxWorker.runDue(small).pipe(failing)
+      yield* OutboxWorker.runDue(small).pipe(transport)
       assert.strictEqual(posted.length, 1)
-      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
-      const entries = (yield* Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id)))).flat()
-      const tried = entries.find((entry) => entry.attempts === 1)
+      const entriesNow = Effect.gen(function*() {
+        const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+        return (yield* Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id)))).flat()
+      })
+      const tried = (yield* entriesNow).find((entry) => entry.attempts === 1)!
       assert.isDefined(tried)
-      assert.deepStrictEqual(entries.map((entry) => entry.nextAttemptAt), entries.map(() => tried!.nextAttemptAt), "every one due with the retry")
+      const held = (yield* entriesNow).filter((entry) => entry.id !== tried.id)
+      assert.deepStrictEqual(held.map((entry) => entry.nextAttemptAt), held.map(() => Outbox.HELD), "held, not due")
+      // A delivery queued while it is held is held too.
+      yield* initiate("0.7")
+      assert.strictEqual((yield* entriesNow).filter((entry) => entry.nextAttemptAt === Outbox.HELD).length, 6)
       const now = Timestamp.fromMillis(yield* Clock.currentTimeMillis)
-      assert.deepStrictEqual(yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 100, [], { pool: "deliveries" })), [])
-      // Until the retry, rounds call the receiver no more.
-      yield* OutboxWorker.runDue(small).pipe(failing)
+      assert.deepStrictEqual((yield* Storage.run("read", (unit) => unit.dueOutboxEntries(now, 100, [], { pool: "deliveries" }))).length, 0)
+      // Until its retry, rounds call the receiver no more; at its retry, only the failed one is tried.
+      yield* OutboxWorker.runDue(small).pipe(transport)
       assert.strictEqual(posted.length, 1)
-      yield* TestClock.adjust(Date.parse(tried!.nextAttemptAt) - Date.parse(now))
-      yield* OutboxWorker.runDue(options).pipe(failing)
-      assert.strictEqual(posted.length, 2, "tried again at its retry, once")
+      yield* TestClock.adjust(Date.parse(tried.nextAttemptAt) - Date.parse(now))
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.strictEqual(posted.length, 2)
+      // The receiver is back: its retry goes out, and everything held comes due and goes, oldest first.
+      up = true
+      const retried = (yield* entriesNow).find((entry) => entry.id === tried.id)!
+      yield* TestClock.adjust(Date.parse(retried.nextAttemptAt) - (yield* Clock.currentTimeMillis))
+      for (let round = 0; round < 4; round++) yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.strictEqual(posted.length, 2 + 7)
+      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      assert.deepStrictEqual(log.map((d) => d.state), log.map(() => "delivered"))
+      assert.isFalse((yield* Storage.run("read", (unit) => unit.getWebhookSubscription(subscription.id))).pipe(Option.getOrThrow).deliveriesHeld)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("a subscription turned off while its deliveries are held: they come due and are skipped, as every delivery due while it is off", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      const { posted, transport } = receivers(() => Effect.succeed({ status: 500 }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      for (const amount of ["0.1", "0.2", "0.3"]) yield* initiate(amount)
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      yield* Webhooks.setEnabled(principal, subscription.id, false)
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.strictEqual(posted.length, 1)
+      const states = (yield* Webhooks.deliveries(principal, subscription.id, 100)).map((d) => d.state).sort()
+      assert.deepStrictEqual(states, ["pending", "skipped", "skipped"])
     }).pipe(Effect.provide(world(calls)))
   })
 
@@ -397,8 +429,10 @@ describe("Outbox", () => {
       const { transport: failing } = receivers(() => Effect.succeed({ status: 500 }))
       const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated", "transaction.quorum_reached"] })
       yield* initiate("0.1")
-      // The first delivery fails, and releases the second, due with its retry.
+      // The first delivery fails, and holds the second; it comes due as when another node's delivery to the
+      // subscription went out meanwhile.
       yield* OutboxWorker.runDue(options).pipe(failing)
+      yield* Storage.run("write", (unit) => Effect.flatMap(Timestamp.now, (now) => unit.resumeLane(subscription.id, now)))
       yield* TestClock.adjust("10 minutes")
       const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
       const entries = () => Effect.map(Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id))), (found) => found.flat())

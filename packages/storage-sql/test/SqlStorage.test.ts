@@ -537,7 +537,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       }
     }))
 
-  it.live("the outbox's leases and a lane's deferral read their partial indexes: a due backlog of other kinds or lanes is not walked", () =>
+  it.live("the outbox's leases and a lane's hold and resumption read their partial indexes: a due backlog of other kinds or lanes is not walked", () =>
     Effect.gen(function*() {
       const { db, issued, storage } = yield* recording(/^(select|update) .*"outbox_entries"/i)
       const now = "2026-11-30T12:00:00.000Z" as Timestamp.Timestamp
@@ -545,9 +545,10 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
         Effect.all([
           unit.dueOutboxEntries(now, 16, [], { pool: "provider" }),
           unit.dueOutboxEntries(now, 16, [crypto.randomUUID()], { pool: "deliveries", skipClients: [crypto.randomUUID()] }),
-          unit.deferLane(crypto.randomUUID(), now, now)
+          unit.holdLane(crypto.randomUUID(), crypto.randomUUID(), now),
+          unit.resumeLane(crypto.randomUUID(), now)
         ]))
-      const expected = [/outbox_entries_due_provider/, /outbox_entries_due\b/, /outbox_entries_lane_pending/]
+      const expected = [/outbox_entries_due_provider/, /outbox_entries_due\b/, /outbox_entries_lane_pending/, /outbox_entries_lane_pending/]
       assert.strictEqual(issued.length, expected.length)
       for (const [n, query] of issued.entries()) {
         const plan = yield* Effect.promise(() =>

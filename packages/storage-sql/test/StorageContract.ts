@@ -12,7 +12,7 @@ import {
   Account,
   Money,
   type Page,
-  type Outbox,
+  Outbox,
   RateLimiter,
   Storage,
   Transaction,
@@ -521,11 +521,10 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         yield* write((unit) => Effect.forEach([second, leased, later, newerKind], (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
-    it.effect("outbox: a lane deferred to a time makes its pending entries due before it, and not leased, due then; nothing else", () =>
+    it.effect("outbox: a lane held holds its pending entries no one has leased but the one named; resumed, they are due; nothing else changes", () =>
       Effect.gen(function*() {
         const client = Records.client()
         const lane = randomUUID()
-        const until = Records.at(50_000)
         const now = Records.at(1_000)
         const due = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(10) })
         const dueToo = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(20) })
@@ -534,14 +533,22 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         const dueLater = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(60_000) })
         const done = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(10), state: "done" })
         const otherLane = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane: randomUUID(), nextAttemptAt: Records.at(10) })
-        const all = [due, dueToo, leasedByAnother, leaseRanOut, dueLater, done, otherLane]
+        const failed = Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt: Records.at(5_000), attempts: 1 })
+        const all = [due, dueToo, leasedByAnother, leaseRanOut, dueLater, done, otherLane, failed]
         yield* write((unit) => Effect.forEach(all, unit.insertOutboxEntry, { discard: true }))
-        assert.strictEqual(yield* write((unit) => unit.deferLane(lane, until, now)), 3)
+        const dueTimes = Effect.map(read((unit) => Effect.forEach(all, (entry) => unit.getOutboxEntry(entry.id))), (found) =>
+          found.map((entry) => Option.getOrThrow(entry).nextAttemptAt))
+        const held = Outbox.HELD
+        assert.strictEqual(yield* write((unit) => unit.holdLane(lane, failed.id, now)), 4)
+        assert.deepStrictEqual(yield* dueTimes, [held, held, Records.at(10), held, held, Records.at(10), Records.at(10), Records.at(5_000)])
+        // Held again (the failed one failed again): nothing already held is written again.
+        assert.strictEqual(yield* write((unit) => unit.holdLane(lane, failed.id, now)), 0)
+        assert.deepStrictEqual(yield* read((unit) => unit.dueOutboxEntries(Records.at(9_000_000_000_000), 100, [], {})).pipe(
+          Effect.map((entries) => entries.filter((entry) => entry.lane === lane).map((entry) => entry.id))
+        ), [leasedByAnother.id, failed.id], "the held are never due; the one leased elsewhere once its lease ran out")
+        assert.strictEqual(yield* write((unit) => unit.resumeLane(lane, Records.at(2_000))), 4)
+        assert.deepStrictEqual(yield* dueTimes, [Records.at(2_000), Records.at(2_000), Records.at(10), Records.at(2_000), Records.at(2_000), Records.at(10), Records.at(10), Records.at(5_000)])
         const after = yield* read((unit) => Effect.forEach(all, (entry) => unit.getOutboxEntry(entry.id)))
-        assert.deepStrictEqual(
-          after.map((found) => Option.getOrThrow(found).nextAttemptAt),
-          [until, until, Records.at(10), until, Records.at(60_000), Records.at(10), Records.at(10)]
-        )
         yield* write((unit) => Effect.forEach(all, (e) => unit.updateOutboxEntry({ ...Option.getOrThrow(after[all.indexOf(e)]!), state: "done" }), { discard: true }))
       }))
 
@@ -573,11 +580,12 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
           secret: "whsec_c2VjcmV0",
           previousSecret: null,
           previousSecretUntil: null,
+          deliveriesHeld: false,
           createdAt: Records.at(0),
           updatedAt: Records.at(0)
         }
         yield* write((unit) => unit.insertWebhookSubscription(subscription))
-        const disabled = { ...subscription, enabled: false, disabledReason: "dead", previousSecret: "whsec_b2xk", previousSecretUntil: Records.at(9) }
+        const disabled = { ...subscription, enabled: false, disabledReason: "dead", previousSecret: "whsec_b2xk", previousSecretUntil: Records.at(9), deliveriesHeld: true }
         yield* write((unit) => unit.updateWebhookSubscription(disabled))
         assert.deepStrictEqual(yield* read((unit) => unit.getWebhookSubscription(subscription.id)), Option.some(disabled))
         assert.deepStrictEqual(yield* read((unit) => unit.listWebhookSubscriptions(client.id)), [disabled])

@@ -153,6 +153,8 @@ export interface WebhookSubscriptionsTable {
   readonly secret: string
   readonly previous_secret: string | null
   readonly previous_secret_until: string | null
+  /** 1 while its deliveries are held behind a failed one (migration 11), else 0. */
+  readonly deliveries_held: number
   readonly created_at: string
   readonly updated_at: string
 }

@@ -80,14 +80,24 @@ export const store = (
         (found) => found.flatMap((row) => Option.toArray(entryRead(row)))
       )
     },
-    deferLane(lane, until, now) {
-      // Literal 'pending' and the lane first: the lane's partial index (migration 11) finds them, whatever else is due.
+    // Both find their rows by the lane's partial index (migration 11: literal 'pending', the lane, then the due time),
+    // whatever else is due.
+    holdLane(lane, except, now) {
       return write(
-        db.updateTable("outbox_entries").set({ next_attempt_at: until, updated_at: now })
+        db.updateTable("outbox_entries").set({ next_attempt_at: Outbox.HELD, updated_at: now })
           .where("state", "=", sql.lit("pending"))
           .where("lane", "=", engine.opaque.text(lane))
-          .where(sql<SqlBool>`${sql.ref("next_attempt_at")} < ${until}`)
+          .where(sql<SqlBool>`${sql.ref("next_attempt_at")} < ${Outbox.HELD}`)
+          .where("id", "<>", engine.opaque.text(except))
           .where((eb) => eb.or([eb("leased_until", "is", null), eb(sql.ref("leased_until"), "<=", now)]))
+      )
+    },
+    resumeLane(lane, now) {
+      return write(
+        db.updateTable("outbox_entries").set({ next_attempt_at: now, updated_at: now })
+          .where("state", "=", sql.lit("pending"))
+          .where("lane", "=", engine.opaque.text(lane))
+          .where(sql<SqlBool>`${sql.ref("next_attempt_at")} = ${Outbox.HELD}`)
       )
     },
     listOutboxEntries(subjectId) {

@@ -15,6 +15,7 @@ const encodeSubscription = (s: Webhook.WebhookSubscription): WebhookSubscription
   secret: s.secret,
   previous_secret: s.previousSecret,
   previous_secret_until: s.previousSecretUntil,
+  deliveries_held: s.deliveriesHeld ? 1 : 0,
   created_at: s.createdAt,
   updated_at: s.updatedAt
 })
@@ -29,6 +30,7 @@ const decodeSubscription = (row: WebhookSubscriptionsTable): Webhook.WebhookSubs
   secret: row.secret,
   previousSecret: row.previous_secret,
   previousSecretUntil: row.previous_secret_until as Webhook.WebhookSubscription["previousSecretUntil"],
+  deliveriesHeld: Number(row.deliveries_held) === 1,
   createdAt: row.created_at as Webhook.WebhookSubscription["createdAt"],
   updatedAt: row.updated_at as Webhook.WebhookSubscription["updatedAt"]
 })

@@ -295,6 +295,29 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(world(calls)))
   })
 
+  it.effect("a client at its share of the deliveries' places: when one of its lanes ends, its deliveries skipped meanwhile are leased at once, not after the worker's pause", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      const slow = yield* Webhooks.subscribe(principal, { url: "https://slow.example.com/hook", eventTypes: ["transaction.initiated"] })
+      const { posted, receiving, release } = yield* receiverHolding(slow.url)
+      yield* initiate("0.1")
+      // Two places: the client's share is one, which its slow receiver holds.
+      const worker = yield* Effect.forkChild(OutboxWorker.run({ ...options, concurrency: 2 }).pipe(receiving))
+      yield* turnsUntil(() => posted.length === 1)
+      const healthy = yield* Webhooks.subscribe(principal, { url: "https://healthy.example.com/hook", eventTypes: ["transaction.initiated"] })
+      yield* initiate("0.2")
+      // Leases skip the client meanwhile, and find nothing else due: the pool goes quiet.
+      yield* pauses(3)
+      assert.deepStrictEqual(posted, [slow.url])
+      yield* Deferred.succeed(release, undefined)
+      // The clock stands still from here: only the lane's end can wake the pool before its quiet ends.
+      yield* turnsUntil(() => posted.includes(healthy.url))
+      assert.include(posted, healthy.url)
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
   it.effect("receivers that never answer, on more subscriptions than the worker has places, never hold up a transfer: deliveries and the provider's effects have pools of their own", () => {
     const calls = answering()
     return Effect.gen(function*() {

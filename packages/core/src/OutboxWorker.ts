@@ -114,6 +114,23 @@ const givenUp: {
   deliverWebhook: Webhooks.giveUp
 }
 
+/**
+ * What follows, in the same unit, when an entry of a lane failed and is due again later: whether the lane's other
+ * entries are now held behind it. A webhook subscription holds its other deliveries until one goes out
+ * (Webhooks.holdDeliveries); held in the unit that schedules the retry, so whoever carries the retry out sees them held.
+ */
+const retryScheduled: {
+  readonly [K in Outbox.EffectKind]?: (unit: Storage.StorageUnit, entry: Outbox.OutboxEntry) => Effect.Effect<boolean, Storage.StorageError>
+} = {
+  deliverWebhook: (unit, entry) => entry.lane === null ? Effect.succeed(false) : Webhooks.holdDeliveries(unit, entry.lane, entry.id)
+}
+
+/** A failed attempt as recorded: when the entry is due again (now when given up), and whether its lane is held behind it. */
+interface FailureRecorded {
+  readonly dueAgain: Timestamp.Timestamp
+  readonly laneHeld: boolean
+}
+
 /** The longest delay before retry number `attempts` (1 for the first retry): exponential, capped. */
 export const backoffCeilingMillis = (options: WorkerOptions, attempts: number): number =>
   Math.min(options.maxBackoffMillis, options.baseBackoffMillis * 2 ** Math.min(attempts - 1, 30))
@@ -168,7 +185,7 @@ const describe = (cause: Cause.Cause<unknown>): string => {
 
 /**
  * Records a failed attempt: due again after the backoff, or given up after the last attempt. Answers when the entry is
- * due again (now, when it was given up or not found pending).
+ * due again (now, when it was given up or not found pending) and whether its lane is held behind it (`retryScheduled`).
  */
 const recordFailure = Effect.fnUntraced(function*(options: WorkerOptions, entry: Outbox.OutboxEntry, cause: Cause.Cause<unknown>) {
   const delay = yield* backoffMillis(options, entry.attempts + 1)
@@ -198,7 +215,7 @@ const recordFailureIn = Effect.fnUntraced(function*(
   refused: boolean
 ) {
   const found = yield* unit.getOutboxEntry(entry.id)
-  if (Option.isNone(found) || found.value.state !== "pending") return now
+  if (Option.isNone(found) || found.value.state !== "pending") return { dueAgain: now, laneHeld: false } satisfies FailureRecorded
   const attempts = found.value.attempts + 1
   const gaveUp = refused || (!retriedUntilAnswered.has(entry.kind) && attempts >= options.maxAttempts)
   yield* unit.updateOutboxEntry({
@@ -212,12 +229,15 @@ const recordFailureIn = Effect.fnUntraced(function*(
   })
   const consequence = givenUp[entry.kind]
   if (gaveUp && consequence !== undefined) yield* Effect.orDie(consequence(unit, entry.subjectId))
-  return gaveUp ? now : Timestamp.fromMillis(nowMillis + delay)
+  if (gaveUp) return { dueAgain: now, laneHeld: false }
+  const holding = retryScheduled[entry.kind]
+  const laneHeld = holding === undefined ? false : yield* holding(unit, entry)
+  return { dueAgain: Timestamp.fromMillis(nowMillis + delay), laneHeld }
 })
 
 /**
- * Carries out one leased entry; never fails (a failure is recorded on the entry). Answers, for a failed attempt, when
- * the entry is due again (undefined when it succeeded, or its failure could not be recorded).
+ * Carries out one leased entry; never fails (a failure is recorded on the entry). Answers, for a failed attempt, what
+ * was recorded (undefined when it succeeded, or its failure could not be recorded).
  * An attempt that outlasts half its lease is abandoned as failed, so the lease never runs out under a call still in
  * flight and no second worker takes the entry while this one may still act on it.
  */
@@ -227,7 +247,7 @@ const carryOut = (options: WorkerOptions, entry: Outbox.OutboxEntry) =>
       duration: Duration.millis(options.leaseMillis / 2),
       orElse: () => Effect.fail(new Error(`no answer within ${options.leaseMillis / 2} ms`))
     }),
-    Effect.as<Timestamp.Timestamp | undefined>(undefined),
+    Effect.as<FailureRecorded | undefined>(undefined),
     Effect.catchCause((cause) =>
       recordFailure(options, entry, cause).pipe(
         // The database itself may be what failed: the lease expires and the entry is carried out again.
@@ -281,25 +301,13 @@ const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Times
     )
 
 /**
- * After a failed delivery, the rest of its lane waits for it: the entries this worker leased with it are given back,
- * and unless it was given up (due again now), the subscription's other deliveries are held until one goes out
- * (Webhooks.holdDeliveries). Should the database fail it, the leases run out and a later round takes them.
- */
-const waitForRetry = (laneId: string, failed: Outbox.OutboxEntry, rest: ReadonlyArray<Outbox.OutboxEntry>, dueAgain: Timestamp.Timestamp) =>
-  Effect.flatMap(Timestamp.now, (now) =>
-    Storage.run("write", (unit) =>
-      Effect.andThen(Outbox.release(unit, rest, dueAgain), dueAgain > now ? Webhooks.holdDeliveries(unit, laneId, failed.id) : Effect.void))).pipe(
-      Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
-    )
-
-/**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
  * lease or more after leasing could outlive the lease while another worker takes the entry: such an entry, and the
  * lane's later ones, are left; their leases run out and a later round leases them again. A lane of webhook deliveries
  * also stops at its first failed attempt: its later entries go to the same receiver, which just failed (a receiver
- * that never answers would otherwise hold a place for its timeout once per entry), so they and the lane's other due
- * entries wait until the failed one is tried again (waitForRetry; a lane of deliveries written before entries named
- * their lane is a client's, and goes on). Answers how many it carried out.
+ * that never answers would otherwise hold a place for its timeout once per entry), so they and the lane's other
+ * entries are held until one goes out (`retryScheduled`; a lane of deliveries written before entries named their lane
+ * is a client's, and goes on). Answers how many it carried out.
  */
 const carryOutLane = (options: WorkerOptions, leasedAt: number, lane: ReadonlyArray<Outbox.OutboxEntry>) => {
   const progress = { begun: 0 }
@@ -318,11 +326,12 @@ const carryOutLaneFrom = Effect.fnUntraced(function*(
     const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     if (nowMillis - leasedAt >= options.leaseMillis / 2) break
     progress.begun++
-    const dueAgain = yield* carryOut(options, entry)
+    const failure = yield* carryOut(options, entry)
     // Only a lane that names its subscription: deliveries written before entries named their lane share their
-    // client's lane, whose next entry may be another receiver's.
-    if (dueAgain !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
-      yield* waitForRetry(entry.lane, entry, lane.slice(progress.begun), dueAgain)
+    // client's lane, whose next entry may be another receiver's. What it leased with the failed one is given back
+    // held with the rest of the lane, or due with the retry.
+    if (failure !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
+      yield* releaseLeases(lane.slice(progress.begun), failure.laneHeld ? Outbox.HELD : failure.dueAgain)
       break
     }
   }

@@ -445,18 +445,20 @@ export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
 })
 
 /**
- * After a failed delivery that is due again later: the subscription's other deliveries, those due and those it gets
- * from now on, are held (`Outbox.HELD`) until a delivery to it succeeds (`resumeIfHeld`), or it is turned off or on.
+ * After a failed delivery that is due again later, in the unit that schedules its retry (OutboxWorker): the
+ * subscription's other deliveries, those due and those it gets from now on, are held (`Outbox.HELD`) until a delivery to it succeeds (`resumeIfHeld`), or it is turned off or on.
  * The receiver just failed; they would go to it. A receiver that is down then costs one attempt per retry of the
  * failed one, holds no place meanwhile, and leaves no due backlog for every lease to walk past (on SQLite, on the
  * event loop). Holding again after a later failure writes only what came due since.
  */
 export const holdDeliveries = Effect.fnUntraced(function*(unit: Storage.StorageUnit, subscriptionId: string, failedEntryId: string) {
   const found = yield* unit.getWebhookSubscription(subscriptionId)
-  if (Option.isNone(found) || !found.value.enabled) return
+  // A subscription turned off skips its deliveries as they come due: nothing to hold.
+  if (Option.isNone(found) || !found.value.enabled) return false
   const now = yield* Timestamp.now
   if (!found.value.deliveriesHeld) yield* unit.updateWebhookSubscription({ ...found.value, deliveriesHeld: true, updatedAt: now })
   yield* unit.holdLane(subscriptionId, failedEntryId, now)
+  return true
 })
 
 /** A delivery went out: what its subscription held comes due. */

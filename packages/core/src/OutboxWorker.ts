@@ -301,6 +301,18 @@ const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Times
     )
 
 /**
+ * Gives back the leases of a held subscription's `entries`: held, if it still is when this unit reads it (locked, so
+ * a delivery that went out meanwhile and resumed it is seen); due at `dueAt` otherwise, since nothing would resume them.
+ */
+const releaseHeld = (subscriptionId: string, entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt: Timestamp.Timestamp) =>
+  entries.length === 0
+    ? Effect.void
+    : Storage.run("write", (unit) =>
+      Effect.flatMap(Webhooks.deliveriesHeld(unit, subscriptionId), (held) => Outbox.release(unit, entries, held ? Outbox.HELD : dueAt))).pipe(
+        Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
+      )
+
+/**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a
  * lease or more after leasing could outlive the lease while another worker takes the entry: such an entry, and the
  * lane's later ones, are left; their leases run out and a later round leases them again. A lane of webhook deliveries
@@ -331,7 +343,7 @@ const carryOutLaneFrom = Effect.fnUntraced(function*(
     // client's lane, whose next entry may be another receiver's. What it leased with the failed one is given back
     // held with the rest of the lane, or due with the retry.
     if (failure !== undefined && entry.kind === "deliverWebhook" && entry.lane !== null) {
-      yield* releaseLeases(lane.slice(progress.begun), failure.laneHeld ? Outbox.HELD : failure.dueAgain)
+      yield* (failure.laneHeld ? releaseHeld(entry.lane, lane.slice(progress.begun), failure.dueAgain) : releaseLeases(lane.slice(progress.begun), failure.dueAgain))
       break
     }
   }

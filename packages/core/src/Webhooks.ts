@@ -461,6 +461,10 @@ export const holdDeliveries = Effect.fnUntraced(function*(unit: Storage.StorageU
   return true
 })
 
+/** Whether the subscription holds its deliveries now (read locked in a write unit, where the store locks rows). */
+export const deliveriesHeld = (unit: Storage.StorageUnit, subscriptionId: string): Effect.Effect<boolean, Storage.StorageError> =>
+  Effect.map(unit.getWebhookSubscription(subscriptionId), (found) => Option.isSome(found) && found.value.deliveriesHeld)
+
 /** A delivery went out: what its subscription held comes due. */
 const resumeIfHeld = (
   unit: Storage.StorageUnit,

@@ -185,6 +185,36 @@ const worldWithOutage = (calls: ProviderCalls, outage: Outage) =>
     })
   })).pipe(Layer.provide(world(calls)))
 
+/**
+ * `world`, where another node resumes a subscription's deliveries (one of them went out there) right after this
+ * node's unit that held them commits, before any later unit of this node: the window between the unit that holds a
+ * lane and the one that gives back what was leased with the failed delivery.
+ */
+const worldResumedElsewhere = (calls: ProviderCalls) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const context = yield* Effect.context<Relay.RelayServices>()
+    const storage = Context.get(context, Storage.Storage)
+    let resumeNext: string | undefined
+    const resumeElsewhere = (subscriptionId: string) =>
+      storage.transaction("write", (unit) =>
+        Effect.flatMap(unit.getWebhookSubscription(subscriptionId), (found) =>
+          Effect.flatMap(Timestamp.now, (now) =>
+            Effect.andThen(
+              unit.updateWebhookSubscription({ ...Option.getOrThrow(found), deliveriesHeld: false, updatedAt: now }),
+              unit.resumeLane(subscriptionId, now)
+            ))))
+    return Context.add(context, Storage.Storage, {
+      ...storage,
+      transaction: (mode, work) => {
+        const pending = resumeNext
+        resumeNext = undefined
+        const watched = (unit: Storage.StorageUnit) =>
+          work({ ...unit, holdLane: (lane, except, now) => Effect.tap(unit.holdLane(lane, except, now), () => Effect.sync(() => (resumeNext = lane))) })
+        return pending === undefined ? storage.transaction(mode, watched) : Effect.andThen(Effect.orDie(resumeElsewhere(pending)), storage.transaction(mode, watched))
+      }
+    })
+  })).pipe(Layer.provide(world(calls)))
+
 describe("Outbox", () => {
   it("the default retries of an effect span more than a day, whatever the jitter (a receiver down overnight still gets it)", () => {
     const o = OutboxWorker.defaults
@@ -427,6 +457,29 @@ describe("Outbox", () => {
       assert.deepStrictEqual(log.map((d) => d.state), log.map(() => "delivered"))
       assert.isFalse((yield* Storage.run("read", (unit) => unit.getWebhookSubscription(subscription.id))).pipe(Option.getOrThrow).deliveriesHeld)
     }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("deliveries leased with a failed one are given back held only if their subscription still holds them: resumed meanwhile on another node, they come due", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      let up = false
+      const { posted, transport } = receivers(() => Effect.succeed({ status: up ? 204 : 500 }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      for (const amount of ["0.1", "0.2", "0.3"]) yield* initiate(amount)
+      // One lease takes all three; the first fails and holds the subscription; another node resumes it before this
+      // node gives back the other two.
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.strictEqual(posted.length, 1)
+      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      const entries = (yield* Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id)))).flat()
+      const tried = entries.find((entry) => entry.attempts === 1)!
+      // Nothing holds them: they are due with the failed one's retry, and all three go out then.
+      up = true
+      yield* TestClock.adjust(Date.parse(tried.nextAttemptAt) - (yield* Clock.currentTimeMillis))
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.strictEqual(posted.length, 4, "the two given back are due, not held with nothing left to resume them")
+    }).pipe(Effect.provide(worldResumedElsewhere(calls)))
   })
 
   it.effect("a subscription turned off while its deliveries are held: they come due and are skipped, as every delivery due while it is off", () => {

@@ -122,7 +122,8 @@ Guarantees:
   same client's included; and receivers that never answer, however many subscriptions one client makes, fill only
   the deliveries' pool, never a transfer's place. A lane of deliveries stops at its first failed attempt, and the
   subscription's other deliveries (they go to the same receiver), those queued later included, are held until one
-  goes out (\`Webhooks.holdDeliveries\`): a dead receiver costs one attempt per retry of the failed one, holds no
+  goes out (\`Webhooks.holdDeliveries\`; a redelivery never is, and housekeeping brings due within 10 minutes what a
+  race between nodes left held): a dead receiver costs one attempt per retry of the failed one, holds no
   place in between, and leaves nothing due for the leases to walk past. Order needs no more: a record's next provider effect is decided only
   after its last one is recorded (a transfer is followed once its submission is), and a delivery waits for any
   earlier one of its record. One client's lanes hold at most half the deliveries' places at once (one when there are

@@ -503,6 +503,7 @@ export const run = (options: Given<WorkerOptions> = {}) => {
         if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
           lastHousekeeping = nowMillis
           yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
+          yield* Webhooks.resumeUnheld.pipe(Effect.catchCause(() => Effect.void))
         }
       }
     })

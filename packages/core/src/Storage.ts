@@ -616,6 +616,19 @@ const makeMemory = Effect.fnUntraced(function*() {
           ? Effect.fail(unique("webhook_subscriptions_pkey"))
           : write(() => staged.webhookSubscriptions.set(subscription.id, subscription))
       },
+      resumeUnheldDeliveries(now) {
+        return write(() => {
+          let resumed = 0
+          for (const entry of [...staged.outbox.values()]) {
+            const lane = entry.lane === null ? undefined : staged.webhookSubscriptions.get(entry.lane)
+            if (entry.state === "pending" && entry.nextAttemptAt === HELD && lane !== undefined && !lane.deliveriesHeld) {
+              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: now, updatedAt: now })
+              resumed++
+            }
+          }
+          return resumed
+        })
+      },
       getWebhookSubscription(id) {
         return read(() => Option.fromNullishOr(staged.webhookSubscriptions.get(id)))
       },

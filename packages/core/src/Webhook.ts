@@ -106,6 +106,12 @@ export interface WebhookStore {
   readonly listWebhookDeliveries: (subscriptionId: string, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
   /** Whether a delivery to the subscription of an earlier event of the same record (by log position) is still pending. */
   readonly hasEarlierPendingDelivery: (delivery: WebhookDelivery) => Op<boolean>
+  /**
+   * Brings due at `now` the held deliveries (`Outbox.HELD`) of every subscription that does not hold its deliveries;
+   * answers how many. The worker's housekeeping: a hold and a resumption that raced on two nodes, or a delivery
+   * queued held from a read of the subscription that a resumption overtook, leave no delivery held for good.
+   */
+  readonly resumeUnheldDeliveries: (now: Timestamp.Timestamp) => Op<number>
 }
 
 export const matches = (subscription: WebhookSubscription, type: string): boolean =>
@@ -118,7 +124,12 @@ export const payloadOf = (event: DomainEvent): string => JSON.stringify(event)
 export const enqueueDelivery = Effect.fnUntraced(function*(
   unit: WebhookStore & Outbox.OutboxStore,
   subscription: WebhookSubscription,
-  event: DomainEvent
+  event: DomainEvent,
+  /**
+   * Held when its subscription holds its deliveries (a new event's delivery); never, for a redelivery: an old event's
+   * delivery counts as earlier than the failed one of its record that the hold waits on, which would wait for it.
+   */
+  held: boolean = subscription.deliveriesHeld
 ) {
   const now = yield* Timestamp.now
   const delivery: WebhookDelivery = {
@@ -140,7 +151,7 @@ export const enqueueDelivery = Effect.fnUntraced(function*(
   yield* unit.insertWebhookDelivery(delivery)
   // Order is kept per subscription (and record): its deliveries share a lane, and one slow receiver holds up no other.
   // A subscription whose delivery failed holds its new ones too, until that one is delivered (Webhooks.holdDeliveries).
-  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id, subscription.id, subscription.deliveriesHeld ? Outbox.HELD : undefined)
+  yield* Outbox.enqueue(unit, "deliverWebhook", subscription.clientId, delivery.id, subscription.id, held ? Outbox.HELD : undefined)
   return delivery
 })
 

@@ -385,7 +385,7 @@ const redeliverIn = Effect.fnUntraced(function*(
   }
   const chosen = [...found.values()].sort((a, b) => a.position - b.position)
   if (eventId !== undefined && chosen.length === 0) return yield* new NotFound({ resource: "event", id: eventId })
-  for (const event of chosen) yield* Webhook.enqueueDelivery(unit, subscription, DomainEvent.toView(event))
+  for (const event of chosen) yield* Webhook.enqueueDelivery(unit, subscription, DomainEvent.toView(event), false)
   return { redelivered: chosen.length }
 })
 
@@ -460,6 +460,9 @@ export const holdDeliveries = Effect.fnUntraced(function*(unit: Storage.StorageU
   yield* unit.holdLane(subscriptionId, failedEntryId, now)
   return true
 })
+
+/** Housekeeping (OutboxWorker): held deliveries of subscriptions that hold none come due (`resumeUnheldDeliveries`). */
+export const resumeUnheld = Effect.flatMap(Timestamp.now, (now) => Storage.run("write", (unit) => unit.resumeUnheldDeliveries(now)))
 
 /** Whether the subscription holds its deliveries now (read locked in a write unit, where the store locks rows). */
 export const deliveriesHeld = (unit: Storage.StorageUnit, subscriptionId: string): Effect.Effect<boolean, Storage.StorageError> =>

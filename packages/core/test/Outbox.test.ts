@@ -482,6 +482,54 @@ describe("Outbox", () => {
     }).pipe(Effect.provide(worldResumedElsewhere(calls)))
   })
 
+  it.effect("a redelivery of an earlier event to a held subscription is not held: the failed delivery of its record, which waits for it, goes out once the receiver is back", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      let answered = 0
+      let up = false
+      // The first delivery goes out, the second (the same record's later event) fails: the subscription holds.
+      const { transport } = receivers(() => Effect.succeed({ status: up || answered++ === 0 ? 204 : 500 }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://flaky.example.com/hook", eventTypes: ["transaction.initiated", "transaction.quorum_reached"] })
+      yield* initiate("0.1")
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      assert.isTrue((yield* Storage.run("read", (unit) => unit.getWebhookSubscription(subscription.id))).pipe(Option.getOrThrow).deliveriesHeld)
+      const first = (yield* Webhooks.deliveries(principal, subscription.id, 100)).find((d) => d.state === "delivered")!
+      // Its event is earlier in the log than the failed one's: held, the failed one would wait for it for good.
+      yield* Webhooks.redeliver(principal, subscription.id, { eventId: first.eventId })
+      up = true
+      for (let round = 0; round < 10; round++) {
+        yield* TestClock.adjust("1 minute")
+        yield* OutboxWorker.runDue(options).pipe(transport)
+      }
+      const log = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      assert.deepStrictEqual(log.map((d) => d.state), ["delivered", "delivered", "delivered"])
+    }).pipe(Effect.provide(world(calls)))
+  })
+
+  it.effect("housekeeping brings due the held deliveries of a subscription that holds none (a hold and a resumption that raced)", () => {
+    const calls = answering()
+    return Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://hooks.example.com/hook", eventTypes: ["transaction.initiated"] })
+      const { posted, transport } = receivers(() => Effect.succeed({ status: 204 }))
+      // The worker's first round keeps house at once; the next is ten minutes later.
+      const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(transport))
+      yield* pauses(2)
+      // As a race leaves it: the entry held, the subscription holding nothing (the worker sleeps until the clock moves).
+      yield* initiate("0.1")
+      const [delivery] = yield* Webhooks.deliveries(principal, subscription.id, 100)
+      yield* Storage.run("write", (unit) =>
+        Effect.flatMap(unit.listOutboxEntries(delivery!.id), ([entry]) => unit.updateOutboxEntry({ ...entry!, nextAttemptAt: Outbox.HELD })))
+      yield* pauses(5)
+      assert.deepStrictEqual(posted, [], "held, so not delivered before housekeeping")
+      yield* TestClock.adjust("11 minutes")
+      yield* pauses(5, Effect.sync(() => posted.length === 1))
+      assert.strictEqual(posted.length, 1)
+      yield* Fiber.interrupt(worker)
+    }).pipe(Effect.provide(world(calls)))
+  })
+
   it.effect("a subscription turned off while its deliveries are held: they come due and are skipped, as every delivery due while it is off", () => {
     const calls = answering()
     return Effect.gen(function*() {

@@ -15,6 +15,7 @@ import {
   Outbox,
   RateLimiter,
   Storage,
+  type Timestamp,
   Transaction,
   type WhitelistedAddress
 } from "@custody-relay/core"
@@ -550,6 +551,31 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* dueTimes, [Records.at(2_000), Records.at(2_000), Records.at(10), Records.at(2_000), Records.at(2_000), Records.at(10), Records.at(10), Records.at(5_000)])
         const after = yield* read((unit) => Effect.forEach(all, (entry) => unit.getOutboxEntry(entry.id)))
         yield* write((unit) => Effect.forEach(all, (e) => unit.updateOutboxEntry({ ...Option.getOrThrow(after[all.indexOf(e)]!), state: "done" }), { discard: true }))
+      }))
+
+    it.effect("webhooks: housekeeping brings due the held deliveries of subscriptions that hold none, and only theirs", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const subscriptionOf = (deliveriesHeld: boolean) => ({
+          id: randomUUID(), clientId: client.id, url: "https://hooks.example.com/h", eventTypes: [], enabled: true, disabledReason: null,
+          secret: "whsec_c2VjcmV0", previousSecret: null, previousSecretUntil: null, deliveriesHeld, createdAt: Records.at(0), updatedAt: Records.at(0)
+        })
+        const holding = subscriptionOf(true)
+        const notHolding = subscriptionOf(false)
+        const entryOf = (lane: string, nextAttemptAt: Timestamp.Timestamp) => Records.outboxEntry(client.id, { kind: "deliverWebhook", lane, nextAttemptAt })
+        const keptHeld = entryOf(holding.id, Outbox.HELD)
+        const stray = entryOf(notHolding.id, Outbox.HELD)
+        const untouched = entryOf(notHolding.id, Records.at(70_000))
+        yield* write((unit) =>
+          Effect.andThen(
+            Effect.forEach([holding, notHolding], unit.insertWebhookSubscription, { discard: true }),
+            Effect.forEach([keptHeld, stray, untouched], unit.insertOutboxEntry, { discard: true })
+          ))
+        const now = Records.at(80_000)
+        assert.isAtLeast(yield* write((unit) => unit.resumeUnheldDeliveries(now)), 1)
+        const after = yield* read((unit) => Effect.forEach([keptHeld, stray, untouched], (entry) => unit.getOutboxEntry(entry.id)))
+        assert.deepStrictEqual(after.map((found) => Option.getOrThrow(found).nextAttemptAt), [Outbox.HELD, now, Records.at(70_000)])
+        yield* write((unit) => Effect.forEach(after, (found) => unit.updateOutboxEntry({ ...Option.getOrThrow(found), state: "done" }), { discard: true }))
       }))
 
     it.effect("LIM-RATE-2: settings are kept by name and replaced; an API user's own budget round-trips", () =>

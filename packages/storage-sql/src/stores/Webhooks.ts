@@ -1,5 +1,5 @@
 /** Webhook subscriptions and deliveries (core `Webhook.WebhookStore`) on SQL; event types as a JSON array. */
-import type { Webhook } from "@custody-relay/core"
+import { Outbox, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql } from "kysely"
 import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../schema/Database.js"
@@ -69,7 +69,7 @@ const decodeDelivery = (row: WebhookDeliveriesTable): Webhook.WebhookDelivery =>
   updatedAt: row.updated_at as Webhook.WebhookDelivery["updatedAt"]
 })
 
-export const store = ({ db, engine, mode, read, statements: { first, rows, writeLater }, compiled: { lookups, writes } }: StoreArguments): Webhook.WebhookStore => {
+export const store = ({ db, engine, mode, read, statements: { first, rows, write, writeLater }, compiled: { lookups, writes } }: StoreArguments): Webhook.WebhookStore => {
   const locks = mode === "write" && engine.locksRowsForWrite
   // Only a write unit keeps what it listed (see RowsRead): its rows are emptied when each write unit begins.
   const listed = mode === "write" ? read.webhook_subscriptions : undefined
@@ -119,6 +119,15 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
             .orderBy("id", "desc").limit(engine.opaque.integer(limit))
         ),
         (found) => found.map(decodeDelivery)
+      )
+    },
+    resumeUnheldDeliveries(now) {
+      // Each subscription that holds nothing, then its held entries by the lane's partial index (migration 11).
+      return write(
+        db.updateTable("outbox_entries").set({ next_attempt_at: now, updated_at: now })
+          .where("state", "=", sql.lit("pending"))
+          .where("lane", "in", db.selectFrom("webhook_subscriptions").select("id").where("deliveries_held", "=", sql.lit(0)))
+          .where("next_attempt_at", "=", Outbox.HELD)
       )
     },
     hasEarlierPendingDelivery(delivery) {

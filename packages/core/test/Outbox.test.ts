@@ -159,6 +159,15 @@ const pauses = <E = never, R = never>(times: number, done: Effect.Effect<boolean
     }
   })
 
+/** A settled client with one subscription to `transaction.initiated`, whose receiver answers 500 until `receiver.up`. */
+const downReceiver = Effect.gen(function*() {
+  const { initiate, principal } = yield* settledSetup
+  const receiver = { up: false }
+  const { posted, transport } = receivers(() => Effect.succeed({ status: receiver.up ? 204 : 500 }))
+  const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+  return { initiate, principal, receiver, posted, transport, subscription }
+})
+
 /** A database outage: while `down`, every unit fails as the SQL stores fail when the server refuses connections. */
 interface Outage {
   down: boolean
@@ -419,10 +428,7 @@ describe("Outbox", () => {
   it.effect("a failed delivery holds its subscription's others, those queued later too, past what one lease took, until one goes out; then all go, in order", () => {
     const calls = answering()
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* settledSetup
-      let up = false
-      const { posted, transport } = receivers(() => Effect.succeed({ status: up ? 204 : 500 }))
-      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      const { initiate, principal, receiver, posted, transport, subscription } = yield* downReceiver
       for (const amount of ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"]) yield* initiate(amount)
       // A lease of two: four of the subscription's six deliveries are not leased with the one that fails.
       const small = { ...options, batch: 2 }
@@ -448,7 +454,7 @@ describe("Outbox", () => {
       yield* OutboxWorker.runDue(options).pipe(transport)
       assert.strictEqual(posted.length, 2)
       // The receiver is back: its retry goes out, and everything held comes due and goes, oldest first.
-      up = true
+      receiver.up = true
       const retried = (yield* entriesNow).find((entry) => entry.id === tried.id)!
       yield* TestClock.adjust(Date.parse(retried.nextAttemptAt) - (yield* Clock.currentTimeMillis))
       for (let round = 0; round < 4; round++) yield* OutboxWorker.runDue(options).pipe(transport)
@@ -462,10 +468,7 @@ describe("Outbox", () => {
   it.effect("deliveries leased with a failed one are given back held only if their subscription still holds them: resumed meanwhile on another node, they come due", () => {
     const calls = answering()
     return Effect.gen(function*() {
-      const { initiate, principal } = yield* settledSetup
-      let up = false
-      const { posted, transport } = receivers(() => Effect.succeed({ status: up ? 204 : 500 }))
-      const subscription = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+      const { initiate, principal, receiver, posted, transport, subscription } = yield* downReceiver
       for (const amount of ["0.1", "0.2", "0.3"]) yield* initiate(amount)
       // One lease takes all three; the first fails and holds the subscription; another node resumes it before this
       // node gives back the other two.
@@ -475,7 +478,7 @@ describe("Outbox", () => {
       const entries = (yield* Storage.run("read", (unit) => Effect.forEach(log, (d) => unit.listOutboxEntries(d.id)))).flat()
       const tried = entries.find((entry) => entry.attempts === 1)!
       // Nothing holds them: they are due with the failed one's retry, and all three go out then.
-      up = true
+      receiver.up = true
       yield* TestClock.adjust(Date.parse(tried.nextAttemptAt) - (yield* Clock.currentTimeMillis))
       yield* OutboxWorker.runDue(options).pipe(transport)
       assert.strictEqual(posted.length, 4, "the two given back are due, not held with nothing left to resume them")

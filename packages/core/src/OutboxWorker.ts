@@ -294,23 +294,21 @@ export const lanesOf = (due: ReadonlyArray<Outbox.OutboxEntry>): ReadonlyArray<R
  * the database fail it, they stay leased: their leases run out and a later round takes them.
  */
 const releaseLeases = (entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt?: Timestamp.Timestamp) =>
+  givingBack(entries, (unit) => Outbox.release(unit, entries, dueAt))
+
+/** `release` in a write unit of its own, when there is anything to give back; a failure is logged, not raised. */
+const givingBack = (entries: ReadonlyArray<Outbox.OutboxEntry>, release: (unit: Storage.StorageUnit) => Effect.Effect<void, Storage.StorageError>) =>
   entries.length === 0
     ? Effect.void
-    : Storage.run("write", (unit) => Outbox.release(unit, entries, dueAt)).pipe(
-      Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
-    )
+    : Storage.run("write", release).pipe(Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause)))
 
 /**
  * Gives back the leases of a held subscription's `entries`: held, if it still is when this unit reads it (locked, so
  * a delivery that went out meanwhile and resumed it is seen); due at `dueAt` otherwise, since nothing would resume them.
  */
 const releaseHeld = (subscriptionId: string, entries: ReadonlyArray<Outbox.OutboxEntry>, dueAt: Timestamp.Timestamp) =>
-  entries.length === 0
-    ? Effect.void
-    : Storage.run("write", (unit) =>
-      Effect.flatMap(Webhooks.deliveriesHeld(unit, subscriptionId), (held) => Outbox.release(unit, entries, held ? Outbox.HELD : dueAt))).pipe(
-        Effect.catchCause((cause) => logFailure("outbox leases could not be given back", cause))
-      )
+  givingBack(entries, (unit) =>
+    Effect.flatMap(Webhooks.deliveriesHeld(unit, subscriptionId), (held) => Outbox.release(unit, entries, held ? Outbox.HELD : dueAt)))
 
 /**
  * One lane's entries carried out in lease order. An attempt may take half a lease (carryOut), so one begun half a

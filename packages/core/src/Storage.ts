@@ -396,6 +396,18 @@ const makeMemory = Effect.fnUntraced(function*() {
     }
     const write = memoryWriteIn(mode)
     const update = memoryUpdateWith(write)
+    /** Every pending outbox entry `matches` takes, due at `at` (held, resumed); answers how many. */
+    const retimePending = (at: OutboxEntry["nextAttemptAt"], now: OutboxEntry["updatedAt"], matches: (entry: OutboxEntry) => boolean) =>
+      write(() => {
+        let retimed = 0
+        for (const entry of [...staged.outbox.values()]) {
+          if (entry.state === "pending" && matches(entry)) {
+            staged.outbox.set(entry.id, { ...entry, nextAttemptAt: at, updatedAt: now })
+            retimed++
+          }
+        }
+        return retimed
+      })
 
     const unit: StorageUnit = {
       insertClient(client) {
@@ -584,31 +596,11 @@ const makeMemory = Effect.fnUntraced(function*() {
         return read(() => [...staged.outbox.values()].filter((e) => e.subjectId === subjectId).sort((a, b) => (a.id < b.id ? -1 : 1)))
       },
       holdLane(lane, except, now) {
-        return write(() => {
-          let held = 0
-          for (const entry of [...staged.outbox.values()]) {
-            if (
-              entry.lane === lane && entry.id !== except && entry.state === "pending" && entry.nextAttemptAt < HELD &&
-              (entry.leasedUntil === null || entry.leasedUntil <= now)
-            ) {
-              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: HELD, updatedAt: now })
-              held++
-            }
-          }
-          return held
-        })
+        return retimePending(HELD, now, (entry) =>
+          entry.lane === lane && entry.id !== except && entry.nextAttemptAt < HELD && (entry.leasedUntil === null || entry.leasedUntil <= now))
       },
       resumeLane(lane, now) {
-        return write(() => {
-          let resumed = 0
-          for (const entry of [...staged.outbox.values()]) {
-            if (entry.lane === lane && entry.state === "pending" && entry.nextAttemptAt === HELD) {
-              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: now, updatedAt: now })
-              resumed++
-            }
-          }
-          return resumed
-        })
+        return retimePending(now, now, (entry) => entry.lane === lane && entry.nextAttemptAt === HELD)
       },
 
       insertWebhookSubscription(subscription) {
@@ -617,16 +609,9 @@ const makeMemory = Effect.fnUntraced(function*() {
           : write(() => staged.webhookSubscriptions.set(subscription.id, subscription))
       },
       resumeUnheldDeliveries(now) {
-        return write(() => {
-          let resumed = 0
-          for (const entry of [...staged.outbox.values()]) {
-            const lane = entry.lane === null ? undefined : staged.webhookSubscriptions.get(entry.lane)
-            if (entry.state === "pending" && entry.nextAttemptAt === HELD && lane !== undefined && !lane.deliveriesHeld) {
-              staged.outbox.set(entry.id, { ...entry, nextAttemptAt: now, updatedAt: now })
-              resumed++
-            }
-          }
-          return resumed
+        return retimePending(now, now, (entry) => {
+          const subscription = entry.lane === null ? undefined : staged.webhookSubscriptions.get(entry.lane)
+          return entry.nextAttemptAt === HELD && subscription !== undefined && !subscription.deliveriesHeld
         })
       },
       getWebhookSubscription(id) {

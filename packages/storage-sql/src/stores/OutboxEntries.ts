@@ -5,8 +5,8 @@
  */
 import { Outbox } from "@custody-relay/core"
 import { Effect, Option } from "effect"
-import { sql, type SqlBool } from "kysely"
-import type { OutboxEntriesTable } from "../schema/Database.js"
+import { type Kysely, sql, type SqlBool } from "kysely"
+import type { Database, OutboxEntriesTable } from "../schema/Database.js"
 import { keepingRead, type StoreArguments, updating } from "../SqlUnit.js"
 
 const encode = (entry: Outbox.OutboxEntry): OutboxEntriesTable => ({
@@ -38,6 +38,13 @@ const decode = (row: OutboxEntriesTable): Outbox.OutboxEntry => ({
   createdAt: row.created_at as Outbox.OutboxEntry["createdAt"],
   updatedAt: row.updated_at as Outbox.OutboxEntry["updatedAt"]
 })
+
+/**
+ * An update of pending entries to be due at `at` (held, resumed): the literal 'pending' the partial indexes of
+ * migrations 5 and 11 are written with, so the engine finds the rows by them.
+ */
+export const retimingPending = (db: Kysely<Database>, at: string, now: string) =>
+  db.updateTable("outbox_entries").set({ next_attempt_at: at, updated_at: now }).where("state", "=", sql.lit("pending"))
 
 export const store = (
   { db, engine, mode, statements: { first, rows, write, writeLater }, compiled: { writes }, read, locking }: StoreArguments
@@ -84,8 +91,7 @@ export const store = (
     // whatever else is due.
     holdLane(lane, except, now) {
       return write(
-        db.updateTable("outbox_entries").set({ next_attempt_at: Outbox.HELD, updated_at: now })
-          .where("state", "=", sql.lit("pending"))
+        retimingPending(db, Outbox.HELD, now)
           .where("lane", "=", engine.opaque.text(lane))
           .where(sql<SqlBool>`${sql.ref("next_attempt_at")} < ${Outbox.HELD}`)
           .where("id", "<>", engine.opaque.text(except))
@@ -94,8 +100,7 @@ export const store = (
     },
     resumeLane(lane, now) {
       return write(
-        db.updateTable("outbox_entries").set({ next_attempt_at: now, updated_at: now })
-          .where("state", "=", sql.lit("pending"))
+        retimingPending(db, now, now)
           .where("lane", "=", engine.opaque.text(lane))
           .where(sql<SqlBool>`${sql.ref("next_attempt_at")} = ${Outbox.HELD}`)
       )

@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import { sql } from "kysely"
 import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../schema/Database.js"
 import { type StoreArguments } from "../SqlUnit.js"
+import { retimingPending } from "./OutboxEntries.js"
 
 const encodeSubscription = (s: Webhook.WebhookSubscription): WebhookSubscriptionsTable => ({
   id: s.id,
@@ -124,8 +125,7 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
     resumeUnheldDeliveries(now) {
       // Each subscription that holds nothing, then its held entries by the lane's partial index (migration 11).
       return write(
-        db.updateTable("outbox_entries").set({ next_attempt_at: now, updated_at: now })
-          .where("state", "=", sql.lit("pending"))
+        retimingPending(db, now, now)
           .where("lane", "in", db.selectFrom("webhook_subscriptions").select("id").where("deliveries_held", "=", sql.lit(0)))
           .where("next_attempt_at", "=", Outbox.HELD)
       )

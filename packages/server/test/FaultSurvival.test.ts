@@ -333,78 +333,107 @@ describe.skipIf(!hasPostgres)("the outbox shared by two nodes on PostgreSQL", ()
   }, 120_000)
 })
 
+/** What a test of webhooks on two nodes works with (see `withWebhookReceiver`). */
+interface WebhookNodes {
+  readonly port: number
+  readonly database: string
+  readonly nodes: readonly [ServerProcess, ServerProcess]
+  readonly tenant: Awaited<ReturnType<typeof tenantOn>>
+  readonly manager: Record<string, string>
+  /** How many events the tenant's client has had since `from`, read through the first node. */
+  readonly eventsSince: (from: string) => Promise<number>
+  /** Twenty transfers initiated at once, alternating between the nodes. */
+  readonly initiateTwenty: () => Promise<unknown>
+}
+
+/**
+ * A local receiver answering each delivery with the status `answer` gives (its path, headers and body), two nodes on a
+ * new PostgreSQL database that deliver to private targets, a tenant, and an API user of its client who manages
+ * webhooks; `test` runs with them, and nodes and receiver are stopped after it.
+ */
+const withWebhookReceiver = async (
+  answer: (path: string, headers: Record<string, string>, body: string) => number,
+  test: (setup: WebhookNodes) => Promise<void>
+) => {
+  const receiver = createServer((request, response) => {
+    let body = ""
+    request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+    request.on("end", () => {
+      const headers: Record<string, string> = {}
+      for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers[name] = value
+      response.writeHead(answer(request.url ?? "", headers, body)).end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  const port = (receiver.address() as AddressInfo).port
+  const database = await newPostgresDatabase()
+  const env = { ...serverEnv(database), RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RELAY_DEFAULT_QUORUM: "0" }
+  const nodes = [await startServer(env), await startServer(env)] as const
+  try {
+    const tenant = await tenantOn(nodes[0], "100")
+    const user = JSON.parse((await control(nodes[0], "POST", "/api-users", { clientId: tenant.clientId, permissions: ["Manage webhooks", "View audit trail"] })).text)
+    const manager = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]) }
+    await test({
+      port,
+      database,
+      nodes,
+      tenant,
+      manager,
+      eventsSince: async (from) =>
+        Number(JSON.parse((await send(`${nodes[0].url}/relay/v1/events?limit=1&from=${encodeURIComponent(from)}`, "GET", manager)).text)["total"]),
+      initiateTwenty: () =>
+        Promise.all(Array.from({ length: 20 }, (_, i) =>
+          send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))))
+    })
+  } finally {
+    await stopAll(nodes)
+    await new Promise((resolve) => receiver.close(resolve))
+  }
+}
+
+/** Waits, up to 30 s, until `received()` reaches `expected()`. */
+const untilReceived = async (received: () => number, expected: () => Promise<number>) => {
+  const until = Date.now() + 30_000
+  while (Date.now() < until && received() < (await expected())) await new Promise((resolve) => setTimeout(resolve, 100))
+}
+
 describe.skipIf(!hasPostgres)("webhooks delivered by two nodes on PostgreSQL", () => {
   it("each event reaches the receiver once between the two nodes' workers, verified", async () => {
     const received: Array<{ readonly id: string; readonly body: string; readonly headers: Record<string, string> }> = []
-    const receiver = createServer((request, response) => {
-      let body = ""
-      request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
-      request.on("end", () => {
-        const headers: Record<string, string> = {}
-        for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers[name] = value
-        received.push({ id: headers["webhook-id"] ?? "", body, headers })
-        response.writeHead(204).end()
-      })
-    })
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-    const port = (receiver.address() as AddressInfo).port
-    const database = await newPostgresDatabase()
-    const env = { ...serverEnv(database), RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RELAY_DEFAULT_QUORUM: "0" }
-    const nodes = [await startServer(env), await startServer(env)] as const
-    try {
-      const tenant = await tenantOn(nodes[0], "100")
-      const user = JSON.parse((await control(nodes[0], "POST", "/api-users", { clientId: tenant.clientId, permissions: ["Manage webhooks", "View audit trail"] })).text)
-      const manager = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]) }
+    await withWebhookReceiver((_, headers, body) => {
+      received.push({ id: headers["webhook-id"] ?? "", body, headers })
+      return 204
+    }, async ({ port, nodes, manager, eventsSince, initiateTwenty }) => {
       const subscribed = await send(`${nodes[1].url}/relay/v1/webhooks`, "POST", manager, { url: `http://127.0.0.1:${port}/hooks` })
       expect(subscribed.status).toBe(201)
       const secret = String(JSON.parse(subscribed.text)["secret"])
-      await Promise.all(Array.from({ length: 20 }, (_, i) =>
-        send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))))
-      const trail = async () => Number(JSON.parse((await send(`${nodes[0].url}/relay/v1/events?limit=1&from=${encodeURIComponent(String(JSON.parse(subscribed.text)["createdAt"]))}`, "GET", manager)).text)["total"])
-      const until = Date.now() + 30_000
-      while (Date.now() < until && new Set(received.map((r) => r.id)).size < (await trail())) await new Promise((resolve) => setTimeout(resolve, 100))
+      await initiateTwenty()
+      const trail = () => eventsSince(String(JSON.parse(subscribed.text)["createdAt"]))
+      await untilReceived(() => new Set(received.map((r) => r.id)).size, trail)
       const events = await trail()
       expect(events).toBeGreaterThanOrEqual(40)
       expect(received.length).toBe(events)
       expect(new Set(received.map((r) => r.id)).size).toBe(events)
       const verifier = new Webhook(secret)
       for (const delivery of received) verifier.verify(delivery.body, delivery.headers)
-    } finally {
-      await stopAll(nodes)
-      await new Promise((resolve) => receiver.close(resolve))
-    }
+    })
   }, 120_000)
 
   it("a receiver that fails holds its subscription's deliveries: tried once a retry, nothing of it left due, and the same client's healthy subscription gets every event", async () => {
     const received = { healthy: new Set<string>(), failing: 0 }
-    const receiver = createServer((request, response) => {
-      request.resume()
-      request.on("end", () => {
-        if (request.url === "/healthy") {
-          received.healthy.add(String(request.headers["webhook-id"]))
-          response.writeHead(204).end()
-        } else {
-          received.failing++
-          response.writeHead(500).end()
-        }
-      })
-    })
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-    const port = (receiver.address() as AddressInfo).port
-    const database = await newPostgresDatabase()
-    const env = { ...serverEnv(database), RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RELAY_DEFAULT_QUORUM: "0" }
-    const nodes = [await startServer(env), await startServer(env)] as const
-    try {
-      const tenant = await tenantOn(nodes[0], "100")
-      const user = JSON.parse((await control(nodes[0], "POST", "/api-users", { clientId: tenant.clientId, permissions: ["Manage webhooks", "View audit trail"] })).text)
-      const manager = { "x-api-key": String(user["keyId"]), "x-api-secret": String(user["secret"]) }
+    await withWebhookReceiver((path, headers) => {
+      if (path === "/healthy") {
+        received.healthy.add(String(headers["webhook-id"]))
+        return 204
+      }
+      received.failing++
+      return 500
+    }, async ({ port, database, nodes, manager, eventsSince, initiateTwenty }) => {
       const failing = JSON.parse((await send(`${nodes[1].url}/relay/v1/webhooks`, "POST", manager, { url: `http://127.0.0.1:${port}/failing` })).text)
       const healthy = JSON.parse((await send(`${nodes[0].url}/relay/v1/webhooks`, "POST", manager, { url: `http://127.0.0.1:${port}/healthy` })).text)
-      await Promise.all(Array.from({ length: 20 }, (_, i) =>
-        send(`${nodes[i % 2]!.url}/relay/v1/transactions/initiate`, "POST", tenant.auth, transfer(tenant, "0.1"))))
-      const trail = async () => Number(JSON.parse((await send(`${nodes[0].url}/relay/v1/events?limit=1&from=${encodeURIComponent(String(healthy["createdAt"]))}`, "GET", manager)).text)["total"])
-      const until = Date.now() + 30_000
-      while (Date.now() < until && received.healthy.size < (await trail())) await new Promise((resolve) => setTimeout(resolve, 100))
+      await initiateTwenty()
+      const trail = () => eventsSince(String(healthy["createdAt"]))
+      await untilReceived(() => received.healthy.size, trail)
       const events = await trail()
       expect(events).toBeGreaterThanOrEqual(40)
       expect(received.healthy.size).toBe(events)
@@ -425,9 +454,6 @@ describe.skipIf(!hasPostgres)("webhooks delivered by two nodes on PostgreSQL", (
       } finally {
         await client.end()
       }
-    } finally {
-      await stopAll(nodes)
-      await new Promise((resolve) => receiver.close(resolve))
-    }
+    })
   }, 120_000)
 })

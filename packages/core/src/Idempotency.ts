@@ -52,8 +52,8 @@ export interface IdempotencyStore {
   readonly findIdempotencyRecord: (scope: string, key: string, now: Timestamp.Timestamp) => Op<Option.Option<IdempotencyRecord>>
   /** Stores the result of the command that claimed (scope, key) in this unit. */
   readonly completeIdempotencyKey: (scope: string, key: string, result: string) => Op<void>
-  /** Removes records that expired before `now`; returns how many. */
-  readonly deleteExpiredIdempotencyRecords: (now: Timestamp.Timestamp) => Op<number>
+  /** Removes up to `limit` records that expired before `now`, the longest expired first; answers how many. */
+  readonly deleteExpiredIdempotencyRecords: (now: Timestamp.Timestamp, limit: number) => Op<number>
 }
 
 /**
@@ -179,7 +179,3 @@ const writeUnderKey = Effect.fnUntraced(function*<S extends Schema.Codec<unknown
 export const remember = <S extends Schema.Codec<unknown, unknown>>(result: S, value: S["Type"]) =>
   Effect.withFiber((fiber) =>
     fiber.getRef(CurrentKey) === undefined ? Effect.succeed(value) : write(result, () => Effect.succeed(value)))
-
-/** Removes expired records (housekeeping: an expired key is claimed anew whether or not it was removed). */
-export const deleteExpired = Effect.flatMap(Timestamp.now, (now) =>
-  Storage.run("write", (unit) => unit.deleteExpiredIdempotencyRecords(now)))

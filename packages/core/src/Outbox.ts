@@ -110,6 +110,11 @@ export interface OutboxStore {
   readonly holdLane: (lane: string, except: string, now: Timestamp.Timestamp) => Op<number>
   /** Makes the held entries of `lane` due at `now`; answers how many. */
   readonly resumeLane: (lane: string, now: Timestamp.Timestamp) => Op<number>
+  /**
+   * Deletes up to `limit` entries done or given up (last updated) before `settledBefore`, the oldest first; answers
+   * how many. Pending entries, held ones included, are never deleted (Retention).
+   */
+  readonly deleteSettledOutboxEntries: (settledBefore: Timestamp.Timestamp, limit: number) => Op<number>
 }
 
 /**

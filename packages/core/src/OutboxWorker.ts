@@ -14,10 +14,10 @@
 import { Cause, Duration, Effect, Latch, Option, Random } from "effect"
 import { CustodyProvider } from "./CustodyProvider.js"
 import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
-import * as Idempotency from "./Idempotency.js"
 import * as OutageLog from "./OutageLog.js"
 import * as Outbox from "./Outbox.js"
 import type { RelayServices } from "./Relay.js"
+import * as Retention from "./Retention.js"
 import { CustodyProviderFailed } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
@@ -370,6 +370,18 @@ const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
 }
 
 /**
+ * One pass of each node's housekeeping: held deliveries of subscriptions that hold none come due (a race's
+ * leftovers, see `Webhooks.resumeUnheld`), and what the retention settings no longer keep is deleted (Retention).
+ */
+const keepHouse = Effect.gen(function*() {
+  yield* Webhooks.resumeUnheld
+  const pruned = yield* Retention.prune()
+  if (pruned.idempotencyKeys + pruned.outboxEntries + pruned.webhookDeliveries > 0) {
+    yield* Effect.logInfo("housekeeping deleted what the retention settings no longer keep").pipe(Effect.annotateLogs({ ...pruned }))
+  }
+}).pipe(Effect.catchCause((cause) => logFailure("housekeeping failed; it runs again in 10 minutes", cause)))
+
+/**
  * While leases fail (the database unreachable), the running worker waits longer after each, doubling from
  * `idleMillis` up to this ceiling: a few connection attempts a minute rather than five a second, and effects resume
  * within this long of the database's return.
@@ -421,6 +433,7 @@ export const run = (options: Given<WorkerOptions> = {}) => {
     const pools: ReadonlyArray<PoolPlaces> = (["provider", "deliveries"] as const).map((pool) => ({ pool, running: new Map(), waiting: [], quietUntil: 0, skippedSome: false }))
     const laneEnded = yield* Latch.make(false)
     let lastHousekeeping = 0
+    let keepingHouse = false
     const leases = OutageLog.make({
       began: "outbox paused: leasing due entries failed; retrying",
       continues: "outbox still paused: leasing due entries fails",
@@ -497,11 +510,13 @@ export const run = (options: Given<WorkerOptions> = {}) => {
           continue
         }
         yield* leases.succeeded
+        // At the first lease that reaches the database, then every 10 minutes, one pass at a time; on a fiber of its
+        // own, so a long pass (a backlog to prune) holds up no lease.
         const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-        if (nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
+        if (!keepingHouse && nowMillis - lastHousekeeping >= HOUSEKEEPING_EVERY_MILLIS) {
           lastHousekeeping = nowMillis
-          yield* Idempotency.deleteExpired.pipe(Effect.catchCause(() => Effect.void))
-          yield* Webhooks.resumeUnheld.pipe(Effect.catchCause(() => Effect.void))
+          keepingHouse = true
+          yield* Effect.forkChild(keepHouse.pipe(Effect.ensuring(Effect.sync(() => (keepingHouse = false)))))
         }
       }
     })

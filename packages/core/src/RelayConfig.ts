@@ -1,8 +1,8 @@
 /**
  * Deployment choices the interface leaves open (our profile), with defaults an embedder can override by
  * providing the reference: how many approvals a new account's transactions need, and whether an approved account
- * is activated (given its deposit address) at once or by a later provider step (ACC-ACTIVE-1), and how long an
- * idempotency key keeps its result.
+ * is activated (given its deposit address) at once or by a later provider step (ACC-ACTIVE-1), how long an
+ * idempotency key keeps its result, and how long settled outbox entries and webhook deliveries are kept (Retention).
  */
 import { Context } from "effect"
 import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
@@ -18,12 +18,24 @@ export interface RelayConfigShape {
   readonly providerCallTimeoutMillis: number
   /** How often the outbox worker asks a polled provider where a submitted transfer or an address stands. */
   readonly providerPollMillis: number
+  /**
+   * How long an outbox entry is kept once done or given up (7 days by default); 0 keeps them for good. The custody
+   * record (transactions, their events) says what happened; an entry only adds its attempts and last error.
+   */
+  readonly outboxEntryRetentionSeconds: number
+  /**
+   * How long a webhook delivery is kept in its subscription's delivery log once delivered, failed or skipped (30
+   * days by default); 0 keeps them for good. A redelivery reads the events, not these.
+   */
+  readonly webhookDeliveryRetentionSeconds: number
 }
 
 export const RelayConfig = Context.Reference<RelayConfigShape>("@custody-relay/core/RelayConfig", {
   defaultValue: () => ({ defaultRequiredApprovals: 1, activateOnApproval: false, idempotencyKeyTtlSeconds: 24 * 60 * 60,
     providerCallTimeoutMillis: 10_000,
-    providerPollMillis: 1000
+    providerPollMillis: 1000,
+    outboxEntryRetentionSeconds: 7 * 24 * 60 * 60,
+    webhookDeliveryRetentionSeconds: 30 * 24 * 60 * 60
   })
 })
 
@@ -40,6 +52,8 @@ export const make = (given?: Given<RelayConfigShape>): RelayConfigShape => {
   wholeNumber("config.idempotencyKeyTtlSeconds", config.idempotencyKeyTtlSeconds, 1)
   wholeNumber("config.providerCallTimeoutMillis", config.providerCallTimeoutMillis, 1)
   wholeNumber("config.providerPollMillis", config.providerPollMillis, 1)
+  wholeNumber("config.outboxEntryRetentionSeconds", config.outboxEntryRetentionSeconds, 0)
+  wholeNumber("config.webhookDeliveryRetentionSeconds", config.webhookDeliveryRetentionSeconds, 0)
   if (typeof config.activateOnApproval !== "boolean") throw new RangeError(`config.activateOnApproval must be true or false, got ${String(config.activateOnApproval)}`)
   return config
 }

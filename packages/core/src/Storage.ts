@@ -357,6 +357,17 @@ const missing = (what: string, id: string) =>
 // name or a property in a `__name` call, an `Object.defineProperty` per function per unit.
 const memoryWriteIn = (mode: UnitMode) => <A>(f: () => A): Op<A> =>
   mode === "write" ? Effect.sync(f) : Effect.die(new Error(`a ${mode} unit of work attempted a write`))
+/**
+ * Deletes from `table` up to `limit` of the values `old` takes, those earliest by `at` first (Retention's
+ * housekeeping); answers how many.
+ */
+const memoryDeleteOldest = (write: <A>(f: () => A) => Op<A>) =>
+<V>(table: StagedTable<V>, keyOf: (value: V) => string, old: (value: V) => boolean, at: (value: V) => string, limit: number): Op<number> =>
+  write(() => {
+    const oldest = [...table.values()].filter(old).sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0)).slice(0, limit)
+    for (const value of oldest) table.delete(keyOf(value))
+    return oldest.length
+  })
 const memoryUpdateWith = (write: <A>(f: () => A) => Op<A>) => <V>(table: StagedTable<V>, what: string, id: string, value: V): Op<void> =>
   Effect.flatMap(write(() => table.get(id)), (existing) =>
     existing === undefined ? missing(what, id) : Effect.sync(() => table.set(id, value)))
@@ -396,6 +407,7 @@ const makeMemory = Effect.fnUntraced(function*() {
     }
     const write = memoryWriteIn(mode)
     const update = memoryUpdateWith(write)
+    const deleteOldest = memoryDeleteOldest(write)
     /** Every pending outbox entry `matches` takes, due at `at` (held, resumed); answers how many. */
     const retimePending = (at: OutboxEntry["nextAttemptAt"], now: OutboxEntry["updatedAt"], matches: (entry: OutboxEntry) => boolean) =>
       write(() => {
@@ -602,6 +614,9 @@ const makeMemory = Effect.fnUntraced(function*() {
       resumeLane(lane, now) {
         return retimePending(now, now, (entry) => entry.lane === lane && entry.nextAttemptAt === HELD)
       },
+      deleteSettledOutboxEntries(settledBefore, limit) {
+        return deleteOldest(staged.outbox, (e) => e.id, (e) => e.state !== "pending" && e.updatedAt < settledBefore, (e) => e.updatedAt, limit)
+      },
 
       insertWebhookSubscription(subscription) {
         return staged.webhookSubscriptions.get(subscription.id)
@@ -642,6 +657,9 @@ const makeMemory = Effect.fnUntraced(function*() {
             .sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, limit)
         )
       },
+      deleteSettledWebhookDeliveries(settledBefore, limit) {
+        return deleteOldest(staged.webhookDeliveries, (d) => d.id, (d) => d.state !== "pending" && d.updatedAt < settledBefore, (d) => d.updatedAt, limit)
+      },
       hasEarlierPendingDelivery(delivery) {
         // Earlier in the log, by the events' positions, not their times (the SQL store's reasons).
         return read(() => {
@@ -661,17 +679,8 @@ const makeMemory = Effect.fnUntraced(function*() {
         return write(() => staged.settings.set(name, value))
       },
 
-      deleteExpiredIdempotencyRecords(now) {
-        return write(() => {
-          let removed = 0
-          for (const record of [...staged.idempotency.values()]) {
-            if (record.expiresAt < now) {
-              staged.idempotency.delete(idempotencyKey(record.scope, record.key))
-              removed++
-            }
-          }
-          return removed
-        })
+      deleteExpiredIdempotencyRecords(now, limit) {
+        return deleteOldest(staged.idempotency, (r) => idempotencyKey(r.scope, r.key), (r) => r.expiresAt < now, (r) => r.expiresAt, limit)
       }
     }
     return {

@@ -112,6 +112,11 @@ export interface WebhookStore {
    * queued held from a read of the subscription that a resumption overtook, leave no delivery held for good.
    */
   readonly resumeUnheldDeliveries: (now: Timestamp.Timestamp) => Op<number>
+  /**
+   * Deletes up to `limit` deliveries delivered, failed or skipped (last updated) before `settledBefore`, the oldest
+   * first; answers how many. A pending delivery is never deleted (Retention).
+   */
+  readonly deleteSettledWebhookDeliveries: (settledBefore: Timestamp.Timestamp, limit: number) => Op<number>
 }
 
 export const matches = (subscription: WebhookSubscription, type: string): boolean =>

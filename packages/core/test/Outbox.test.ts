@@ -11,6 +11,7 @@ import {
   Accounts,
   CustodyProvider,
   DomainEvent,
+  Idempotency,
   Ids,
   OutageLog,
   Outbox,
@@ -20,6 +21,7 @@ import {
   Relay,
   RelayConfig,
   RelayError,
+  Retention,
   Storage,
   Timestamp,
   Transactions,
@@ -70,9 +72,13 @@ const countingProvider = (calls: ProviderCalls, lifecycle: CustodyProvider.Simul
     })
   ).pipe(Layer.provide(CustodyProvider.layerSimulated({ lifecycle })))
 
-const world = (calls: ProviderCalls, lifecycle?: CustodyProvider.SimulatedProviderOptions["lifecycle"]) =>
+const world = (
+  calls: ProviderCalls,
+  lifecycle?: CustodyProvider.SimulatedProviderOptions["lifecycle"],
+  config: Partial<RelayConfig.RelayConfigShape> = {}
+) =>
   Relay.layerMemory({ ids: Ids.Ids.layerSequential, provider: countingProvider(calls, lifecycle) }).pipe(
-    Layer.provideMerge(Layer.succeed(RelayConfig.RelayConfig, { ...RelayConfig.RelayConfig.defaultValue(), defaultRequiredApprovals: 0 }))
+    Layer.provideMerge(Layer.succeed(RelayConfig.RelayConfig, { ...RelayConfig.RelayConfig.defaultValue(), defaultRequiredApprovals: 0, ...config }))
   )
 
 const options: OutboxWorker.WorkerOptions = { ...OutboxWorker.defaults, maxAttempts: 5, baseBackoffMillis: 1000, maxBackoffMillis: 60_000 }
@@ -92,7 +98,7 @@ const setup = Effect.gen(function*() {
   const destination = yield* approvedWhitelistEntry(principal, "BTC")
   const initiate = (amount: string) =>
     Transactions.initiate(principal, { sourceAccountId: source, destinationId: destination, destinationType: "external", amount, assetType: "BTC" })
-  return { principal, source, initiate }
+  return { principal, source, destination, initiate }
 })
 
 /** A provider that answers every call at once, nothing held or failed yet. */
@@ -979,5 +985,109 @@ describe("Outbox", () => {
       assert.isAtLeast(Number(resumed?.annotations["outageSeconds"]), outageSeconds)
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(Layer.merge(worldWithOutage(calls, outage), logs.layer)))
+  })
+
+  describe("Retention", () => {
+    /** Every outbox entry and delivery about the transactions and deliveries named, as the store holds them. */
+    const held = (transactionIds: ReadonlyArray<string>, subscriptionIds: ReadonlyArray<string>) =>
+      Storage.run("read", (unit) =>
+        Effect.gen(function*() {
+          const deliveries = (yield* Effect.forEach(subscriptionIds, (id) => unit.listWebhookDeliveries(id, 1000))).flat()
+          const entries = (yield* Effect.forEach([...transactionIds, ...deliveries.map((d) => d.id)], unit.listOutboxEntries)).flat()
+          return { deliveries, entries }
+        }))
+    const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id).sort()
+    const settledBefore = (before: string) => (row: { readonly state: string; readonly updatedAt: string }) =>
+      row.state !== "pending" && row.updatedAt < before
+
+    it.effect("settled outbox entries and webhook deliveries past their retention are deleted, a batch per unit, and expired idempotency keys; pending ones (held included) and newer ones stay", () => {
+      const calls = answering()
+      return Effect.gen(function*() {
+        const { destination, initiate, principal, source } = yield* settledSetup
+        const { transport } = receivers((url) => Effect.succeed({ status: url.includes("down") ? 500 : 204 }))
+        const up = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+        const down = yield* Webhooks.subscribe(principal, { url: "https://down.example.com/hook", eventTypes: ["transaction.initiated"] })
+        const old = [yield* initiate("0.1"), yield* initiate("0.2")]
+        old.push(yield* Idempotency.withKey(initiate("0.3"), new Idempotency.CommandKey("crk_retention", "key-1", "fingerprint")))
+        // The healthy receiver gets all three; the failing one's first fails and holds the other two.
+        yield* OutboxWorker.runDue(options).pipe(transport)
+        // Eight days on (past the outbox's 7), a transfer whose entries and delivery settle now.
+        yield* TestClock.adjust("8 days")
+        const recent = yield* initiate("0.4")
+        yield* OutboxWorker.runDue(options).pipe(transport)
+        const now = Timestamp.fromMillis(yield* Clock.currentTimeMillis)
+        const before = yield* held([source, destination, ...old.map((tx) => tx.id), recent.id], [up.id, down.id])
+        const outboxCut = Timestamp.fromMillis(Date.parse(now) - 7 * 86_400_000)
+        const deletable = before.entries.filter(settledBefore(outboxCut))
+        assert.isAtLeast(deletable.length, 6, "the old transfers' submissions and the healthy receiver's deliveries")
+        assert.isTrue(before.entries.some((e) => e.state === "pending" && e.nextAttemptAt === Outbox.HELD), "held deliveries are pending")
+        assert.isTrue(before.entries.some((e) => e.state !== "pending" && e.updatedAt >= outboxCut), "the recent transfer's")
+
+        const pruned = yield* Retention.prune({ batch: 2, pauseMillis: 0 })
+        const after = yield* held([source, destination, ...old.map((tx) => tx.id), recent.id], [up.id, down.id])
+        assert.deepStrictEqual(pruned, { idempotencyKeys: 1, outboxEntries: deletable.length, webhookDeliveries: 0 })
+        assert.deepStrictEqual(ids(after.entries), ids(before.entries.filter((e) => !settledBefore(outboxCut)(e))))
+        // Deliveries are kept 30 days: all eight still in the two logs.
+        assert.deepStrictEqual(ids(after.deliveries), ids(before.deliveries))
+
+        // Thirty-one days on (past the deliveries' 30): the four delivered go, with the recent transfer's entries; the
+        // failing receiver's deliveries and their entries, pending, stay however old.
+        yield* TestClock.adjust("31 days")
+        const later = yield* Retention.prune({ batch: 2, pauseMillis: 0 })
+        const last = yield* held([source, destination, ...old.map((tx) => tx.id), recent.id], [up.id, down.id])
+        assert.strictEqual(later.webhookDeliveries, 4)
+        assert.deepStrictEqual(last.deliveries.map((d) => [d.subscriptionId, d.state]), [[down.id, "pending"], [down.id, "pending"], [down.id, "pending"], [down.id, "pending"]])
+        assert.isTrue(last.entries.every((e) => e.state === "pending"))
+        assert.deepStrictEqual(yield* Retention.prune({ batch: 2, pauseMillis: 0 }), { idempotencyKeys: 0, outboxEntries: 0, webhookDeliveries: 0 })
+      }).pipe(Effect.provide(world(calls)))
+    })
+
+    it.effect("a retention of 0 keeps settled outbox entries and deliveries for good", () => {
+      const calls = answering()
+      return Effect.gen(function*() {
+        const { initiate, principal } = yield* settledSetup
+        const { transport } = receivers(() => Effect.succeed({ status: 204 }))
+        const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+        const tx = yield* initiate("0.1")
+        yield* OutboxWorker.runDue(options).pipe(transport)
+        yield* TestClock.adjust("3650 days")
+        const before = yield* held([tx.id], [subscription.id])
+        assert.isTrue(before.entries.length >= 2 && before.entries.every((e) => e.state === "done"))
+        assert.deepStrictEqual(yield* Retention.prune(), { idempotencyKeys: 0, outboxEntries: 0, webhookDeliveries: 0 })
+        assert.deepStrictEqual(yield* held([tx.id], [subscription.id]), before)
+      }).pipe(Effect.provide(world(calls, "manual", { outboxEntryRetentionSeconds: 0, webhookDeliveryRetentionSeconds: 0 })))
+    })
+
+    it.effect("the running worker's housekeeping prunes at its first lease and every 10 minutes after, and the worker carries out transfers meanwhile", () => {
+      const calls = answering()
+      return Effect.gen(function*() {
+        const { destination, initiate, principal, source } = yield* settledSetup
+        const { posted, transport } = receivers(() => Effect.succeed({ status: 204 }))
+        const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+        const first = yield* initiate("0.1")
+        yield* OutboxWorker.runDue(options).pipe(transport)
+        const setupEntries = Effect.map(held([source, destination], []), (found) => found.entries)
+        assert.isNotEmpty(yield* setupEntries)
+        const settledFirst = yield* held([first.id], [subscription.id])
+        assert.isAtLeast(settledFirst.entries.length, 2)
+        const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(transport))
+        // The first pass: what the setup settled over an hour ago goes; what settled this minute stays.
+        yield* pauses(5, Effect.map(setupEntries, (entries) => entries.length === 0))
+        assert.deepStrictEqual(yield* setupEntries, [])
+        assert.deepStrictEqual(yield* held([first.id], [subscription.id]), settledFirst)
+        // Ten minutes on, the next pass: the first transfer's entries and its delivery go too.
+        yield* TestClock.adjust("11 minutes")
+        yield* pauses(5, Effect.map(held([first.id], [subscription.id]), (found) => found.entries.length === 0))
+        assert.deepStrictEqual(yield* held([first.id], [subscription.id]), { deliveries: [], entries: [] })
+        // The worker goes on: a new transfer's submission and delivery are carried out, and kept.
+        const second = yield* initiate("0.2")
+        yield* pauses(5, Effect.sync(() => posted.length === 2))
+        const now = yield* held([second.id], [subscription.id])
+        assert.deepStrictEqual(now.deliveries.map((d) => d.state), ["delivered"])
+        assert.isNotEmpty(now.entries)
+        assert.isTrue(now.entries.every((e) => e.state === "done"))
+        yield* Fiber.interrupt(worker)
+      }).pipe(Effect.provide(world(calls, "manual", { outboxEntryRetentionSeconds: 60, webhookDeliveryRetentionSeconds: 60 })))
+    })
   })
 })

@@ -559,6 +559,28 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       }
     }))
 
+  it.live("retention's batches read the indexes of settled rows (migration 12) and of expiry, in their order: pending rows are not walked, nothing is sorted", () =>
+    Effect.gen(function*() {
+      const { db, issued, storage } = yield* recording(/^delete from/i)
+      const before = "2026-11-30T12:00:00.000Z" as Timestamp.Timestamp
+      yield* storage.transaction("write", (unit) =>
+        Effect.all([
+          unit.deleteSettledOutboxEntries(before, 500),
+          unit.deleteSettledWebhookDeliveries(before, 500),
+          unit.deleteExpiredIdempotencyRecords(before, 500)
+        ]))
+      const expected = [/outbox_entries_settled/, /webhook_deliveries_settled/, /idempotency_keys_expires_at/]
+      assert.strictEqual(issued.length, expected.length)
+      for (const [n, query] of issued.entries()) {
+        const plan = yield* Effect.promise(() =>
+          db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))
+        )
+        const details = plan.rows.map((row) => row.detail).join(" | ")
+        assert.match(details, expected[n]!, `${query.sql}: ${details}`)
+        assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
+      }
+    }))
+
   it.live("no list query binds a parameter SQLite's planner reads, so a kept statement is not planned again on every run", () =>
     Effect.gen(function*() {
       // SQLite's planner reads the value bound to a LIMIT, an OFFSET and a `column = ?` (sqlite3ExprIsInteger) and

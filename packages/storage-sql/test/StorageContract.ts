@@ -17,6 +17,7 @@ import {
   Storage,
   type Timestamp,
   Transaction,
+  type Webhook,
   type WhitelistedAddress
 } from "@custody-relay/core"
 import { Deferred, Effect, Exit, Fiber, type Layer, Option } from "effect"
@@ -413,7 +414,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         // Expiry sweeps are global: use instants far from every other test's keys.
         const old = Records.idempotencyClaim({ createdAt: Records.at(-10_000_000_001), expiresAt: Records.at(-10_000_000_000) })
         yield* write((unit) => Effect.andThen(unit.claimIdempotencyKey(old), unit.completeIdempotencyKey(old.scope, old.key, "1")))
-        assert.isAtLeast(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(Records.at(-9_500_000_000))), 1)
+        assert.isAtLeast(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(Records.at(-9_500_000_000), 1000)), 1)
       }))
 
     it.effect("domain events: appended in a unit, listed in log order by client and entity, gone with a rollback", () =>
@@ -576,6 +577,60 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         const after = yield* read((unit) => Effect.forEach([keptHeld, stray, untouched], (entry) => unit.getOutboxEntry(entry.id)))
         assert.deepStrictEqual(after.map((found) => Option.getOrThrow(found).nextAttemptAt), [Outbox.HELD, now, Records.at(70_000)])
         yield* write((unit) => Effect.forEach(after, (found) => unit.updateOutboxEntry({ ...Option.getOrThrow(found), state: "done" }), { discard: true }))
+      }))
+
+    it.effect("retention: settled outbox entries, settled webhook deliveries and expired idempotency keys deleted a batch at a time, the oldest first; pending and newer rows kept", () =>
+      Effect.gen(function*() {
+        // Deletes are global: instants long before every other test's rows.
+        const t = (n: number) => Records.at(-30_000_000_000 + n)
+        const before = t(1_000)
+        const client = Records.client()
+        const entry = (state: Outbox.EntryState, updatedAt: Timestamp.Timestamp, nextAttemptAt = t(0)) =>
+          Records.outboxEntry(client.id, { state, createdAt: t(0), nextAttemptAt, updatedAt })
+        // The oldest first: given up at 1, done at 2, done at 3; pending ones (held, and due long ago) and one settled
+        // at the cut are kept.
+        const settled = [entry("done", t(3)), entry("given_up", t(1)), entry("done", t(2))]
+        const kept = [entry("pending", t(0), Outbox.HELD), entry("pending", t(0)), entry("done", before)]
+        yield* write((unit) => Effect.forEach([...settled, ...kept], unit.insertOutboxEntry, { discard: true }))
+        const remaining = (entries: ReadonlyArray<Outbox.OutboxEntry>) =>
+          Effect.map(read((unit) => Effect.forEach(entries, (e) => unit.getOutboxEntry(e.id))), (found) => found.map(Option.isSome))
+        assert.strictEqual(yield* write((unit) => unit.deleteSettledOutboxEntries(before, 2)), 2)
+        assert.deepStrictEqual(yield* remaining(settled), [true, false, false])
+        assert.strictEqual(yield* write((unit) => unit.deleteSettledOutboxEntries(before, 2)), 1)
+        assert.strictEqual(yield* write((unit) => unit.deleteSettledOutboxEntries(before, 2)), 0)
+        assert.deepStrictEqual(yield* remaining([...settled, ...kept]), [false, false, false, true, true, true])
+
+        const delivery = (state: Webhook.WebhookDelivery["state"], updatedAt: Timestamp.Timestamp): Webhook.WebhookDelivery => ({
+          id: randomUUID(), subscriptionId: randomUUID(), clientId: client.id, eventId: randomUUID(), entityId: randomUUID(),
+          eventAt: t(0), payload: "{}", state, attempts: 1, lastStatus: null, lastError: null, lastLatencyMillis: null, createdAt: t(0), updatedAt
+        })
+        const settledDeliveries = [delivery("skipped", t(3)), delivery("delivered", t(1)), delivery("failed", t(2))]
+        const keptDeliveries = [delivery("pending", t(0)), delivery("delivered", before)]
+        yield* write((unit) => Effect.forEach([...settledDeliveries, ...keptDeliveries], unit.insertWebhookDelivery, { discard: true }))
+        const deliveriesLeft = Effect.map(
+          read((unit) => Effect.forEach([...settledDeliveries, ...keptDeliveries], (d) => unit.getWebhookDelivery(d.id))),
+          (found) => found.map(Option.isSome)
+        )
+        assert.strictEqual(yield* write((unit) => unit.deleteSettledWebhookDeliveries(before, 2)), 2)
+        assert.deepStrictEqual(yield* deliveriesLeft, [true, false, false, true, true])
+        assert.strictEqual(yield* write((unit) => unit.deleteSettledWebhookDeliveries(before, 2)), 1)
+        assert.deepStrictEqual(yield* deliveriesLeft, [false, false, false, true, true])
+
+        const key = (expiresAt: Timestamp.Timestamp) => Records.idempotencyClaim({ createdAt: t(0), expiresAt })
+        const expired = [key(t(3)), key(t(1)), key(t(2))]
+        const unexpired = key(before)
+        for (const claim of [...expired, unexpired]) {
+          yield* write((unit) => Effect.andThen(unit.claimIdempotencyKey(claim), unit.completeIdempotencyKey(claim.scope, claim.key, "1")))
+        }
+        const keysLeft = Effect.map(
+          read((unit) => Effect.forEach([...expired, unexpired], (c) => unit.findIdempotencyRecord(c.scope, c.key, t(0)))),
+          (found) => found.map(Option.isSome)
+        )
+        assert.strictEqual(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(before, 2)), 2)
+        assert.deepStrictEqual(yield* keysLeft, [true, false, false, true])
+        assert.strictEqual(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(before, 2)), 1)
+        assert.deepStrictEqual(yield* keysLeft, [false, false, false, true])
+        yield* write((unit) => Effect.forEach(kept.slice(0, 2), (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 
     it.effect("LIM-RATE-2: settings are kept by name and replaced; an API user's own budget round-trips", () =>
@@ -756,7 +811,9 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
           (unit) => unit.claimIdempotencyKey(Records.idempotencyClaim()),
           (unit) => unit.appendEvent({ id: Records.client().id, type: "client.created", clientId: client.id, entityType: "client", entityId: client.id, statusBefore: null, statusAfter: null, actor: { kind: "operator" }, at: Records.at(0), data: {} }),
           (unit) => unit.insertOutboxEntry(Records.outboxEntry(client.id)),
-          (unit) => unit.deleteExpiredIdempotencyRecords(Records.at(0))
+          (unit) => unit.deleteExpiredIdempotencyRecords(Records.at(0), 10),
+          (unit) => unit.deleteSettledOutboxEntries(Records.at(0), 10),
+          (unit) => unit.deleteSettledWebhookDeliveries(Records.at(0), 10)
         ]
         for (const attempt of attempts) {
           assert.isTrue(Exit.hasDies(yield* Effect.exit(read(attempt))))

@@ -16,6 +16,7 @@ import * as TransactionListChanges from "./0008_transaction_list_changes.js"
 import * as OutboxEntryLanes from "./0009_outbox_entry_lanes.js"
 import * as ListChangesAtCommit from "./0010_list_changes_at_commit.js"
 import * as OutboxLaneAndPoolIndexes from "./0011_outbox_lane_and_pool_indexes.js"
+import * as SettledRowIndexes from "./0012_settled_row_indexes.js"
 
 type Up = (db: Kysely<unknown>, engine: EngineName) => Promise<void>
 
@@ -30,7 +31,8 @@ const ordered: ReadonlyArray<readonly [string, Up]> = [
   ["0008_transaction_list_changes", TransactionListChanges.up],
   ["0009_outbox_entry_lanes", OutboxEntryLanes.up],
   ["0010_list_changes_at_commit", ListChangesAtCommit.up],
-  ["0011_outbox_lane_and_pool_indexes", OutboxLaneAndPoolIndexes.up]
+  ["0011_outbox_lane_and_pool_indexes", OutboxLaneAndPoolIndexes.up],
+  ["0012_settled_row_indexes", SettledRowIndexes.up]
 ]
 
 /** Migration names, oldest first. */

@@ -93,8 +93,15 @@ export const store = (parts: StoreArguments): Idempotency.IdempotencyStore => {
         if (claim === undefined) return Effect.die(new Error(`idempotency key ${scope}/${key} completed without a claim in this unit`))
         return Effect.flatMap(write(writes.keepIdempotencyKey(rowOf(claim, result))), oneKeyRow(scope, key))
       }),
-    deleteExpiredIdempotencyRecords(now) {
-      return write(db.deleteFrom("idempotency_keys").where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`))
+    deleteExpiredIdempotencyRecords(now, limit) {
+      // A batch by the expiry index, the longest expired first (Retention), skipping keys a running unit holds
+      // where the engine locks rows.
+      const oldest = db.selectFrom("idempotency_keys").select(["scope", "key"])
+        .where(sql<SqlBool>`${sql.ref("expires_at")} < ${now}`)
+        .orderBy("expires_at")
+        .limit(limit)
+        .$if(!underLock, (qb) => qb.forUpdate().skipLocked())
+      return write(db.deleteFrom("idempotency_keys").where(sql<SqlBool>`(${sql.ref("scope")}, ${sql.ref("key")}) in (${oldest})`))
     }
   }
 }

@@ -7,6 +7,7 @@ import { Outbox } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { type Kysely, sql, type SqlBool } from "kysely"
 import type { Database, OutboxEntriesTable } from "../schema/Database.js"
+import { deletingSettled } from "../SettledRows.js"
 import { keepingRead, type StoreArguments, updating } from "../SqlUnit.js"
 
 const encode = (entry: Outbox.OutboxEntry): OutboxEntriesTable => ({
@@ -104,6 +105,9 @@ export const store = (
           .where("lane", "=", engine.opaque.text(lane))
           .where(sql<SqlBool>`${sql.ref("next_attempt_at")} = ${Outbox.HELD}`)
       )
+    },
+    deleteSettledOutboxEntries(settledBefore, limit) {
+      return write(deletingSettled(db, "outbox_entries", settledBefore, limit, locks))
     },
     listOutboxEntries(subjectId) {
       return Effect.map(

@@ -3,6 +3,7 @@ import { Outbox, type Webhook } from "@custody-relay/core"
 import { Effect, Option } from "effect"
 import { sql } from "kysely"
 import type { WebhookDeliveriesTable, WebhookSubscriptionsTable } from "../schema/Database.js"
+import { deletingSettled } from "../SettledRows.js"
 import { type StoreArguments } from "../SqlUnit.js"
 import { retimingPending } from "./OutboxEntries.js"
 
@@ -129,6 +130,9 @@ export const store = ({ db, engine, mode, read, statements: { first, rows, write
           .where("lane", "in", db.selectFrom("webhook_subscriptions").select("id").where("deliveries_held", "=", sql.lit(0)))
           .where("next_attempt_at", "=", Outbox.HELD)
       )
+    },
+    deleteSettledWebhookDeliveries(settledBefore, limit) {
+      return write(deletingSettled(db, "webhook_deliveries", settledBefore, limit, locks))
     },
     hasEarlierPendingDelivery(delivery) {
       return Effect.map(

@@ -1,0 +1,70 @@
+/**
+ * What the relay deletes as it ages, so the rows kept beside the custody record stop growing with the traffic:
+ * idempotency keys once expired (`RelayConfig.idempotencyKeyTtlSeconds`), outbox entries done or given up longer ago
+ * than `outboxEntryRetentionSeconds`, and webhook deliveries delivered, failed or skipped longer ago than
+ * `webhookDeliveryRetentionSeconds` (either 0: kept for good). The custody record itself (clients, API users,
+ * accounts, whitelisted addresses, transactions, the ledger and the domain events) is never deleted, and nothing
+ * pending is: a held delivery waits however old it is.
+ *
+ * Each table is pruned in batches of `batch` rows, one write unit each, pausing `pauseMillis` after every full batch.
+ * On SQLite a write unit holds the database's write lock and runs on the event loop, so a large backlog (the first
+ * pass after an upgrade from a release that kept everything) is deleted between other requests, never in one
+ * statement in front of them. The outbox worker runs `prune` as part of its housekeeping (OutboxWorker.run).
+ */
+import { Duration, Effect } from "effect"
+import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
+import { RelayConfig } from "./RelayConfig.js"
+import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
+
+export interface PruneOptions {
+  /** Rows deleted per write unit. */
+  readonly batch: number
+  /** The pause after a full batch, before the next: other requests' turn. */
+  readonly pauseMillis: number
+}
+
+export const defaults: PruneOptions = { batch: 500, pauseMillis: 10 }
+
+/** How many rows a pass deleted, by what they were. */
+export interface Pruned {
+  readonly idempotencyKeys: number
+  readonly outboxEntries: number
+  readonly webhookDeliveries: number
+}
+
+/** Deletes, a batch per unit, until a batch comes back short; answers how many in all. */
+const inBatches = (options: PruneOptions, batch: (unit: Storage.StorageUnit) => Effect.Effect<number, Storage.StorageError>) =>
+  Effect.gen(function*() {
+    let total = 0
+    while (true) {
+      const deleted = yield* Storage.run("write", batch)
+      total += deleted
+      if (deleted < options.batch) return total
+      if (options.pauseMillis > 0) yield* Effect.sleep(Duration.millis(options.pauseMillis))
+    }
+  })
+
+/** The instant `seconds` before `nowMillis`, or none when 0 keeps the rows for good. */
+const settledBefore = (nowMillis: number, seconds: number): Timestamp.Timestamp | undefined =>
+  seconds === 0 ? undefined : Timestamp.fromMillis(nowMillis - seconds * 1000)
+
+/** One pass over the three tables, each as of the time the pass began. */
+export const prune = Effect.fnUntraced(function*(given?: Given<PruneOptions>) {
+  const options = overDefaults(defaults, given)
+  wholeNumber("retention.batch", options.batch, 1)
+  wholeNumber("retention.pauseMillis", options.pauseMillis, 0)
+  const config = yield* RelayConfig
+  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const now = Timestamp.fromMillis(nowMillis)
+  const outboxBefore = settledBefore(nowMillis, config.outboxEntryRetentionSeconds)
+  const deliveriesBefore = settledBefore(nowMillis, config.webhookDeliveryRetentionSeconds)
+  const pruned: Pruned = {
+    idempotencyKeys: yield* inBatches(options, (unit) => unit.deleteExpiredIdempotencyRecords(now, options.batch)),
+    outboxEntries: outboxBefore === undefined ? 0 : yield* inBatches(options, (unit) => unit.deleteSettledOutboxEntries(outboxBefore, options.batch)),
+    webhookDeliveries: deliveriesBefore === undefined
+      ? 0
+      : yield* inBatches(options, (unit) => unit.deleteSettledWebhookDeliveries(deliveriesBefore, options.batch))
+  }
+  return pruned
+})

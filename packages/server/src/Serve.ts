@@ -43,6 +43,8 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
       failureShare: config.simulatedFailurePercent / 100
     },
     providerPollMillis: config.providerPollMillis,
+    outboxEntryRetentionSeconds: config.outboxEntryRetentionSeconds,
+    webhookDeliveryRetentionSeconds: config.webhookDeliveryRetentionSeconds,
     outbox: { concurrency: config.outboxConcurrency },
     webhooks: { allowPrivateTargets: config.webhooksAllowPrivateTargets },
     databaseSettings: {

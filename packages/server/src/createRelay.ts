@@ -40,6 +40,10 @@ export interface RelayOptions {
   readonly provider?: "manual" | Partial<CustodyProvider.SimulatedLifecycle>
   /** How often the outbox worker polls the provider for progress, in milliseconds (1000 by default). */
   readonly providerPollMillis?: number
+  /** How long an outbox entry is kept once done or given up, in seconds; 0 keeps them (7 days by default, see Retention). */
+  readonly outboxEntryRetentionSeconds?: number
+  /** How long a settled webhook delivery stays in its delivery log, in seconds; 0 keeps them (30 days by default). */
+  readonly webhookDeliveryRetentionSeconds?: number
   /** The outbox worker's settings, or false to run none in this process. */
   readonly outbox?: false | Partial<OutboxWorker.WorkerOptions>
   /** Webhook settings (timeout, rotation grace, private targets). */
@@ -74,6 +78,8 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
   const config: Partial<RelayConfig.RelayConfigShape> = {
     activateOnApproval: options.activateOnApproval ?? true,
     ...(options.providerPollMillis === undefined ? {} : { providerPollMillis: options.providerPollMillis }),
+    ...(options.outboxEntryRetentionSeconds === undefined ? {} : { outboxEntryRetentionSeconds: options.outboxEntryRetentionSeconds }),
+    ...(options.webhookDeliveryRetentionSeconds === undefined ? {} : { webhookDeliveryRetentionSeconds: options.webhookDeliveryRetentionSeconds }),
     ...(options.defaultRequiredApprovals === undefined ? {} : { defaultRequiredApprovals: options.defaultRequiredApprovals })
   }
   const handler = makeHandler({

@@ -54,6 +54,18 @@ export const poolOf = (kind: EffectKind): Pool => (kind === "deliverWebhook" ? "
 export const kindsOf = (pool: Pool | undefined): ReadonlyArray<EffectKind> =>
   pool === undefined ? effectKinds : effectKinds.filter((kind) => poolOf(kind) === pool)
 
+/**
+ * The kinds whose entries are nothing but a record of attempts once settled, which Retention deletes after
+ * `RelayConfig.outboxEntryRetentionSeconds`. Every other kind is kept for good, as the custody record is:
+ * - a transfer's submission and an address's registration, whose ids are the request ids the custody provider names in
+ *   its own callbacks (ProviderReports: a transfer's progress, an address's review), which may come long after the
+ *   entry settled (a submission accepted, the transfer then held in the provider's review for weeks); one per record;
+ * - a kind this release does not know (a later release's, on the same database during a rolling upgrade): only a
+ *   release that knows what its callbacks name may delete it, as only one that knows it leases it (`kindsOf`).
+ * A release that adds a kind to this list changes the partial index of migration 12 to match, in a migration of its own.
+ */
+export const deletedOnceSettled: ReadonlyArray<EffectKind> = ["followTransfer", "followWhitelistedAddress", "deliverWebhook"]
+
 export const entryStates = ["pending", "done", "given_up"] as const
 export const EntryState = Schema.Literals(entryStates)
 export type EntryState = typeof EntryState.Type
@@ -111,8 +123,8 @@ export interface OutboxStore {
   /** Makes the held entries of `lane` due at `now`; answers how many. */
   readonly resumeLane: (lane: string, now: Timestamp.Timestamp) => Op<number>
   /**
-   * Deletes up to `limit` entries done or given up (last updated) before `settledBefore`, the oldest first; answers
-   * how many. Pending entries, held ones included, are never deleted (Retention).
+   * Deletes up to `limit` entries done or given up (last updated) before `settledBefore`, the oldest first, of the
+   * kinds `deletedOnceSettled` only; answers how many. Pending entries, held ones included, are never deleted (Retention).
    */
   readonly deleteSettledOutboxEntries: (settledBefore: Timestamp.Timestamp, limit: number) => Op<number>
 }

@@ -373,13 +373,16 @@ const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
  * One pass of each node's housekeeping: held deliveries of subscriptions that hold none come due (a race's
  * leftovers, see `Webhooks.resumeUnheld`), and what the retention settings no longer keep is deleted (Retention).
  */
-const keepHouse = Effect.gen(function*() {
-  yield* Webhooks.resumeUnheld
-  const pruned = yield* Retention.prune()
-  if (pruned.idempotencyKeys + pruned.outboxEntries + pruned.webhookDeliveries > 0) {
-    yield* Effect.logInfo("housekeeping deleted what the retention settings no longer keep").pipe(Effect.annotateLogs({ ...pruned }))
-  }
-}).pipe(Effect.catchCause((cause) => logFailure("housekeeping failed; it runs again in 10 minutes", cause)))
+const keepHouse = Effect.andThen(
+  Webhooks.resumeUnheld.pipe(Effect.catchCause((cause) => logFailure("housekeeping: resuming held deliveries failed; it runs again in 10 minutes", cause))),
+  Retention.prune().pipe(
+    Effect.flatMap((pruned) =>
+      pruned.idempotencyKeys + pruned.outboxEntries + pruned.webhookDeliveries > 0
+        ? Effect.logInfo("housekeeping deleted what the retention settings no longer keep").pipe(Effect.annotateLogs({ ...pruned }))
+        : Effect.void),
+    Effect.catchCause((cause) => logFailure("housekeeping: deleting what the retention settings no longer keep failed; it runs again in 10 minutes", cause))
+  )
+)
 
 /**
  * While leases fail (the database unreachable), the running worker waits longer after each, doubling from
@@ -432,7 +435,7 @@ export const run = (options: Given<WorkerOptions> = {}) => {
     yield* CustodyProvider
     const pools: ReadonlyArray<PoolPlaces> = (["provider", "deliveries"] as const).map((pool) => ({ pool, running: new Map(), waiting: [], quietUntil: 0, skippedSome: false }))
     const laneEnded = yield* Latch.make(false)
-    let lastHousekeeping = 0
+    let lastHousekeeping = Number.NEGATIVE_INFINITY
     let keepingHouse = false
     const leases = OutageLog.make({
       began: "outbox paused: leasing due entries failed; retrying",

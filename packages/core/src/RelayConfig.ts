@@ -20,7 +20,8 @@ export interface RelayConfigShape {
   readonly providerPollMillis: number
   /**
    * How long an outbox entry is kept once done or given up (7 days by default); 0 keeps them for good. The custody
-   * record (transactions, their events) says what happened; an entry only adds its attempts and last error.
+   * record (transactions, their events) says what happened; an entry only adds its attempts and last error. A
+   * transfer's submission and an address's registration are kept for good whatever this says (`Outbox.deletedOnceSettled`).
    */
   readonly outboxEntryRetentionSeconds: number
   /**
@@ -39,6 +40,9 @@ export const RelayConfig = Context.Reference<RelayConfigShape>("@custody-relay/c
   })
 })
 
+/** The longest a retention setting keeps rows, in seconds: ten years (0 keeps them for good). */
+export const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 60 * 60
+
 /** The most approvals a transaction can be made to need (the server's RELAY_DEFAULT_QUORUM takes 0 to 10 too). */
 export const MAX_REQUIRED_APPROVALS = 10
 
@@ -52,8 +56,8 @@ export const make = (given?: Given<RelayConfigShape>): RelayConfigShape => {
   wholeNumber("config.idempotencyKeyTtlSeconds", config.idempotencyKeyTtlSeconds, 1)
   wholeNumber("config.providerCallTimeoutMillis", config.providerCallTimeoutMillis, 1)
   wholeNumber("config.providerPollMillis", config.providerPollMillis, 1)
-  wholeNumber("config.outboxEntryRetentionSeconds", config.outboxEntryRetentionSeconds, 0)
-  wholeNumber("config.webhookDeliveryRetentionSeconds", config.webhookDeliveryRetentionSeconds, 0)
+  wholeNumber("config.outboxEntryRetentionSeconds", config.outboxEntryRetentionSeconds, 0, MAX_RETENTION_SECONDS)
+  wholeNumber("config.webhookDeliveryRetentionSeconds", config.webhookDeliveryRetentionSeconds, 0, MAX_RETENTION_SECONDS)
   if (typeof config.activateOnApproval !== "boolean") throw new RangeError(`config.activateOnApproval must be true or false, got ${String(config.activateOnApproval)}`)
   return config
 }

@@ -24,7 +24,12 @@ export interface PruneOptions {
   readonly pauseMillis: number
 }
 
-export const defaults: PruneOptions = { batch: 500, pauseMillis: 10 }
+/**
+ * Measured on a SQLite file (`bench:retention`, 400,000 settled entries and as many deliveries): batches of 500 took
+ * a reader's p99 to 3.9 times its own with nothing to delete, batches of 200 to 1.9 (deleting 17,000 rows a second),
+ * batches of 100 no lower, at half the pace.
+ */
+export const defaults: PruneOptions = { batch: 200, pauseMillis: 10 }
 
 /** How many rows a pass deleted, by what they were. */
 export interface Pruned {

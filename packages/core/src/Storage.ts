@@ -17,7 +17,7 @@ import { type EventStore, type LoggedEvent, trailMatches } from "./DomainEvent.j
 import type { IdempotencyRecord, IdempotencyStore } from "./Idempotency.js"
 import type { AccountId, ApiUserId, ClientId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import type { LedgerEntry } from "./Ledger.js"
-import { HELD, kindsOf, type OutboxEntry, type OutboxStore } from "./Outbox.js"
+import { deletedOnceSettled, HELD, kindsOf, type OutboxEntry, type OutboxStore } from "./Outbox.js"
 import * as Page from "./Page.js"
 import type { SettingsStore } from "./Settings.js"
 import type { WebhookDelivery, WebhookStore, WebhookSubscription } from "./Webhook.js"
@@ -615,7 +615,13 @@ const makeMemory = Effect.fnUntraced(function*() {
         return retimePending(now, now, (entry) => entry.lane === lane && entry.nextAttemptAt === HELD)
       },
       deleteSettledOutboxEntries(settledBefore, limit) {
-        return deleteOldest(staged.outbox, (e) => e.id, (e) => e.state !== "pending" && e.updatedAt < settledBefore, (e) => e.updatedAt, limit)
+        return deleteOldest(
+          staged.outbox,
+          (e) => e.id,
+          (e) => e.state !== "pending" && e.updatedAt < settledBefore && deletedOnceSettled.includes(e.kind),
+          (e) => e.updatedAt,
+          limit
+        )
       },
 
       insertWebhookSubscription(subscription) {

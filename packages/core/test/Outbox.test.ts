@@ -999,6 +999,9 @@ describe("Outbox", () => {
     const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id).sort()
     const settledBefore = (before: string) => (row: { readonly state: string; readonly updatedAt: string }) =>
       row.state !== "pending" && row.updatedAt < before
+    /** An entry Retention deletes once settled before `before`: of a kind deleted once settled. */
+    const prunableBefore = (before: string) => (entry: Outbox.OutboxEntry) =>
+      settledBefore(before)(entry) && Outbox.deletedOnceSettled.includes(entry.kind)
 
     it.effect("settled outbox entries and webhook deliveries past their retention are deleted, a batch per unit, and expired idempotency keys; pending ones (held included) and newer ones stay", () => {
       const calls = answering()
@@ -1018,26 +1021,28 @@ describe("Outbox", () => {
         const now = Timestamp.fromMillis(yield* Clock.currentTimeMillis)
         const before = yield* held([source, destination, ...old.map((tx) => tx.id), recent.id], [up.id, down.id])
         const outboxCut = Timestamp.fromMillis(Date.parse(now) - 7 * 86_400_000)
-        const deletable = before.entries.filter(settledBefore(outboxCut))
-        assert.isAtLeast(deletable.length, 6, "the old transfers' submissions and the healthy receiver's deliveries")
+        const deletable = before.entries.filter(prunableBefore(outboxCut))
+        assert.isAtLeast(deletable.length, 3, "the healthy receiver's deliveries")
+        assert.isTrue(before.entries.some((e) => settledBefore(outboxCut)(e) && e.kind === "submitTransfer"), "the old submissions, kept")
         assert.isTrue(before.entries.some((e) => e.state === "pending" && e.nextAttemptAt === Outbox.HELD), "held deliveries are pending")
         assert.isTrue(before.entries.some((e) => e.state !== "pending" && e.updatedAt >= outboxCut), "the recent transfer's")
 
         const pruned = yield* Retention.prune({ batch: 2, pauseMillis: 0 })
         const after = yield* held([source, destination, ...old.map((tx) => tx.id), recent.id], [up.id, down.id])
         assert.deepStrictEqual(pruned, { idempotencyKeys: 1, outboxEntries: deletable.length, webhookDeliveries: 0 })
-        assert.deepStrictEqual(ids(after.entries), ids(before.entries.filter((e) => !settledBefore(outboxCut)(e))))
+        assert.deepStrictEqual(ids(after.entries), ids(before.entries.filter((e) => !prunableBefore(outboxCut)(e))))
         // Deliveries are kept 30 days: all eight still in the two logs.
         assert.deepStrictEqual(ids(after.deliveries), ids(before.deliveries))
 
-        // Thirty-one days on (past the deliveries' 30): the four delivered go, with the recent transfer's entries; the
-        // failing receiver's deliveries and their entries, pending, stay however old.
+        // Thirty-one days on (past the deliveries' 30): the four delivered go, with the recent transfer's delivery entry;
+        // the failing receiver's deliveries and their entries, pending, stay however old, as do the submissions.
         yield* TestClock.adjust("31 days")
         const later = yield* Retention.prune({ batch: 2, pauseMillis: 0 })
         const last = yield* held([source, destination, ...old.map((tx) => tx.id), recent.id], [up.id, down.id])
         assert.strictEqual(later.webhookDeliveries, 4)
         assert.deepStrictEqual(last.deliveries.map((d) => [d.subscriptionId, d.state]), [[down.id, "pending"], [down.id, "pending"], [down.id, "pending"], [down.id, "pending"]])
-        assert.isTrue(last.entries.every((e) => e.state === "pending"))
+        assert.isTrue(last.entries.every((e) => e.state === "pending" || !Outbox.deletedOnceSettled.includes(e.kind)))
+        assert.strictEqual(last.entries.filter((e) => e.kind === "submitTransfer").length, 4)
         assert.deepStrictEqual(yield* Retention.prune({ batch: 2, pauseMillis: 0 }), { idempotencyKeys: 0, outboxEntries: 0, webhookDeliveries: 0 })
       }).pipe(Effect.provide(world(calls)))
     })
@@ -1061,33 +1066,53 @@ describe("Outbox", () => {
     it.effect("the running worker's housekeeping prunes at its first lease and every 10 minutes after, and the worker carries out transfers meanwhile", () => {
       const calls = answering()
       return Effect.gen(function*() {
-        const { destination, initiate, principal, source } = yield* settledSetup
+        const { initiate, principal } = yield* settledSetup
         const { posted, transport } = receivers(() => Effect.succeed({ status: 204 }))
         const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+        /** A transfer's delivery and outbox entries, by kind and state; the delivery's entry among them. */
+        const left = (tx: { readonly id: string }) =>
+          Effect.map(held([tx.id], [subscription.id]), ({ deliveries, entries }) => ({
+            deliveries: deliveries.filter((d) => d.entityId === tx.id).map((d) => d.state),
+            entries: entries.filter((e) => e.subjectId === tx.id || deliveries.some((d) => d.entityId === tx.id && d.id === e.subjectId))
+              .map((e) => `${e.kind} ${e.state}`).sort()
+          }))
+        const settled = { deliveries: ["delivered"], entries: ["deliverWebhook done", "submitTransfer done"] }
+        const pruned = { deliveries: [], entries: ["submitTransfer done"] }
         const first = yield* initiate("0.1")
         yield* OutboxWorker.runDue(options).pipe(transport)
-        const setupEntries = Effect.map(held([source, destination], []), (found) => found.entries)
-        assert.isNotEmpty(yield* setupEntries)
-        const settledFirst = yield* held([first.id], [subscription.id])
-        assert.isAtLeast(settledFirst.entries.length, 2)
+        assert.deepStrictEqual(yield* left(first), settled)
+        // Settled two minutes before the worker starts (the retention here is a minute): its first pass deletes them.
+        yield* TestClock.adjust("2 minutes")
         const worker = yield* Effect.forkChild(OutboxWorker.run(options).pipe(transport))
-        // The first pass: what the setup settled over an hour ago goes; what settled this minute stays.
-        yield* pauses(5, Effect.map(setupEntries, (entries) => entries.length === 0))
-        assert.deepStrictEqual(yield* setupEntries, [])
-        assert.deepStrictEqual(yield* held([first.id], [subscription.id]), settledFirst)
-        // Ten minutes on, the next pass: the first transfer's entries and its delivery go too.
-        yield* TestClock.adjust("11 minutes")
-        yield* pauses(5, Effect.map(held([first.id], [subscription.id]), (found) => found.entries.length === 0))
-        assert.deepStrictEqual(yield* held([first.id], [subscription.id]), { deliveries: [], entries: [] })
-        // The worker goes on: a new transfer's submission and delivery are carried out, and kept.
         const second = yield* initiate("0.2")
-        yield* pauses(5, Effect.sync(() => posted.length === 2))
-        const now = yield* held([second.id], [subscription.id])
-        assert.deepStrictEqual(now.deliveries.map((d) => d.state), ["delivered"])
-        assert.isNotEmpty(now.entries)
-        assert.isTrue(now.entries.every((e) => e.state === "done"))
+        yield* pauses(5, Effect.map(left(first), (found) => found.entries.length === 1 && posted.length === 2))
+        assert.deepStrictEqual(yield* left(first), pruned)
+        assert.deepStrictEqual(yield* left(second), settled, "settled this minute by the running worker: kept")
+        // Ten minutes on, the next pass deletes the second's.
+        yield* TestClock.adjust("11 minutes")
+        yield* pauses(5, Effect.map(left(second), (found) => found.entries.length === 1))
+        assert.deepStrictEqual(yield* left(second), pruned)
+        const third = yield* initiate("0.3")
+        yield* pauses(5, Effect.sync(() => posted.length === 3))
+        assert.deepStrictEqual(yield* left(third), settled)
         yield* Fiber.interrupt(worker)
       }).pipe(Effect.provide(world(calls, "manual", { outboxEntryRetentionSeconds: 60, webhookDeliveryRetentionSeconds: 60 })))
+    })
+
+    it.effect("a provider's callback long after its transfer's submission settled still moves the transfer: the entry it names is kept for good", () => {
+      const calls = answering()
+      return Effect.gen(function*() {
+        const { initiate } = yield* settledSetup
+        const tx = yield* initiate("0.1")
+        yield* OutboxWorker.runDue(options)
+        const [submission] = yield* entriesOf(tx.id)
+        assert.deepStrictEqual([submission?.kind, submission?.state], ["submitTransfer", "done"])
+        // Held in the provider's review for a year, past every retention, then completed.
+        yield* TestClock.adjust("365 days")
+        yield* Retention.prune()
+        yield* ProviderReports.apply({ kind: "transfer", requestId: submission!.id, progress: { stage: "completed" } })
+        assert.strictEqual((yield* Transactions.inspect(tx.id)).status, "COMPLETED")
+      }).pipe(Effect.provide(world(calls)))
     })
   })
 })

@@ -502,6 +502,9 @@ describe("the options an embedder passes in code", () => {
       [{ idempotency: { ttlSeconds: -1 } }, /idempotencyKeyTtlSeconds/],
       [{ config: { idempotencyKeyTtlSeconds: Number.NaN } }, /idempotencyKeyTtlSeconds must be a whole number at least 1, got NaN/],
       [{ config: { defaultRequiredApprovals: 11 } }, /config\.defaultRequiredApprovals must be a whole number from 0 to 10, got 11/],
+      // Past ten years a retention's cut is no instant (it would fail every housekeeping pass); 0 keeps for good.
+      [{ config: { outboxEntryRetentionSeconds: 1e13 } }, /config\.outboxEntryRetentionSeconds must be a whole number from 0 to 316224000/],
+      [{ config: { webhookDeliveryRetentionSeconds: -1 } }, /config\.webhookDeliveryRetentionSeconds/],
       [{ outbox: { concurrency: 0 } }, /outbox\.concurrency must be a whole number at least 1, got 0/],
       [{ outbox: { concurrency: Number.NaN } }, /outbox\.concurrency/],
       [{ rateLimit: { limit: 100, windowSeconds: 0 } }, /rateLimit\.windowSeconds must be a whole number at least 1, got 0/],

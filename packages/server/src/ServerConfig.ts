@@ -109,9 +109,6 @@ const corsOrigins = (raw: string | undefined): ReadonlyArray<string> | "*" | und
   return origins
 }
 
-/** Ten years: the longest a retention setting takes (0 keeps the rows for good). */
-const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 60 * 60
-
 export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
   const token = env["RELAY_TEST_CONTROL_TOKEN"]
   const relayDefaults = RelayConfig.RelayConfig.defaultValue()
@@ -141,8 +138,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
     simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
     providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", relayDefaults.providerPollMillis, 10, 3_600_000),
-    outboxEntryRetentionSeconds: integer(env, "RELAY_OUTBOX_RETENTION_SECONDS", relayDefaults.outboxEntryRetentionSeconds, 0, MAX_RETENTION_SECONDS),
-    webhookDeliveryRetentionSeconds: integer(env, "RELAY_WEBHOOK_DELIVERY_RETENTION_SECONDS", relayDefaults.webhookDeliveryRetentionSeconds, 0, MAX_RETENTION_SECONDS),
+    outboxEntryRetentionSeconds: integer(env, "RELAY_OUTBOX_RETENTION_SECONDS", relayDefaults.outboxEntryRetentionSeconds, 0, RelayConfig.MAX_RETENTION_SECONDS),
+    webhookDeliveryRetentionSeconds: integer(env, "RELAY_WEBHOOK_DELIVERY_RETENTION_SECONDS", relayDefaults.webhookDeliveryRetentionSeconds, 0, RelayConfig.MAX_RETENTION_SECONDS),
     outboxConcurrency: integer(env, "RELAY_OUTBOX_CONCURRENCY", OutboxWorker.defaults.concurrency, 1, OutboxWorker.defaults.batch),
     webhooksAllowPrivateTargets: oneOf(env, "RELAY_WEBHOOKS_ALLOW_PRIVATE_TARGETS", ["true", "false"], "false") === "true",
     databaseStartupTimeoutSeconds: integer(env, "RELAY_DATABASE_STARTUP_TIMEOUT_SECONDS", 60, 0, 86_400),

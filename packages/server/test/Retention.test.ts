@@ -22,7 +22,7 @@ afterAll(dropDatabases, 60_000)
 const directory = mkdtempSync(join(tmpdir(), "relay-retention-test-"))
 afterAll(() => rmSync(directory, { recursive: true, force: true }))
 
-/** More than two of the housekeeping's batches (500 rows) of each. */
+/** Several of the housekeeping's batches (200 rows) of each. */
 const OLD = 1_200
 const HELD = "9999-12-31T23:59:59.999Z"
 const LONG_AGO = "2023-01-01T00:00:00.000Z"
@@ -54,7 +54,7 @@ const seed = async (db: Table, recently: string) => {
   }
   // Kept: held behind a failed delivery since long ago (its subscription holds them), and settled an hour ago.
   for (let n = 1; n <= 3; n++) {
-    await entry(n, "pending", "b000", HELD, LONG_AGO, id("f000", 0))
+    await entry(OLD + n, "pending", "b000", HELD, LONG_AGO, id("f000", 0))
     await delivery(OLD + n, "pending", LONG_AGO)
     await entry(OLD + n, "done", "8000", LONG_AGO, recently, null)
     await delivery(OLD + 10 + n, "delivered", recently)

@@ -3,11 +3,13 @@
  * `limit` rows whose `state` is not 'pending' and that were last updated before `settledBefore`, the oldest first.
  *
  * - The rows are chosen by a subquery on the table's partial index of settled rows (migration 12: the literal
- *   'pending' it is written with, then `updated_at`), since neither engine's DELETE takes a LIMIT as kysely builds it.
- *   So a batch reads only the rows it deletes, however many pending ones the table holds.
+ *   'pending' it is written with, the outbox's kinds deleted once settled, then `updated_at`), since neither engine's
+ *   DELETE takes a LIMIT as kysely builds it. So a batch reads only the rows it deletes, however many pending ones, or
+ *   entries kept for good, the table holds.
  * - Where the engine locks rows (PostgreSQL), the subquery skips rows another unit holds: two nodes keeping house at
  *   once each delete a batch of their own, and neither waits for the other or for a unit that read a row locked.
  */
+import { Outbox } from "@custody-relay/core"
 import { type Kysely, sql, type SqlBool } from "kysely"
 import type { Database } from "./schema/Database.js"
 
@@ -24,6 +26,8 @@ export const deletingSettled = (
   return rows.deleteFrom(from).where("id", "in", (eb) =>
     eb.selectFrom(from).select("id")
       .where("state", "<>", sql.lit("pending"))
+      // As literals, the index's own predicate (migration 12), so SQLite sees that the index covers the query.
+      .$if(table === "outbox_entries", (qb) => qb.where("kind", "in", Outbox.deletedOnceSettled.map((kind) => sql.lit(kind))))
       .where(sql<SqlBool>`${sql.ref("updated_at")} < ${settledBefore}`)
       .orderBy("updated_at")
       .limit(limit)

@@ -578,6 +578,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
         const details = plan.rows.map((row) => row.detail).join(" | ")
         assert.match(details, expected[n]!, `${query.sql}: ${details}`)
         assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
+        // The rows chosen are then found by key: no step reads a whole table.
+        for (const { detail } of plan.rows) if (/^SCAN /.test(detail)) assert.match(detail, / USING /, `${query.sql}: ${details}`)
       }
     }))
 

@@ -585,12 +585,21 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         const t = (n: number) => Records.at(-30_000_000_000 + n)
         const before = t(1_000)
         const client = Records.client()
-        const entry = (state: Outbox.EntryState, updatedAt: Timestamp.Timestamp, nextAttemptAt = t(0)) =>
-          Records.outboxEntry(client.id, { state, createdAt: t(0), nextAttemptAt, updatedAt })
-        // The oldest first: given up at 1, done at 2, done at 3; pending ones (held, and due long ago) and one settled
-        // at the cut are kept.
-        const settled = [entry("done", t(3)), entry("given_up", t(1)), entry("done", t(2))]
-        const kept = [entry("pending", t(0), Outbox.HELD), entry("pending", t(0)), entry("done", before)]
+        const entry = (state: Outbox.EntryState, updatedAt: Timestamp.Timestamp, nextAttemptAt = t(0), kind: Outbox.EffectKind = "deliverWebhook") =>
+          Records.outboxEntry(client.id, { kind, state, createdAt: t(0), nextAttemptAt, updatedAt })
+        // The oldest first: given up at 1, done at 2, done at 3; pending ones (held, and due long ago), one settled at
+        // the cut, and the kinds kept for good are kept: those a provider's callback names, and a later release's.
+        const settled = [entry("done", t(3), t(0), "followTransfer"), entry("given_up", t(1)), entry("done", t(2), t(0), "followWhitelistedAddress")]
+        const kept = [
+          entry("pending", t(0), Outbox.HELD),
+          entry("pending", t(0)),
+          entry("done", before),
+          entry("done", t(0), t(0), "submitTransfer"),
+          entry("done", t(0), t(0), "registerWhitelistedAddress"),
+          entry("done", t(0), t(0), "payoutBatch" as Outbox.EffectKind)
+        ]
+        // Migration 12's index is written with this list.
+        assert.deepStrictEqual(Outbox.deletedOnceSettled, ["followTransfer", "followWhitelistedAddress", "deliverWebhook"])
         yield* write((unit) => Effect.forEach([...settled, ...kept], unit.insertOutboxEntry, { discard: true }))
         const remaining = (entries: ReadonlyArray<Outbox.OutboxEntry>) =>
           Effect.map(read((unit) => Effect.forEach(entries, (e) => unit.getOutboxEntry(e.id))), (found) => found.map(Option.isSome))
@@ -598,7 +607,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* remaining(settled), [true, false, false])
         assert.strictEqual(yield* write((unit) => unit.deleteSettledOutboxEntries(before, 2)), 1)
         assert.strictEqual(yield* write((unit) => unit.deleteSettledOutboxEntries(before, 2)), 0)
-        assert.deepStrictEqual(yield* remaining([...settled, ...kept]), [false, false, false, true, true, true])
+        assert.deepStrictEqual(yield* remaining([...settled, ...kept]), [false, false, false, true, true, true, true, true, true])
 
         const delivery = (state: Webhook.WebhookDelivery["state"], updatedAt: Timestamp.Timestamp): Webhook.WebhookDelivery => ({
           id: randomUUID(), subscriptionId: randomUUID(), clientId: client.id, eventId: randomUUID(), entityId: randomUUID(),
@@ -630,6 +639,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.deepStrictEqual(yield* keysLeft, [true, false, false, true])
         assert.strictEqual(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(before, 2)), 1)
         assert.deepStrictEqual(yield* keysLeft, [false, false, false, true])
+        // Nothing of this test's left due for another test's lease.
         yield* write((unit) => Effect.forEach(kept.slice(0, 2), (e) => unit.updateOutboxEntry({ ...e, state: "done" }), { discard: true }))
       }))
 

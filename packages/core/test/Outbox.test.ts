@@ -1047,6 +1047,11 @@ describe("Outbox", () => {
       }).pipe(Effect.provide(world(calls)))
     })
 
+    it("between full batches a pass rests four times as long as the batch took, at least 2 ms: deleting takes at most a fifth of the time", () => {
+      assert.deepStrictEqual([0, 0.4, 1, 25].map((took) => Retention.restAfter(Retention.defaults, took)), [2, 2, 4, 100])
+      assert.strictEqual(Retention.restAfter({ ...Retention.defaults, restFactor: 0 }, 25), 2)
+    })
+
     it.effect("a retention of 0 keeps settled outbox entries and deliveries for good", () => {
       const calls = answering()
       return Effect.gen(function*() {

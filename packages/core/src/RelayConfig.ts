@@ -40,7 +40,10 @@ export const RelayConfig = Context.Reference<RelayConfigShape>("@custody-relay/c
   })
 })
 
-/** The longest a retention setting keeps rows, in seconds: ten years (0 keeps them for good). */
+/**
+ * The longest a retention setting or an idempotency key's time to live may be, in seconds: ten years (a retention of 0
+ * keeps the rows for good). Past it, a cut-off instant would be no date at all.
+ */
 export const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 60 * 60
 
 /** The most approvals a transaction can be made to need (the server's RELAY_DEFAULT_QUORUM takes 0 to 10 too). */
@@ -53,7 +56,7 @@ export const MAX_REQUIRED_APPROVALS = 10
 export const make = (given?: Given<RelayConfigShape>): RelayConfigShape => {
   const config = overDefaults(RelayConfig.defaultValue(), given)
   wholeNumber("config.defaultRequiredApprovals", config.defaultRequiredApprovals, 0, MAX_REQUIRED_APPROVALS)
-  wholeNumber("config.idempotencyKeyTtlSeconds", config.idempotencyKeyTtlSeconds, 1)
+  wholeNumber("config.idempotencyKeyTtlSeconds", config.idempotencyKeyTtlSeconds, 1, MAX_RETENTION_SECONDS)
   wholeNumber("config.providerCallTimeoutMillis", config.providerCallTimeoutMillis, 1)
   wholeNumber("config.providerPollMillis", config.providerPollMillis, 1)
   wholeNumber("config.outboxEntryRetentionSeconds", config.outboxEntryRetentionSeconds, 0, MAX_RETENTION_SECONDS)

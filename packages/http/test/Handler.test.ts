@@ -498,9 +498,9 @@ describe("units of work per request", () => {
 describe("the options an embedder passes in code", () => {
   it("a number that would break the relay stops the handler being made, naming the setting: a key kept 0 seconds let a retried transfer run twice, a worker with 0 places never carried one out", () => {
     const refused: ReadonlyArray<readonly [HandlerOptions, RegExp]> = [
-      [{ idempotency: { ttlSeconds: 0 } }, /config\.idempotencyKeyTtlSeconds must be a whole number at least 1, got 0/],
+      [{ idempotency: { ttlSeconds: 0 } }, /config\.idempotencyKeyTtlSeconds must be a whole number from 1 to 316224000, got 0/],
       [{ idempotency: { ttlSeconds: -1 } }, /idempotencyKeyTtlSeconds/],
-      [{ config: { idempotencyKeyTtlSeconds: Number.NaN } }, /idempotencyKeyTtlSeconds must be a whole number at least 1, got NaN/],
+      [{ config: { idempotencyKeyTtlSeconds: Number.NaN } }, /idempotencyKeyTtlSeconds must be a whole number from 1 to 316224000, got NaN/],
       [{ config: { defaultRequiredApprovals: 11 } }, /config\.defaultRequiredApprovals must be a whole number from 0 to 10, got 11/],
       // Past ten years a retention's cut is no instant (it would fail every housekeeping pass); 0 keeps for good.
       [{ config: { outboxEntryRetentionSeconds: 1e13 } }, /config\.outboxEntryRetentionSeconds must be a whole number from 0 to 316224000/],

@@ -43,6 +43,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
       failureShare: config.simulatedFailurePercent / 100
     },
     providerPollMillis: config.providerPollMillis,
+    idempotencyKeyTtlSeconds: config.idempotencyKeyTtlSeconds,
     outboxEntryRetentionSeconds: config.outboxEntryRetentionSeconds,
     webhookDeliveryRetentionSeconds: config.webhookDeliveryRetentionSeconds,
     outbox: { concurrency: config.outboxConcurrency },

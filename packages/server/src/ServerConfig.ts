@@ -41,6 +41,8 @@ export interface ServerConfig {
   /** The share of simulated transfers that fail after broadcast, in percent. */
   readonly simulatedFailurePercent: number
   readonly providerPollMillis: number
+  /** How long a command's Idempotency-Key keeps its result for replay, in seconds. */
+  readonly idempotencyKeyTtlSeconds: number
   /** How long settled outbox entries and webhook deliveries are kept, in seconds; 0 keeps them (see Retention). */
   readonly outboxEntryRetentionSeconds: number
   readonly webhookDeliveryRetentionSeconds: number
@@ -138,6 +140,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     simulatedStepMillis: integer(env, "RELAY_SIMULATED_STEP_MILLIS", 1000, 0, 3_600_000),
     simulatedFailurePercent: integer(env, "RELAY_SIMULATED_FAILURE_PERCENT", 0, 0, 100),
     providerPollMillis: integer(env, "RELAY_PROVIDER_POLL_MILLIS", relayDefaults.providerPollMillis, 10, 3_600_000),
+    idempotencyKeyTtlSeconds: integer(env, "RELAY_IDEMPOTENCY_KEY_TTL_SECONDS", relayDefaults.idempotencyKeyTtlSeconds, 1, RelayConfig.MAX_RETENTION_SECONDS),
     outboxEntryRetentionSeconds: integer(env, "RELAY_OUTBOX_RETENTION_SECONDS", relayDefaults.outboxEntryRetentionSeconds, 0, RelayConfig.MAX_RETENTION_SECONDS),
     webhookDeliveryRetentionSeconds: integer(env, "RELAY_WEBHOOK_DELIVERY_RETENTION_SECONDS", relayDefaults.webhookDeliveryRetentionSeconds, 0, RelayConfig.MAX_RETENTION_SECONDS),
     outboxConcurrency: integer(env, "RELAY_OUTBOX_CONCURRENCY", OutboxWorker.defaults.concurrency, 1, OutboxWorker.defaults.batch),

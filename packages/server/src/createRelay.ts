@@ -40,6 +40,8 @@ export interface RelayOptions {
   readonly provider?: "manual" | Partial<CustodyProvider.SimulatedLifecycle>
   /** How often the outbox worker polls the provider for progress, in milliseconds (1000 by default). */
   readonly providerPollMillis?: number
+  /** How long a command's Idempotency-Key keeps its result for replay, in seconds (24 hours by default). */
+  readonly idempotencyKeyTtlSeconds?: number
   /** How long an outbox entry is kept once done or given up, in seconds; 0 keeps them (7 days by default, see Retention). */
   readonly outboxEntryRetentionSeconds?: number
   /** How long a settled webhook delivery stays in its delivery log, in seconds; 0 keeps them (30 days by default). */
@@ -78,6 +80,7 @@ export const createRelay = async (options: RelayOptions = {}): Promise<RunningRe
   const config: Partial<RelayConfig.RelayConfigShape> = {
     activateOnApproval: options.activateOnApproval ?? true,
     ...(options.providerPollMillis === undefined ? {} : { providerPollMillis: options.providerPollMillis }),
+    ...(options.idempotencyKeyTtlSeconds === undefined ? {} : { idempotencyKeyTtlSeconds: options.idempotencyKeyTtlSeconds }),
     ...(options.outboxEntryRetentionSeconds === undefined ? {} : { outboxEntryRetentionSeconds: options.outboxEntryRetentionSeconds }),
     ...(options.webhookDeliveryRetentionSeconds === undefined ? {} : { webhookDeliveryRetentionSeconds: options.webhookDeliveryRetentionSeconds }),
     ...(options.defaultRequiredApprovals === undefined ? {} : { defaultRequiredApprovals: options.defaultRequiredApprovals })

@@ -27,6 +27,7 @@ describe("configFromEnv", () => {
       simulatedStepMillis: 1000,
       simulatedFailurePercent: 0,
       providerPollMillis: 1000,
+      idempotencyKeyTtlSeconds: 86_400,
       outboxEntryRetentionSeconds: 604_800,
       webhookDeliveryRetentionSeconds: 2_592_000,
       outboxConcurrency: 4,
@@ -73,6 +74,7 @@ describe("configFromEnv", () => {
       RELAY_SIMULATED_STEP_MILLIS: "250",
       RELAY_SIMULATED_FAILURE_PERCENT: "10",
       RELAY_PROVIDER_POLL_MILLIS: "100",
+      RELAY_IDEMPOTENCY_KEY_TTL_SECONDS: "604800",
       RELAY_OUTBOX_RETENTION_SECONDS: "0",
       RELAY_WEBHOOK_DELIVERY_RETENTION_SECONDS: "86400",
       RELAY_OUTBOX_CONCURRENCY: "8",
@@ -109,6 +111,7 @@ describe("configFromEnv", () => {
       simulatedStepMillis: 250,
       simulatedFailurePercent: 10,
       providerPollMillis: 100,
+      idempotencyKeyTtlSeconds: 604_800,
       outboxEntryRetentionSeconds: 0,
       webhookDeliveryRetentionSeconds: 86_400,
       outboxConcurrency: 8,
@@ -120,7 +123,7 @@ describe("configFromEnv", () => {
     })
   })
 
-  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "30s"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "50"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS", "10s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"], ["RELAY_OUTBOX_RETENTION_SECONDS", "-1"], ["RELAY_OUTBOX_RETENTION_SECONDS", "7d"], ["RELAY_WEBHOOK_DELIVERY_RETENTION_SECONDS", "400000000"]])(
+  it.each([["PORT", "80a"], ["PORT", "70000"], ["RELAY_RATE_LIMIT", "0"], ["RELAY_DEFAULT_QUORUM", "11"], ["RELAY_DEMO", "sometimes"], ["RELAY_RATE_LIMIT_STORE", "redis"], ["RELAY_RATE_LIMIT_STORE", "local"], ["RELAY_RATE_LIMIT_SYNC_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5"], ["RELAY_RATE_LIMIT_TIMEOUT_MILLIS", "5s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "1s"], ["RELAY_REDIS_TIMEOUT_MILLIS", "5"], ["RELAY_REDIS_FAIL_OPEN", "no"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "30s"], ["RELAY_REQUEST_TIMEOUT_MILLIS", "50"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "-1"], ["RELAY_PG_REPLY_TIMEOUT_MILLIS", "35s"], ["RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS", "10s"], ["RELAY_SIMULATED_PROVIDER", "sometimes"], ["RELAY_SIMULATED_FAILURE_PERCENT", "101"], ["RELAY_LOG_SLOW_READ_MILLIS", "-1"], ["RELAY_LOG_SLOW_READ_MILLIS", "1s"], ["RELAY_OUTBOX_CONCURRENCY", "0"], ["RELAY_OUTBOX_CONCURRENCY", "17"], ["RELAY_IDEMPOTENCY_KEY_TTL_SECONDS", "0"], ["RELAY_OUTBOX_RETENTION_SECONDS", "-1"], ["RELAY_OUTBOX_RETENTION_SECONDS", "7d"], ["RELAY_WEBHOOK_DELIVERY_RETENTION_SECONDS", "400000000"]])(
     "refuses %s=%s",
     (name, value) => {
       expect(() => configFromEnv({ [name]: value })).toThrow(name)

@@ -87,6 +87,27 @@ describe("createRelay", () => {
     }
   })
 
+  it("an Idempotency-Key keeps its result for idempotencyKeyTtlSeconds (RELAY_IDEMPOTENCY_KEY_TTL_SECONDS): a retry within it is replayed, one after it runs anew", async () => {
+    const relay = await createRelay({ database: ":memory:", controlToken: "t", idempotencyKeyTtlSeconds: 1 })
+    try {
+      const auth = { ...(await provision(relay.handler, "t")), "idempotency-key": "short-lived" }
+      const account = { name: "Short", workspace: "custody", assetId: "ETH" }
+      const created = await call(relay.handler, "POST", "/relay/v1/accounts", auth, account)
+      const retried = await call(relay.handler, "POST", "/relay/v1/accounts", auth, account)
+      expect([created.status, retried.text, retried.headers.get("idempotent-replayed")]).toEqual([201, created.text, "true"])
+      // Within its time to live the key is the first command's: another body under it is refused.
+      const other = { ...account, name: "Short 2" }
+      expect((await call(relay.handler, "POST", "/relay/v1/accounts", auth, other)).status).not.toBe(201)
+      await new Promise((resolve) => setTimeout(resolve, 1_100))
+      const later = await call(relay.handler, "POST", "/relay/v1/accounts", auth, other)
+      expect(later.status).toBe(201)
+      expect(later.headers.get("idempotent-replayed")).toBeNull()
+      expect(later.body?.["id"]).not.toBe(created.body?.["id"])
+    } finally {
+      await relay.close()
+    }
+  })
+
   it("LIM-RATE-1: on SQLite the windows are counted in memory by default, in the database when asked (per request, or synced)", async () => {
     const windowsIn = async (rateLimitStore: "database" | "memory" | "synced" | undefined) => {
       const database = join(directory, `windows-${rateLimitStore ?? "default"}.db`)

@@ -83,6 +83,19 @@ export interface Started {
  */
 export const fromSource = [process.execPath, ...sourceNodeArguments] as const
 
+/** The relay server's command: its built `dist/main.js` with node, or its source (`fromSource`). */
+export const relayCommand = (built: boolean): [string, ...Array<string>] => {
+  const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
+  return built ? [process.execPath, main] : [...fromSource, main]
+}
+
+/** Stops a server with SIGTERM (it drains and closes its database) and waits for it to exit. */
+export const stopGently = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
 /** Servers started here that have not exited (see `stopServersWithThisProcess`). */
 const running = new Set<ChildProcess>()
 let stopsServersWithThisProcess = false

@@ -15,23 +15,16 @@ import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import pg from "pg"
-import { autocannon, demoOf, fromSource, grab, type Latency, postgresDatabase, READY, startServer, timedFinely } from "./BenchProcess.js"
+import { autocannon, demoOf, grab, type Latency, postgresDatabase, READY, relayCommand, startServer, stopGently, timedFinely } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 20)
 const built = process.env["BENCH_RELAY"] === "built"
 const pgUrl = process.env["BENCH_PG_URL"]
-const main = fileURLToPath(new URL(built ? "../dist/main.js" : "../src/main.ts", import.meta.url))
-const command: [string, ...Array<string>] = built ? [process.execPath, main] : [...fromSource, main]
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
+const command = relayCommand(built)
+const stop = stopGently
 
 /** A delivery's body, about the size of a transaction event's. */
 const PAYLOAD = JSON.stringify({ id: "0".repeat(36), type: "transaction.completed", data: { note: "x".repeat(420) } })

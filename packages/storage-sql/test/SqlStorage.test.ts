@@ -495,6 +495,10 @@ const recording = (which: RegExp) =>
 
 const recordingSelects = recording(/^select/i)
 
+/** SQLite's plan of an issued statement, a row a step. */
+const queryPlanOf = (db: Kysely<Database>, query: CompiledQuery) =>
+  Effect.promise(() => db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters])))
+
 /** Every list query the SQLite store issues, one per filter kind, with the parameters it bound (on an empty database). */
 const issuedListQueries = Effect.gen(function*() {
   const { db, issued, storage } = yield* recordingSelects
@@ -524,9 +528,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
     Effect.gen(function*() {
       const { db, lists } = yield* issuedListQueries
       for (const query of lists) {
-        const plan = yield* Effect.promise(() =>
-          db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))
-        )
+        const plan = yield* queryPlanOf(db, query)
         const details = plan.rows.map((row) => row.detail).join(" | ")
         assert.match(details, /USING INDEX|USING COVERING INDEX/, `${query.sql}: ${details}`)
         assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
@@ -551,9 +553,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       const expected = [/outbox_entries_due_provider/, /outbox_entries_due\b/, /outbox_entries_lane_pending/, /outbox_entries_lane_pending/]
       assert.strictEqual(issued.length, expected.length)
       for (const [n, query] of issued.entries()) {
-        const plan = yield* Effect.promise(() =>
-          db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))
-        )
+        const plan = yield* queryPlanOf(db, query)
         const details = plan.rows.map((row) => row.detail).join(" | ")
         assert.match(details, expected[n]!, `${query.sql}: ${details}`)
       }
@@ -572,9 +572,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: list queries read an ind
       const expected = [/outbox_entries_settled/, /webhook_deliveries_settled/, /idempotency_keys_expires_at/]
       assert.strictEqual(issued.length, expected.length)
       for (const [n, query] of issued.entries()) {
-        const plan = yield* Effect.promise(() =>
-          db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))
-        )
+        const plan = yield* queryPlanOf(db, query)
         const details = plan.rows.map((row) => row.detail).join(" | ")
         assert.match(details, expected[n]!, `${query.sql}: ${details}`)
         assert.notMatch(details, /TEMP B-TREE/, `${query.sql}: ${details}`)
@@ -848,9 +846,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
         ]
         for (const query of reads) {
           const compiled = query.compile()
-          const plan = yield* Effect.promise(() =>
-            db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]))
-          )
+          const plan = yield* queryPlanOf(db, compiled)
           const details = plan.rows.map((row) => row.detail).join(" | ")
           assert.match(details, /USING INDEX|USING COVERING INDEX/, `${compiled.sql}: ${details}`)
           assert.notMatch(details, /TEMP B-TREE/, `${compiled.sql}: ${details}`)

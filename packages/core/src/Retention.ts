@@ -11,7 +11,7 @@
  * pass after an upgrade from a release that kept everything) is deleted between other requests, never in one
  * statement in front of them. The outbox worker runs `prune` as part of its housekeeping (OutboxWorker.run).
  */
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Exit } from "effect"
 import { type Given, overDefaults, wholeNumber } from "./EmbedderOptions.js"
 import { RelayConfig } from "./RelayConfig.js"
 import * as Storage from "./Storage.js"
@@ -62,11 +62,17 @@ const inBatches = (options: PruneOptions, batch: (unit: Storage.StorageUnit) => 
     }
   })
 
+const count = (table: Exit.Exit<number>): number => (Exit.isSuccess(table) ? table.value : 0)
+
 /** The instant `seconds` before `nowMillis`, or none when 0 keeps the rows for good. */
 const settledBefore = (nowMillis: number, seconds: number): Timestamp.Timestamp | undefined =>
   seconds === 0 ? undefined : Timestamp.fromMillis(nowMillis - seconds * 1000)
 
-/** One pass over the three tables, each as of the time the pass began. */
+/**
+ * One pass over the three tables, each as of the time the pass began. Each table is pruned whatever befell the others:
+ * a table whose deletes fail (a lock timeout, say) fails the pass, with the storage's failure as a defect as every
+ * unit's is (`Storage.run`), after the other two were pruned.
+ */
 export const prune = Effect.fnUntraced(function*(given?: Given<PruneOptions>) {
   const options = overDefaults(defaults, given)
   wholeNumber("retention.batch", options.batch, 1)
@@ -77,12 +83,17 @@ export const prune = Effect.fnUntraced(function*(given?: Given<PruneOptions>) {
   const now = Timestamp.fromMillis(nowMillis)
   const outboxBefore = settledBefore(nowMillis, config.outboxEntryRetentionSeconds)
   const deliveriesBefore = settledBefore(nowMillis, config.webhookDeliveryRetentionSeconds)
-  const pruned: Pruned = {
-    idempotencyKeys: yield* inBatches(options, (unit) => unit.deleteExpiredIdempotencyRecords(now, options.batch)),
-    outboxEntries: outboxBefore === undefined ? 0 : yield* inBatches(options, (unit) => unit.deleteSettledOutboxEntries(outboxBefore, options.batch)),
-    webhookDeliveries: deliveriesBefore === undefined
-      ? 0
-      : yield* inBatches(options, (unit) => unit.deleteSettledWebhookDeliveries(deliveriesBefore, options.batch))
+  // Exits, not results: Storage.run turns a storage failure into a defect.
+  const idempotencyKeys = yield* Effect.exit(inBatches(options, (unit) => unit.deleteExpiredIdempotencyRecords(now, options.batch)))
+  const outboxEntries = yield* Effect.exit(
+    outboxBefore === undefined ? Effect.succeed(0) : inBatches(options, (unit) => unit.deleteSettledOutboxEntries(outboxBefore, options.batch))
+  )
+  const webhookDeliveries = yield* Effect.exit(
+    deliveriesBefore === undefined ? Effect.succeed(0) : inBatches(options, (unit) => unit.deleteSettledWebhookDeliveries(deliveriesBefore, options.batch))
+  )
+  for (const table of [idempotencyKeys, outboxEntries, webhookDeliveries]) {
+    if (Exit.isFailure(table)) return yield* Effect.failCause(table.cause)
   }
+  const pruned: Pruned = { idempotencyKeys: count(idempotencyKeys), outboxEntries: count(outboxEntries), webhookDeliveries: count(webhookDeliveries) }
   return pruned
 })

@@ -28,7 +28,7 @@ import {
   Webhooks,
   WhitelistedAddresses
 } from "@custody-relay/core"
-import { Clock, Context, Deferred, Effect, Fiber, Layer, Option } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { activeAccount, approvedWhitelistEntry, capturedLogs, newClient, principalOf, validAddress } from "./TestWorld.js"
 
@@ -197,6 +197,18 @@ const worldWithOutage = (calls: ProviderCalls, outage: Outage) =>
         outage.refused++
         return Effect.fail(refused)
       }
+    })
+  })).pipe(Layer.provide(world(calls)))
+
+/** `world`, where deleting expired idempotency keys fails as an unreachable database's statements do. */
+const worldFailingKeyDeletes = (calls: ProviderCalls) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const context = yield* Effect.context<Relay.RelayServices>()
+    const storage = Context.get(context, Storage.Storage)
+    const refused = new Storage.StorageError({ reason: new Storage.StorageUnavailable({ message: "connection terminated", cause: null }) })
+    return Context.add(context, Storage.Storage, {
+      ...storage,
+      transaction: (mode, work) => storage.transaction(mode, (unit) => work({ ...unit, deleteExpiredIdempotencyRecords: () => Effect.fail(refused) }))
     })
   })).pipe(Layer.provide(world(calls)))
 
@@ -1045,6 +1057,24 @@ describe("Outbox", () => {
         assert.strictEqual(last.entries.filter((e) => e.kind === "submitTransfer").length, 4)
         assert.deepStrictEqual(yield* Retention.prune({ batch: 2, pauseMillis: 0 }), { idempotencyKeys: 0, outboxEntries: 0, webhookDeliveries: 0 })
       }).pipe(Effect.provide(world(calls)))
+    })
+
+    it.effect("a table whose deletes fail leaves the others pruned: the pass fails after all three were tried", () => {
+      const calls = answering()
+      return Effect.gen(function*() {
+        const { initiate, principal } = yield* settledSetup
+        const { transport } = receivers(() => Effect.succeed({ status: 204 }))
+        const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+        const tx = yield* initiate("0.1")
+        yield* OutboxWorker.runDue(options).pipe(transport)
+        yield* TestClock.adjust("31 days")
+        const failed = yield* Effect.exit(Retention.prune())
+        assert.isTrue(Exit.hasDies(failed))
+        assert.include(String(failed), "connection terminated")
+        const left = yield* held([tx.id], [subscription.id])
+        assert.deepStrictEqual(left.deliveries, [])
+        assert.deepStrictEqual(left.entries.map((e) => e.kind), ["submitTransfer"])
+      }).pipe(Effect.provide(worldFailingKeyDeletes(calls)))
     })
 
     it("between full batches a pass rests four times as long as the batch took, at least 2 ms: deleting takes at most a fifth of the time", () => {

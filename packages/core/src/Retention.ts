@@ -6,7 +6,7 @@
  * accounts, whitelisted addresses, transactions, the ledger and the domain events) is never deleted, and nothing
  * pending is: a held delivery waits however old it is.
  *
- * Each table is pruned in batches of `batch` rows, one write unit each, pausing `pauseMillis` after every full batch.
+ * Each table is pruned in batches of `batch` rows, one write unit each, resting after every full batch (`restAfter`).
  * On SQLite a write unit holds the database's write lock and runs on the event loop, so a large backlog (the first
  * pass after an upgrade from a release that kept everything) is deleted between other requests, never in one
  * statement in front of them. The outbox worker runs `prune` as part of its housekeeping (OutboxWorker.run).
@@ -79,7 +79,7 @@ export const prune = Effect.fnUntraced(function*(given?: Given<PruneOptions>) {
   wholeNumber("retention.pauseMillis", options.pauseMillis, 0)
   wholeNumber("retention.restFactor", options.restFactor, 0, 100)
   const config = yield* RelayConfig
-  const nowMillis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+  const nowMillis = yield* Clock.currentTimeMillis
   const now = Timestamp.fromMillis(nowMillis)
   const outboxBefore = settledBefore(nowMillis, config.outboxEntryRetentionSeconds)
   const deliveriesBefore = settledBefore(nowMillis, config.webhookDeliveryRetentionSeconds)

@@ -447,9 +447,10 @@ export const deliver = Effect.fnUntraced(function*(entry: Outbox.OutboxEntry) {
 /**
  * After a failed delivery that is due again later, in the unit that schedules its retry (OutboxWorker): the
  * subscription's other deliveries, those due and those it gets from now on, are held (`Outbox.HELD`) until a delivery
- * to it succeeds (`resumeIfHeld`), or it is turned off or on. The receiver just failed; they would go to it. A receiver that is down then costs one attempt per retry of the
- * failed one, holds no place meanwhile, and leaves no due backlog for every lease to walk past (on SQLite, on the
- * event loop). Holding again after a later failure writes only what came due since.
+ * to it succeeds (`resumeIfHeld`), or it is turned off or on. The receiver just failed; they would go to it. A
+ * receiver that is down then costs one attempt per retry of the failed one, holds no place meanwhile, and leaves no
+ * due backlog for every lease to walk past (on SQLite, on the event loop). Holding again after a later failure writes
+ * only what came due since.
  */
 export const holdDeliveries = Effect.fnUntraced(function*(unit: Storage.StorageUnit, subscriptionId: string, failedEntryId: string) {
   const found = yield* unit.getWebhookSubscription(subscriptionId)

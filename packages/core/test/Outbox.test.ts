@@ -1009,6 +1009,15 @@ describe("Outbox", () => {
           return { deliveries, entries }
         }))
     const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id).sort()
+    /** A settled client whose transfer went out, and whose one subscription (a receiver answering 204) got its delivery. */
+    const deliveredTransfer = Effect.gen(function*() {
+      const { initiate, principal } = yield* settledSetup
+      const { posted, transport } = receivers(() => Effect.succeed({ status: 204 }))
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+      const tx = yield* initiate("0.1")
+      yield* OutboxWorker.runDue(options).pipe(transport)
+      return { initiate, posted, transport, subscription, tx }
+    })
     const settledBefore = (before: string) => (row: { readonly state: string; readonly updatedAt: string }) =>
       row.state !== "pending" && row.updatedAt < before
     /** An entry Retention deletes once settled before `before`: of a kind deleted once settled. */
@@ -1062,11 +1071,7 @@ describe("Outbox", () => {
     it.effect("a table whose deletes fail leaves the others pruned: the pass fails after all three were tried", () => {
       const calls = answering()
       return Effect.gen(function*() {
-        const { initiate, principal } = yield* settledSetup
-        const { transport } = receivers(() => Effect.succeed({ status: 204 }))
-        const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
-        const tx = yield* initiate("0.1")
-        yield* OutboxWorker.runDue(options).pipe(transport)
+        const { subscription, tx } = yield* deliveredTransfer
         yield* TestClock.adjust("31 days")
         const failed = yield* Effect.exit(Retention.prune())
         assert.isTrue(Exit.hasDies(failed))
@@ -1085,11 +1090,7 @@ describe("Outbox", () => {
     it.effect("a retention of 0 keeps settled outbox entries and deliveries for good", () => {
       const calls = answering()
       return Effect.gen(function*() {
-        const { initiate, principal } = yield* settledSetup
-        const { transport } = receivers(() => Effect.succeed({ status: 204 }))
-        const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
-        const tx = yield* initiate("0.1")
-        yield* OutboxWorker.runDue(options).pipe(transport)
+        const { subscription, tx } = yield* deliveredTransfer
         yield* TestClock.adjust("3650 days")
         const before = yield* held([tx.id], [subscription.id])
         assert.isTrue(before.entries.length >= 2 && before.entries.every((e) => e.state === "done"))
@@ -1101,9 +1102,7 @@ describe("Outbox", () => {
     it.effect("the running worker's housekeeping prunes at its first lease and every 10 minutes after, and the worker carries out transfers meanwhile", () => {
       const calls = answering()
       return Effect.gen(function*() {
-        const { initiate, principal } = yield* settledSetup
-        const { posted, transport } = receivers(() => Effect.succeed({ status: 204 }))
-        const subscription = yield* Webhooks.subscribe(principal, { url: "https://up.example.com/hook", eventTypes: ["transaction.initiated"] })
+        const { initiate, posted, subscription, transport, tx: first } = yield* deliveredTransfer
         /** A transfer's delivery and outbox entries, by kind and state; the delivery's entry among them. */
         const left = (tx: { readonly id: string }) =>
           Effect.map(held([tx.id], [subscription.id]), ({ deliveries, entries }) => ({
@@ -1113,8 +1112,6 @@ describe("Outbox", () => {
           }))
         const settled = { deliveries: ["delivered"], entries: ["deliverWebhook done", "submitTransfer done"] }
         const pruned = { deliveries: [], entries: ["submitTransfer done"] }
-        const first = yield* initiate("0.1")
-        yield* OutboxWorker.runDue(options).pipe(transport)
         assert.deepStrictEqual(yield* left(first), settled)
         // Settled two minutes before the worker starts (the retention here is a minute): its first pass deletes them.
         yield* TestClock.adjust("2 minutes")

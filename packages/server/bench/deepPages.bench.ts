@@ -10,6 +10,10 @@
  * (autocannon's, in whole milliseconds).
  * Asserts nothing.
  *
+ * BENCH_LIST=events: the same with the audit trail (`GET /relay/v1/events`) of BENCH_ROWS events of the demo client
+ * (written straight into the file), its filters (entity type, event type, a time range) in place of the list's:
+ * "first walks" are then a trail's first counts (TrailCounts).
+ *
  * BENCH_PG_URL=postgres://...: the same on a PostgreSQL database created (and dropped) here, instead of the SQLite
  * file. Statements then run in PostgreSQL, off the event loop; what a deep page costs the reader is the database's
  * time and the node's pool.
@@ -30,6 +34,7 @@ const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 10)
 const built = process.env["BENCH_RELAY"] === "built"
 const pgUrl = process.env["BENCH_PG_URL"]
+const events = process.env["BENCH_LIST"] === "events"
 const command = relayCommand(built)
 const stop = stopGently
 
@@ -97,6 +102,54 @@ const seedPostgres = async (url: string, accountId: string, count: number) => {
   }
 }
 
+/** The event types the seeded events take in turn, and the entity types that go with them. */
+const EVENT_KINDS = [["transaction.initiated", "transaction"], ["funds.reserved", "account"], ["transaction.status_changed", "transaction"]] as const
+
+/** `count` events of the account's client, a millisecond apart: one in three the account's, the rest of transactions. */
+const seedSqliteEvents = (file: string, accountId: string, count: number) => {
+  const db = new Database(file)
+  try {
+    const { client_id: clientId } = db.prepare("select client_id from accounts where id = ?").get(accountId) as { client_id: string }
+    db.prepare(`
+      with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+      insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
+      select printf('00000000-0000-7000-8000-%012x', i),
+        case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, ?,
+        case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,
+        case i % 3 when 1 then ? else printf('00000000-0000-7000-9000-%012x', i / 3) end, null, null, '{"kind":"system"}',
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'), '{}'
+      from n
+    `).run(count, clientId, accountId)
+    db.exec("analyze")
+  } finally {
+    db.close()
+  }
+}
+
+/** The same on PostgreSQL, in statements of 100,000 rows. */
+const seedPostgresEvents = async (url: string, accountId: string, count: number) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows: [account] } = await client.query<{ client_id: string }>("select client_id from accounts where id = $1", [accountId])
+    for (let start = 1; start <= count; start += 100_000) {
+      await client.query(
+        `insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
+        select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'),
+          case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, $1,
+          case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,
+          case i % 3 when 1 then $2 else '00000000-0000-7000-9000-' || lpad(to_hex(i / 3), 12, '0') end, null, null, '{"kind":"system"}',
+          to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '{}'
+        from generate_series($3::bigint, $4::bigint) as i`,
+        [account?.client_id, accountId, start, Math.min(count, start + 99_999)]
+      )
+    }
+    await client.query("vacuum analyze domain_events")
+  } finally {
+    await client.end()
+  }
+}
+
 const latencies = (latency: Latency) => `${latency.p50} / ${latency.p99} ms`
 
 const run = async () => {
@@ -116,8 +169,8 @@ const run = async () => {
     const demo = demoOf(first.output)
     await stop(first.child)
     const seeding = performance.now()
-    if (postgres === undefined) seedSqlite(file, demo.account, rows)
-    else await seedPostgres(postgres.url, demo.account, rows)
+    if (postgres === undefined) (events ? seedSqliteEvents : seedSqlite)(file, demo.account, rows)
+    else await (events ? seedPostgresEvents : seedPostgres)(postgres.url, demo.account, rows)
     const seeded = ((performance.now() - seeding) / 1000).toFixed(1)
     const started = await startServer({ command, logFile: join(directory, "second.log"), ready: READY, env: { ...env, RELAY_DEMO: "never" } })
     server = started.child
@@ -126,7 +179,7 @@ const run = async () => {
       timedFinely(autocannon({ url: `${url}/relay/v1/accounts/${demo.account}`, connections: 10, duration: seconds, headers: demo.headers }))
     const lastPage = Math.ceil(rows / 20)
     const middlePage = Math.ceil(lastPage / 2)
-    const path = (page: number) => `/relay/v1/transactions?page=${page}&limit=20`
+    const path = (page: number) => `/relay/v1/${events ? "events" : "transactions"}?page=${page}&limit=20`
     const randomPages = [{ setupRequest: (request: { path: string }) => ({ ...request, path: path(1 + Math.floor(Math.random() * lastPage)) }) }]
     const deep = (seconds: number, which: "random" | "middle" | "first") =>
       autocannon({
@@ -136,7 +189,7 @@ const run = async () => {
         headers: demo.headers,
         ...(which === "random" ? { requests: randomPages } : {})
       })
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} transactions of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} ${events ? "events" : "transactions"} of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
     // The first deep page a server serves walks to it; later ones start from what that walk left.
     /** Milliseconds until the whole answer to `target` (a path and query) has arrived. */
     const timed = async (target: string) => {
@@ -149,7 +202,9 @@ const run = async () => {
     const secondMiddle = (await timed(path(middlePage))).toFixed(1)
     // First walks: the middle and a quarter of each list a filter makes (every one of them holds all the rows, and
     // keeps boundaries of its own), none reached by a walk yet, asked for by 2 clients while the reader runs.
-    const filters = [`accountId=${demo.account}`, "assetType=BTC", "status=completed"]
+    const filters = events
+      ? ["entityType=transaction", `type=${EVENT_KINDS[1][0]}`, "from=2023-11-14T22:21:40.000Z"]
+      : [`accountId=${demo.account}`, "assetType=BTC", "status=completed"]
     const lists = filters.reduce<Array<Array<string>>>((subsets, filter) => [...subsets, ...subsets.map((subset) => [...subset, filter])], [[]])
     const firstWalks = lists.flatMap((list) => [middlePage, Math.ceil(lastPage * 3 / 4)].map((page) => [path(page), ...list].join("&")))
     const walkMillis: Array<number> = []

@@ -241,8 +241,8 @@ export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-s
 
 const walkPauses = new WeakSet<Storage.StorageError>()
 
-/** A walk paused: run the read unit again after a turn of the event loop. */
-const walkPause = (): Storage.StorageError => markedConflict(walkPauses, "a deep page's walk paused to let other work run")
+/** A walk paused: run the read unit again after a turn of the event loop (the audit trail's counts pause so too, TrailCounts). */
+export const walkPause = (): Storage.StorageError => markedConflict(walkPauses, "a deep page's walk paused to let other work run")
 
 export const isWalkPause = (error: unknown): boolean => isMarked(walkPauses, error)
 
@@ -254,6 +254,16 @@ const farWalks = new WeakMap<Storage.StorageError, Effect.Effect<void, Storage.S
  */
 export const farWalkOf = (error: unknown): Effect.Effect<void, Storage.StorageError> | undefined =>
   error instanceof Storage.StorageError ? farWalks.get(error) : undefined
+
+/**
+ * The error a read unit stops with to have `offLoop` run outside any unit, off the event loop, before it runs again
+ * (see `farWalkOf`); the audit trail's counts leave the loop so too (TrailCounts).
+ */
+export const farWalk = (message: string, offLoop: Effect.Effect<void, Storage.StorageError>): Storage.StorageError => {
+  const error = StorageFailure.conflict(new Error(message))
+  farWalks.set(error, offLoop)
+  return error
+}
 
 /**
  * How many times one request's read unit may run again on a newer snapshot (see the module's comment); its last run
@@ -623,9 +633,7 @@ export class PageBoundaries {
       }
       walk.reached = reached
     })
-    const error = StorageFailure.conflict(new Error("a deep page's walk steps off the event loop"))
-    farWalks.set(error, Effect.onError(steps$, () => Effect.sync(() => this.#farWalks.delete(walk))))
-    return error
+    return farWalk("a deep page's walk steps off the event loop", Effect.onError(steps$, () => Effect.sync(() => this.#farWalks.delete(walk))))
   }
 
   /** The boundaries far walks reached, those still exact in this unit's snapshot (see above). */

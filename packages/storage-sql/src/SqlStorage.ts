@@ -34,6 +34,7 @@ import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import { DEFAULT_KEPT_API_USERS, KeptApiUsers } from "./KeptApiUsers.js"
 import type { CredentialCheck, SessionOpener, SqlSession } from "./SqlSession.js"
 import { RowsRead, statementsOf, type StoreArguments } from "./SqlUnit.js"
+import { isReadUnitWanted, TrailCounts } from "./TrailCounts.js"
 import { type StoreStatements, storeStatementsOf } from "./StoreStatements.js"
 import * as Accounts from "./stores/Accounts.js"
 import * as Clients from "./stores/Clients.js"
@@ -118,6 +119,7 @@ interface UnitParts {
   readonly engine: SqlEngine
   readonly compiled: StoreStatements
   readonly pageBoundaries: PageBoundaries
+  readonly trailCounts: TrailCounts | undefined
   readonly keptApiUsers: KeptApiUsers | undefined
   readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
   readonly readOffLoop: SessionOpener["readOffLoop"]
@@ -155,6 +157,7 @@ const makeUnit = (session: SqlSession, mode: Storage.UnitMode, shared: UnitParts
     // Reads by id in a write unit lock the row they return when the engine locks rows (see SqlEngine).
     locking: mode === "write" && shared.engine.locksRowsForWrite ? 1 : 0,
     pageBoundaries: shared.pageBoundaries,
+    trailCounts: shared.trailCounts,
     keptApiUsers: shared.keptApiUsers,
     apiUsersAtVersion: shared.apiUsersAtVersion,
     readOffLoop: shared.readOffLoop
@@ -194,7 +197,8 @@ export const make = (
   const apiUsersAtVersion = open.commitVersion === undefined
     ? undefined
     : new ApiUsersAtVersion(open.commitVersion, keepsCredentials ? DEFAULT_KEPT_API_USERS : 0)
-  const shared: UnitParts = { db, engine, compiled: statements, pageBoundaries, keptApiUsers, apiUsersAtVersion, readOffLoop: open.readOffLoop }
+  const trailCounts = engine.runsOnEventLoop ? new TrailCounts() : undefined
+  const shared: UnitParts = { db, engine, compiled: statements, pageBoundaries, trailCounts, keptApiUsers, apiUsersAtVersion, readOffLoop: open.readOffLoop }
   // A session that serves unit after unit (a SQLite connection's; a grouped write unit's own session runs as it,
   // `runsAs`) has its three units (lookup, read, write) made once, not per unit of work; what a unit read is
   // forgotten when the next unit of work on it begins. A session of one unit (PostgreSQL's, kysely's transactions)
@@ -258,7 +262,11 @@ export const make = (
   // on a newer snapshot.
   const runningReadsAgain = engine.runsOnEventLoop ? resumingWalks : onNewerSnapshots
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
-  const transaction = <A, E, R>(mode: Storage.UnitMode, work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>, check?: CredentialCheck) => {
+  const transaction = <A, E, R>(
+    mode: Storage.UnitMode,
+    work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>,
+    check?: CredentialCheck
+  ): Effect.Effect<A, E | Storage.StorageError, R> => {
     const run = (again: boolean) =>
       mode === "lookup" && check === undefined && lookupOnOpenSession !== undefined
         ? lookupOnOpenSession(work)
@@ -269,10 +277,15 @@ export const make = (
         : attempt(mode, work, check, again)
     const once = run(false)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
-    // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff.
+    // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff. A
+    // lookup that asks for a read unit (an audit trail's first page with counting to do, see TrailCounts) runs again
+    // as one; the ask is a conflict, so it is caught here with the lost races, at no cost to the lookups that succeed.
     return times <= 0
-      ? once
-      : Effect.catchIf(once, isRetryable, () => Effect.retry(run(true), { schedule: backoff, times: times - 1, while: isRetryable }))
+      ? mode === "lookup" ? Effect.catchIf(once, isReadUnitWanted, () => transaction("read", work, check)) : once
+      : Effect.catchIf(once, isRetryable, (error) =>
+        mode === "lookup" && isReadUnitWanted(error)
+          ? transaction("read", work, check)
+          : Effect.retry(run(true), { schedule: backoff, times: times - 1, while: isRetryable }))
   }
   if (keptApiUsers === undefined) return Storage.Storage.of({ transaction })
   return Storage.Storage.of({

@@ -10,6 +10,7 @@ import type { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import type { KeptApiUsers } from "./KeptApiUsers.js"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, OutboxEntriesTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
+import type { TrailCounts } from "./TrailCounts.js"
 import type { SqlEngine } from "./SqlEngine.js"
 import type { SessionOpener, SqlSession, WriteCheck } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
@@ -185,6 +186,8 @@ export interface StoreArguments {
   readonly locking: 0 | 1
   /** The storage's page boundaries, on an engine with a data version (see PageBoundaries). */
   readonly pageBoundaries: PageBoundaries | undefined
+  /** The audit trail's counts kept between requests, where statements run on the event loop (see TrailCounts). */
+  readonly trailCounts: TrailCounts | undefined
   /** The API users the storage keeps between requests, where its sessions confirm them (see KeptApiUsers). */
   readonly keptApiUsers: KeptApiUsers | undefined
   /** The API users the storage keeps while nothing commits, where its lookups can tell (see ApiUsersAtVersion). */

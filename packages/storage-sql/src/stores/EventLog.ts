@@ -2,12 +2,13 @@
  * The domain event log (core `DomainEvent`) on SQL: one row per event, `actor` and `data` as JSON text, in the
  * order of `position`, the engine's own sequence.
  */
-import type { DomainEvent, Storage } from "@custody-relay/core"
+import { type DomainEvent, Page, type Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
 import { countOf, emptyPage, LIST_TOTAL, matchesNothing, pageOf, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
 import type { StoreStatements } from "../StoreStatements.js"
+import type { TrailReads } from "../TrailCounts.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
 
@@ -39,7 +40,11 @@ export const flushEvents = (writeLater: Statements["writeLater"], writes: StoreS
     return writeLater(writes.insertEvents(rows), rows.length, "domain_events", true)
   })
 
-export const store = ({ db, engine, mode, read, statements, compiled: { writes } }: StoreArguments): DomainEvent.EventStore => {
+/** A trail's key among TrailCounts' kept counts: its client and filter, the types in one order. */
+const trailKeyOf = (clientId: string | null, filter: DomainEvent.TrailFilter): string =>
+  JSON.stringify([clientId, filter.entityType, filter.entityId, filter.types === undefined ? [] : [...filter.types].sort(), filter.from, filter.to])
+
+export const store = ({ db, engine, mode, read, statements, compiled: { writes }, trailCounts, readOffLoop }: StoreArguments): DomainEvent.EventStore => {
   const { first, rows, writeLater } = statements
   const flush = flushEvents(writeLater, writes, read)
   const flushed = <A, E>(query: Effect.Effect<A, E>) => Effect.andThen(flush, query)
@@ -73,6 +78,64 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
       if (filter.from !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} >= ${filter.from}`)
       if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
       return eb.and(terms)
+    }
+    // One event by id has no trail to count (its unique index answers); a write unit's own events are not committed.
+    if (trailCounts !== undefined && filter.id === undefined && (mode === "read" || (mode === "lookup" && Page.offset(request) === 0))) {
+      const between = (after: number, upTo: number | undefined) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
+        eb.and([where(eb), eb("position", ">", integer(after)), ...(upTo === undefined ? [] : [eb("position", "<=", integer(upTo))])])
+      const counted = (after: number, upTo: number | undefined) =>
+        db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
+      const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
+      const reads: TrailReads<EventRow> = {
+        top: () => Effect.map(first(top), (row) => Number(row?.top ?? 0)),
+        count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
+        newestWithTail: (after, upTo, newerThan, limit) => {
+          const newest = db.selectFrom("domain_events").selectAll().where(between(newerThan, upTo)).orderBy("position", "desc").limit(integer(limit))
+          // The counts as a one-row table the page joins: the answer has a row, and the counts, when the page is empty.
+          const counts = db.selectNoFrom([counted(after, upTo).as("trail_tail"), top.as("trail_top")]).as("trail")
+          return Effect.map(
+            rows(
+              db.selectFrom(counts).leftJoin(newest.as("e"), (join) => join.onTrue()).selectAll("e").select(["trail.trail_tail", "trail.trail_top"])
+                .orderBy("e.position", "desc")
+            ),
+            (found) => ({
+              rows: found.flatMap((row) => (row.position === null ? [] : [row as EventRow])),
+              tail: Number(found[0]?.trail_tail ?? 0),
+              top: Number(found[0]?.trail_top ?? 0)
+            })
+          )
+        },
+        between: (after, upTo, limit, offset) =>
+          rows(db.selectFrom("domain_events").selectAll().where(between(after, upTo)).orderBy("position", "asc").limit(integer(limit)).offset(integer(offset))),
+        atPositions: (positions) =>
+          rows(db.selectFrom("domain_events").selectAll().where("position", "in", positions.map(integer)).orderBy("position", "desc")),
+        ...(readOffLoop === undefined ? {} : {
+          offLoop: {
+            countPerStride: (after, upTo, stride) =>
+              Effect.map(
+                readOffLoop(
+                  db.selectFrom("domain_events")
+                    .select((eb) => [sql<number>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride"), eb.fn.countAll<number>().as("count")])
+                    .where(between(after, upTo)).groupBy(sql`1`).compile()
+                ),
+                (found) => found.map((row) => ({ stride: Number(row.stride), count: Number(row.count) }))
+              ),
+            positionsBetween: (after, upTo, limit, offset) =>
+              Effect.map(
+                readOffLoop(
+                  db.selectFrom("domain_events").select("position").where(between(after, upTo)).orderBy("position", "asc")
+                    .limit(integer(limit)).offset(integer(offset)).compile()
+                ),
+                (found) => found.map((row) => Number(row.position))
+              )
+          }
+        })
+      }
+      const trailKey = trailKeyOf(clientId, filter)
+      return Effect.map(
+        mode === "lookup" ? trailCounts.firstPage(trailKey, request.limit, reads) : trailCounts.page(trailKey, request, reads),
+        (page) => ({ items: page.items.map(decode), total: page.total })
+      )
     }
     const total = db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
     return flushed(pageOf({

@@ -1,0 +1,222 @@
+/**
+ * The audit trail's totals and deep pages on SQLite without counting or walking the log on the event loop. Counting
+ * a trail (a client's events, or those a filter picks) steps over every event in it: 44 ms for a million on the
+ * event loop, where every other request waits (docs/benchmarks.md), and a deep page read by offset walks as far.
+ *
+ * The log only grows, and on SQLite in position order: its one writer at a time numbers each event one past the
+ * largest position ever used (AUTOINCREMENT), so once a snapshot holds position p, no event at or below p is ever
+ * added, and none is ever removed (the events are the custody record; retention keeps them). So the number of a
+ * trail's events at or below p, counted once, holds in every later snapshot, in every process on the file. This
+ * keeps, per trail, that number at the end of each stride of the log (positions (k·STRIDE, (k+1)·STRIDE]) up to
+ * the last stride a snapshot held whole:
+ * - a total is the last stride's count plus the events after it, fewer than a stride's positions;
+ * - a page seeks to the stride end at or before its oldest event and walks at most a stride's events from there, or
+ *   walks from the newest end when that is nearer.
+ * A first page is read in a lookup unit (Storage.unitForPage) in one statement, with the events after the last stride
+ * counted, when they are at most two strides' positions; else the lookup asks to run again as a read unit. There,
+ * strides not counted yet are counted, one statement each, for `unitMillis`; then, where
+ * the file has a read worker, the rest are counted there in one statement while the event loop serves other requests
+ * (the unit stops with a far walk and runs again, see SqlStorage), else the unit pauses for a turn of the event loop
+ * and goes on counting (a walk pause). A trail's first read counts its whole log once; each later one only what was
+ * added since.
+ *
+ * Not on PostgreSQL: its positions come from a sequence, and a transaction that took a lower one can commit after one
+ * that took a higher one, so a count at or below p is not final when p is seen; and its statements run in the
+ * database, not on the node's event loop. A write unit (a redelivery's) reads the trail as before: its own events
+ * are not committed, and would be counted if it rolled back.
+ */
+import { Page, Storage } from "@custody-relay/core"
+import { Effect } from "effect"
+import { farWalk, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
+import { setRecent } from "./RecentlyUsed.js"
+import type { Op } from "./SqlUnit.js"
+import * as StorageFailure from "./StorageFailure.js"
+
+/**
+ * Log positions per stride. A read on the event loop passes at most `SPAN_ON_LOOP` strides' positions; a trail whose
+ * filter the index does not hold (types, a time range) reads the row of every event it passes, about 0.3 µs each on
+ * SQLite. A trail keeps one number per stride: 489 for a log of a million events.
+ */
+export const STRIDE_POSITIONS = 2_048
+
+/**
+ * How many strides' positions a page's read may pass on the event loop (a first page's in a lookup includes the
+ * events after the last stride counted, up to two strides). A page of a sparse trail can lie across more (its events
+ * far apart in the log): where the file has a read worker, the positions of its events are read there, and the rows
+ * by position on the loop.
+ */
+export const SPAN_ON_LOOP = 3
+
+/** How many trails' counts are kept (the least recently read are forgotten, and counted again if read again). */
+export const MAX_TRAILS = 256
+
+/** How a trail's events are read in the unit, for `TrailCounts`. */
+export interface TrailReads<Row> {
+  /** The largest position in the unit's snapshot (0 when the log is empty). */
+  readonly top: () => Op<number>
+  /** How many of the trail's events have a position in (after, upTo], or above `after` when `upTo` is undefined. */
+  readonly count: (after: number, upTo: number | undefined) => Op<number>
+  /**
+   * The trail's newest `limit` events with a position in (newerThan, upTo], the number of the trail's events in
+   * (after, upTo] and the log's largest position: one statement, so one moment, in any unit (a lookup's, see
+   * `firstPage`).
+   */
+  readonly newestWithTail: (
+    after: number,
+    upTo: number,
+    newerThan: number,
+    limit: number
+  ) => Op<{ readonly rows: ReadonlyArray<Row>; readonly tail: number; readonly top: number }>
+  /** `limit` of the trail's events with a position in (after, upTo], oldest first, skipping `offset`. */
+  readonly between: (after: number, upTo: number, limit: number, offset: number) => Op<ReadonlyArray<Row>>
+  /** The events at these positions, newest first. */
+  readonly atPositions: (positions: ReadonlyArray<number>) => Op<ReadonlyArray<Row>>
+  /**
+   * Off the event loop, outside the unit, each in a snapshot of its own (absent where the storage has no read worker;
+   * exact in any later snapshot, as they read no position above one the unit saw):
+   * - `countPerStride`: the trail's events per stride with a position in (after, upTo], for the strides with any, by
+   *   index (`(position - 1) / stride`);
+   * - `positionsBetween`: the positions `between` would read.
+   */
+  readonly offLoop?: {
+    readonly countPerStride: (after: number, upTo: number, stride: number) => Op<ReadonlyArray<{ readonly stride: number; readonly count: number }>>
+    readonly positionsBetween: (after: number, upTo: number, limit: number, offset: number) => Op<ReadonlyArray<number>>
+  }
+}
+
+export class TrailCounts {
+  /** Per trail, the number of its events at or below the end of each stride counted so far, in stride order. */
+  readonly #trails = new Map<string, Array<number>>()
+  /** Positions of pages read off the loop, by trail and read (see `page`); final, as every one is at or below a top seen. */
+  readonly #pagePositions = new Map<string, ReadonlyArray<number>>()
+
+  constructor(
+    readonly stride: number = STRIDE_POSITIONS,
+    readonly unitMillis: number = UNIT_MILLIS,
+    readonly clock: () => number = () => performance.now()
+  ) {}
+
+  /**
+   * The first page of the trail `trailKey` names and its total, in a lookup unit (Storage.unitForPage): one statement,
+   * when the strides counted so far reach to within two strides of the log's end and the page's events lie within
+   * `SPAN_ON_LOOP` strides of it; else the unit stops, and the storage runs it again as a read unit
+   * (`isReadUnitWanted`), which counts and may leave the loop (`page`).
+   */
+  firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
+    const counts = this.#trails.get(trailKey) ?? []
+    const after = counts.length * this.stride
+    const upTo = after + 2 * this.stride
+    // The newest `limit` events, counted from the oldest, are at or above `known - limit` whatever came after.
+    const known = counts.at(-1) ?? 0
+    const from = lastAtOrBelow(counts, known - limit, counts.length)
+    const newerThan = (from + 1) * this.stride
+    if (upTo - newerThan > SPAN_ON_LOOP * this.stride) return Effect.fail(readUnitWanted())
+    return Effect.flatMap(reads.newestWithTail(after, upTo, newerThan, limit), ({ rows, tail, top }) =>
+      // A log that grew past `upTo` since the trail was last counted (or a lookup's snapshot older than that count).
+      top < after || top > upTo ? Effect.fail(readUnitWanted()) : Effect.succeed({ items: rows, total: known + tail }))
+  }
+
+  /**
+   * The page of `request` (newest first) of the trail `trailKey` names, and its total, read in one read unit's
+   * snapshot; it may stop the unit to count or read off the loop, or pause (see above).
+   */
+  page<Row>(trailKey: string, request: Page.PageRequest, reads: TrailReads<Row>): Op<Page.Page<Row>> {
+    const self = this
+    return Effect.gen(function*() {
+      const top = yield* reads.top()
+      const whole = Math.floor(top / self.stride)
+      let counts = self.#trails.get(trailKey)
+      if (counts === undefined) counts = []
+      setRecent(self.#trails, trailKey, counts, MAX_TRAILS)
+      const began = self.clock()
+      for (let counted = 0; counts.length < whole; counted++) {
+        if (counted > 0 && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) {
+          if (reads.offLoop !== undefined && (yield* WalkMayLeaveLoop)) {
+            return yield* Effect.fail(self.#countFar(counts, whole, reads.offLoop.countPerStride))
+          }
+          return yield* Effect.fail(walkPause())
+        }
+        const k = counts.length
+        const inStride = yield* reads.count(k * self.stride, (k + 1) * self.stride)
+        // Strides are only ever appended, each once: a far count may have filled this one meanwhile.
+        if (counts.length === k) counts.push((counts[k - 1] ?? 0) + inStride)
+      }
+      const below = counts[whole - 1] ?? 0
+      const total = below + (yield* reads.count(whole * self.stride, undefined))
+      const offset = Page.offset(request)
+      const end = Math.min(offset + request.limit, total)
+      if (end <= offset) return { items: [], total }
+      // Counted from the oldest, the page is the trail's events [low, high): after the last stride end with at most
+      // `low` before it, and at or before the first with at least `high` (the log's end when none has).
+      const low = total - end
+      const high = total - offset
+      const from = lastAtOrBelow(counts, low, whole)
+      const after = (from + 1) * self.stride
+      const skip = low - (from < 0 ? 0 : counts[from]!)
+      const to = lastAtOrBelow(counts, high - 1, whole) + 1
+      const upTo = to < whole ? (to + 1) * self.stride : top
+      if (upTo - after > SPAN_ON_LOOP * self.stride && reads.offLoop !== undefined && (yield* WalkMayPause) && (yield* WalkMayLeaveLoop)) {
+        const key = JSON.stringify([trailKey, after, upTo, high - low, skip])
+        const positions = self.#pagePositions.get(key)
+        if (positions === undefined) return yield* Effect.fail(self.#readFar(key, reads.offLoop.positionsBetween(after, upTo, high - low, skip)))
+        return { items: yield* reads.atPositions(positions), total }
+      }
+      const found = yield* reads.between(after, upTo, high - low, skip)
+      return { items: [...found].reverse(), total }
+    })
+  }
+
+  /** Counts strides [counts.length, whole) off the event loop: the error the unit stops with (see PageBoundaries.farWalk). */
+  #countFar(
+    counts: Array<number>,
+    whole: number,
+    countPerStride: NonNullable<TrailReads<unknown>["offLoop"]>["countPerStride"]
+  ): Storage.StorageError {
+    const first = counts.length
+    const stride = this.stride
+    return farWalk(
+      "an audit trail's count steps off the event loop",
+      Effect.map(countPerStride(first * stride, whole * stride, stride), (found) => {
+        if (counts.length !== first) return
+        const inStride = new Array<number>(whole - first).fill(0)
+        for (const { count, stride: k } of found) inStride[k - first] = count
+        let sum = counts[first - 1] ?? 0
+        for (const n of inStride) counts.push(sum += n)
+      })
+    )
+  }
+
+  /** Reads a page's positions off the event loop, kept under `key` for the unit's next run (see `page`). */
+  #readFar(key: string, positions: Op<ReadonlyArray<number>>): Storage.StorageError {
+    return farWalk(
+      "an audit trail's page is found off the event loop",
+      Effect.map(positions, (found) => setRecent(this.#pagePositions, key, found, MAX_TRAILS))
+    )
+  }
+}
+
+const readUnitsWanted = new WeakSet<Storage.StorageError>()
+
+/** A lookup asks to run again as a read unit, which may count (see `firstPage`). */
+const readUnitWanted = (): Storage.StorageError => {
+  const error = StorageFailure.conflict(new Error("an audit trail's first page needs counting, which a read unit does"))
+  readUnitsWanted.add(error)
+  return error
+}
+
+export const isReadUnitWanted = (error: unknown): boolean => error instanceof Storage.StorageError && readUnitsWanted.has(error)
+
+/** The last of the first `length` counts at or below `wanted` (counts never decrease), or -1 when none is. */
+const lastAtOrBelow = (counts: ReadonlyArray<number>, wanted: number, length: number): number => {
+  let found = -1
+  for (let lo = 0, hi = length - 1; lo <= hi;) {
+    const mid = (lo + hi) >>> 1
+    if (counts[mid]! <= wanted) {
+      found = mid
+      lo = mid + 1
+    } else {
+      hi = mid - 1
+    }
+  }
+  return found
+}

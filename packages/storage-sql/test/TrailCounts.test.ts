@@ -1,0 +1,375 @@
+/**
+ * The audit trail's totals and pages on SQLite from counts kept per stride of the log (TrailCounts): exact, first
+ * and deep, for every filter, as the log grows here and through another connection; counted off the event loop (the
+ * read worker) or on it in short units, so a request begun after a trail's first count is answered first.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { DomainEvent, Page, Storage } from "@custody-relay/core"
+import type { Database as BetterSqliteDatabase } from "better-sqlite3"
+import { Effect, Option } from "effect"
+import * as fc from "fast-check"
+import { join } from "node:path"
+import { CompiledQuery, Kysely } from "kysely"
+import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
+import type { Database } from "../src/schema/Database.js"
+import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
+import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
+import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
+import type { SqlEngine } from "../src/SqlEngine.js"
+import type { CredentialCheck } from "../src/SqlSession.js"
+import * as SqlStorage from "../src/SqlStorage.js"
+import { farWalkOf, isWalkPause } from "../src/PageBoundaries.js"
+import { isReadUnitWanted, SPAN_ON_LOOP, STRIDE_POSITIONS, TrailCounts, type TrailReads } from "../src/TrailCounts.js"
+import { isWanted, migratedSqliteFile, temporaryDirectory } from "./Dialects.js"
+import * as Records from "./Records.js"
+
+const TYPES = ["transaction.initiated", "funds.reserved", "account.created"] as const
+const ENTITIES = 50
+
+/**
+ * `count` events written straight into the file by `other`, numbered from `from`: every fourth of `otherClient`, the
+ * rest of `client`, about a millisecond apart from 2026-01-01, their types and entities in turn.
+ */
+const insertEvents = (other: BetterSqliteDatabase, client: string, otherClient: string, from: number, count: number) =>
+  other.prepare(`
+    with recursive n(i) as (select ? union all select i + 1 from n where i < ?)
+    insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
+    select printf('00000000-0000-7000-8000-%012x', i),
+      case i % 3 when 0 then '${TYPES[0]}' when 1 then '${TYPES[1]}' else '${TYPES[2]}' end,
+      case when i % 4 = 0 then ? else ? end,
+      case when i % 3 = 2 then 'account' else 'transaction' end,
+      printf('00000000-0000-7000-9000-%012x', i % ${ENTITIES}), null, null, '{"kind":"system"}',
+      strftime('%Y-%m-%dT%H:%M:%fZ', 1767225600 + i / 1000.0, 'unixepoch'), '{}'
+    from n
+  `).run(from, from + count - 1, otherClient, client)
+
+/** SQLite's sessions with their off-loop reads counted (see SqlStorage.test's offLoopCounted). */
+const offLoopCounted = () => {
+  const counted = { reads: 0 }
+  const engine: SqlEngine = {
+    ...SqliteEngine,
+    sessions: (db) => {
+      const open = SqliteEngine.sessions(db)
+      const readOffLoop = open.readOffLoop
+      return Object.assign((mode: Storage.UnitMode, check?: CredentialCheck) => open(mode, check), open, readOffLoop === undefined ? {} : {
+        readOffLoop: <R>(query: CompiledQuery<R>) => {
+          counted.reads++
+          return readOffLoop(query)
+        }
+      })
+    }
+  }
+  return { counted, engine }
+}
+
+/** A storage on a new SQLite file (`readWorker` as given), a client with `rows` events, and `other`, a second connection. */
+const withEvents = (rows: number, readWorker: boolean, engine: SqlEngine = SqliteEngine) =>
+  Effect.gen(function*() {
+    const { db, filename } = yield* migratedSqliteFile("trail.db", { readWorker })
+    const storage = SqlStorage.make(db, engine)
+    const client = Records.client()
+    const otherClient = Records.client()
+    yield* storage.transaction("write", (unit) => Effect.andThen(unit.insertClient(client), unit.insertClient(otherClient)))
+    const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+    const other = yield* Effect.acquireRelease(Effect.sync(() => new BetterSqlite3(filename)), (other) => Effect.sync(() => other.close()))
+    insertEvents(other, client.id, otherClient.id, 1, rows)
+    return { storage, client, otherClient, other }
+  })
+
+/**
+ * The next turn of the event loop: lookups share a read transaction for the rest of a turn (LookupSnapshot; a
+ * request's credential check ends it sooner when another connection committed), so another connection's writes are
+ * looked up from the next.
+ */
+const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/** What the trail holds, newest first, as the other connection reads it. */
+const expectedIds = (other: BetterSqliteDatabase, clientId: string | null, filter: DomainEvent.TrailFilter): Array<string> => {
+  const terms: Array<string> = []
+  const values: Array<string> = []
+  if (clientId !== null) (terms.push("client_id = ?"), values.push(clientId))
+  if (filter.entityType !== undefined) (terms.push("entity_type = ?"), values.push(filter.entityType))
+  if (filter.entityId !== undefined) (terms.push("entity_id = ?"), values.push(filter.entityId))
+  if (filter.types !== undefined) (terms.push(`type in (${filter.types.map(() => "?").join(", ")})`), values.push(...filter.types))
+  if (filter.from !== undefined) (terms.push("at >= ?"), values.push(filter.from))
+  if (filter.to !== undefined) (terms.push("at <= ?"), values.push(filter.to))
+  const rows = other.prepare(`select id from domain_events ${terms.length === 0 ? "" : `where ${terms.join(" and ")}`} order by position desc`).all(...values)
+  return (rows as Array<{ readonly id: string }>).map((row) => row.id)
+}
+
+/** A page of the trail as the audit trail reads it: the first in a lookup unit, a later one in a read unit (Storage.unitForPage). */
+const trailPage = (storage: Storage.Storage["Service"], clientId: string | null, filter: DomainEvent.TrailFilter, page: Page.PageRequest) =>
+  storage.transaction(page.page === 1 ? "lookup" : "read", (unit) => unit.pageEvents(clientId, filter, page))
+
+const filters: ReadonlyArray<DomainEvent.TrailFilter> = [
+  {},
+  { entityType: "account" },
+  { entityId: "00000000-0000-7000-9000-000000000007" },
+  { types: [TYPES[1], TYPES[0]] },
+  { from: "2026-01-01T00:00:05.000Z", to: "2026-01-01T00:00:20.000Z" }
+]
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: the audit trail's totals and pages from counts kept per stride (SQLite file, PAGE-1, PAGE-4)", () => {
+  for (const readWorker of [true, false]) {
+    it.live(`every filter's first, deep and last pages and totals are exact as the log grows, here and through another connection (${readWorker ? "read worker" : "no read worker"})`, () =>
+      Effect.gen(function*() {
+        // Seven strides and a part, so pages fall on both sides of stride ends.
+        const rows = 7 * STRIDE_POSITIONS + 1_500
+        const { client, other, otherClient, storage } = yield* withEvents(rows, readWorker)
+        const checkPages = Effect.gen(function*() {
+          for (const clientId of [client.id, null]) {
+            for (const filter of filters) {
+              const all = expectedIds(other, clientId, filter)
+              const limit = 20
+              const last = Math.max(1, Math.ceil(all.length / limit))
+              for (const page of new Set([1, 2, Math.ceil(last / 3), Math.ceil(last / 2), last - 1, last, last + 1].filter((page) => page >= 1))) {
+                const found = yield* trailPage(storage, clientId, filter, { page, limit })
+                assert.deepStrictEqual(
+                  { ids: found.items.map((event) => event.id), total: found.total },
+                  { ids: all.slice((page - 1) * limit, page * limit), total: all.length },
+                  `${clientId} ${JSON.stringify(filter)} page ${page}`
+                )
+              }
+            }
+          }
+        })
+        yield* checkPages
+        // An event appended through the store, then a stride and more by another connection (another process).
+        const appended = {
+          id: crypto.randomUUID(),
+          type: "account.created",
+          clientId: client.id,
+          entityType: "account",
+          entityId: "00000000-0000-7000-9000-000000000007",
+          statusBefore: null,
+          statusAfter: null,
+          actor: { kind: "system" },
+          at: "2026-01-01T00:00:10.000Z",
+          data: {}
+        } as unknown as DomainEvent.DomainEvent
+        yield* storage.transaction("write", (unit) => unit.appendEvent(appended))
+        yield* checkPages
+        insertEvents(other, client.id, otherClient.id, rows + 10, STRIDE_POSITIONS + 700)
+        yield* nextTurn
+        yield* checkPages
+      }), 120_000)
+  }
+
+  for (const way of ["off the event loop (the read worker)", "on it, pausing (no read worker)"] as const) {
+    it.live(`a trail's first count leaves the event loop turns, counting ${way}: a lookup begun after it answers first, the total is exact, and a later read counts only what was added`, () =>
+      Effect.gen(function*() {
+        const rows = 200_000
+        const { counted, engine } = offLoopCounted()
+        const { client, other, otherClient, storage } = yield* withEvents(rows, way.startsWith("off"), engine)
+        const all = expectedIds(other, client.id, {})
+        let turns = 0
+        let ticking = true
+        const tick = () => {
+          turns++
+          if (ticking) setImmediate(tick)
+        }
+        setImmediate(tick)
+        const finished: Array<string> = []
+        setImmediate(() => {
+          void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getClient(otherClient.id))).then((found) => {
+            if (Option.isSome(found)) finished.push("lookup")
+          })
+        })
+        const first = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
+        finished.push("trail")
+        ticking = false
+        assert.deepStrictEqual(finished, ["lookup", "trail"])
+        assert.isAtLeast(turns, 1, "the count's units ran in separate turns of the event loop")
+        assert.deepStrictEqual({ ids: first.items.map((event) => event.id), total: first.total }, { ids: all.slice(0, 20), total: all.length })
+        // Off the event loop the strides left after the first unit's millisecond are one read of the worker.
+        assert.strictEqual(counted.reads, way.startsWith("off") ? 1 : 0)
+        // Later reads, a deep page's too, count only the events added since: no read leaves the loop again.
+        insertEvents(other, client.id, otherClient.id, rows + 1, 3 * STRIDE_POSITIONS)
+        yield* nextTurn
+        const grown = expectedIds(other, client.id, {})
+        const middle = Math.ceil(grown.length / 40)
+        const deep = yield* trailPage(storage, client.id, {}, { page: middle, limit: 20 })
+        assert.deepStrictEqual({ ids: deep.items.map((event) => event.id), total: deep.total }, { ids: grown.slice((middle - 1) * 20, middle * 20), total: grown.length })
+        assert.strictEqual(counted.reads, way.startsWith("off") ? 1 : 0)
+      }), 120_000)
+  }
+})
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: the audit trail's statements read a range of positions through an index (SQLite query plans)", () => {
+  it.live("every statement a trail's pages issue, for every filter, with and without a client, seeks a range of positions in an index or the log's own key", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* temporaryDirectory, "plans.db")
+      const issued: Array<CompiledQuery> = []
+      const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
+      const db = new Kysely<Database>({
+        dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
+        log: (event) => {
+          if (event.level === "query" && /^select/.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
+        }
+      })
+      yield* Effect.addFinalizer(() => Effect.promise(() => db.destroy()))
+      yield* Effect.promise(() => migrateToLatest(db))
+      const storage = SqlStorage.make(db, SqliteEngine)
+      const client = Records.client()
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      // Enough events that later pages have rows to read.
+      yield* storage.transaction("write", (unit) =>
+        Effect.forEach(Array.from({ length: 90 }, (_, i) => i), (i) =>
+          unit.appendEvent({
+            id: crypto.randomUUID(),
+            type: TYPES[i % 3],
+            clientId: client.id,
+            entityType: "transaction",
+            entityId: "00000000-0000-7000-9000-000000000007",
+            statusBefore: null,
+            statusAfter: null,
+            actor: { kind: "system" },
+            at: "2026-01-01T00:00:10.000Z",
+            data: {}
+          } as unknown as DomainEvent.DomainEvent)))
+      issued.length = 0
+      for (const filter of [...filters, { entityId: "00000000-0000-7000-9000-000000000007", types: [TYPES[0]] }]) {
+        for (const clientId of [client.id, null]) {
+          yield* trailPage(storage, clientId, filter, { page: 1, limit: 20 })
+          yield* trailPage(storage, clientId, filter, { page: 3, limit: 20 })
+        }
+      }
+      const statements = issued.filter((query) => query.sql.includes("domain_events"))
+      assert.isAtLeast(statements.length, 24)
+      assert.isTrue(statements.some((query) => /order by "position" asc limit/.test(query.sql)), "a later page's rows were read")
+      for (const query of statements) {
+        const plan = yield* Effect.promise(() => db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters])))
+        for (const { detail } of plan.rows.filter((row) => row.detail.includes("domain_events"))) {
+          // The log's largest position is its key's last entry ("SEARCH domain_events", no range).
+          assert.match(detail, /^SEARCH domain_events( USING (COVERING )?INDEX domain_events_\w+ \(\w+=\? AND position>\?( AND position<\?)?\)| USING INTEGER PRIMARY KEY \(rowid>\?( AND rowid<\?)?\))?$/, query.sql)
+        }
+      }
+    }))
+})
+
+describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a sparse trail's page is found off the event loop (SQLite file, PAGE-4)", () => {
+  it.live("a page of a trail whose events lie far apart in the log has its positions read on the worker, then its rows by position; it is exact, and a lookup begun after it answers first", () =>
+    Effect.gen(function*() {
+      const { counted, engine } = offLoopCounted()
+      const { client, other, otherClient, storage } = yield* withEvents(1, true, engine)
+      // 21 rare events, each after 4,500 others: the trail's 20 newest lie across 45 strides.
+      const rare = other.prepare(`
+        insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
+        values (?, 'account.approved', ?, 'account', ?, null, null, '{"kind":"system"}', '2026-01-01T01:00:00.000Z', '{}')
+      `)
+      for (let i = 0; i < 21; i++) {
+        insertEvents(other, client.id, otherClient.id, 2 + i * 4_501, 4_500)
+        rare.run(crypto.randomUUID(), client.id, crypto.randomUUID())
+      }
+      const filter: DomainEvent.TrailFilter = { types: ["account.approved"] }
+      const all = expectedIds(other, client.id, filter)
+      const finished: Array<string> = []
+      setImmediate(() => {
+        void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getClient(otherClient.id))).then((found) => {
+          if (Option.isSome(found)) finished.push("lookup")
+        })
+      })
+      const first = yield* trailPage(storage, client.id, filter, { page: 1, limit: 20 })
+      finished.push("trail")
+      assert.deepStrictEqual(finished, ["lookup", "trail"])
+      assert.deepStrictEqual({ ids: first.items.map((event) => event.id), total: first.total }, { ids: all.slice(0, 20), total: 21 })
+      // The strides' count, then the page's positions.
+      assert.strictEqual(counted.reads, 2)
+      const second = yield* trailPage(storage, client.id, filter, { page: 2, limit: 20 })
+      assert.deepStrictEqual({ ids: second.items.map((event) => event.id), total: second.total }, { ids: all.slice(20), total: 21 })
+    }), 120_000)
+})
+
+/**
+ * A model: TrailCounts over a log held in an array (each event's position and whether the trail holds it), with a
+ * stride of 4 positions, against the slice of the trail's events. Reads note the positions they may pass, so the test
+ * also checks that, with reads off the loop, none on it passes more than SPAN_ON_LOOP strides', however sparse the
+ * trail and however far the log grew since it was last counted.
+ */
+describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
+  type Step =
+    | { readonly kind: "append"; readonly count: number; readonly every: number }
+    | { readonly kind: "page"; readonly page: number; readonly limit: number }
+
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("append" as const), count: fc.integer({ min: 1, max: 60 }), every: fc.constantFrom(1, 2, 7, 25, 0) }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant("page" as const), page: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 30 })), limit: fc.integer({ min: 1, max: 9 }) }) }
+  )
+
+  it.effect("every page and total is the model's slice, through appends, with and without reads off the loop, counting in units of any length", () =>
+    Effect.sync(() =>
+      fc.assert(
+        fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), fc.boolean(), fc.integer({ min: 0, max: 3 }), (steps, offLoop, unitSteps) => {
+          const stride = 4
+          const log: Array<boolean> = []
+          let passedOnLoop = 0
+          let ticks = 0
+          // Each count or read advances the clock by one: a unit counts `unitSteps + 1` strides before it stops.
+          const counts = new TrailCounts(stride, unitSteps + 0.5, () => ticks)
+          const held = (after: number, upTo: number) => {
+            const found: Array<number> = []
+            for (let position = after + 1; position <= Math.min(upTo, log.length); position++) if (log[position - 1]) found.push(position)
+            return found
+          }
+          const onLoop = (after: number, upTo: number) => {
+            ticks++
+            passedOnLoop = Math.max(passedOnLoop, Math.min(upTo, log.length) - after)
+          }
+          const reads: TrailReads<number> = {
+            top: () => Effect.succeed(log.length),
+            count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo ?? log.length), held(after, upTo ?? log.length).length)),
+            newestWithTail: (after, upTo, newerThan, limit) =>
+              Effect.sync(() => {
+                onLoop(Math.min(after, newerThan), upTo)
+                return { rows: held(newerThan, upTo).reverse().slice(0, limit), tail: held(after, upTo).length, top: log.length }
+              }),
+            between: (after, upTo, limit, offset) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
+            atPositions: (positions) => Effect.succeed([...positions].sort((a, b) => b - a)),
+            ...(offLoop
+              ? {
+                offLoop: {
+                  countPerStride: (after: number, upTo: number, size: number) =>
+                    Effect.sync(() => {
+                      const per = new Map<number, number>()
+                      for (const position of held(after, upTo)) per.set(Math.floor((position - 1) / size), (per.get(Math.floor((position - 1) / size)) ?? 0) + 1)
+                      return [...per].map(([k, count]) => ({ stride: k, count }))
+                    }),
+                  positionsBetween: (after: number, upTo: number, limit: number, offset: number) => Effect.sync(() => held(after, upTo).slice(offset, offset + limit))
+                }
+              }
+              : {})
+          }
+          // What the storage does with a unit that stops (SqlStorage): a far walk's reads, then the unit again; a pause
+          // or a lookup's ask for a read unit, the unit again (as a read unit).
+          const run = (request: Page.PageRequest): Page.Page<number> => {
+            let lookup = request.page === 1
+            for (let runs = 0; runs < 1_000; runs++) {
+              const exit = Effect.runSync(Effect.exit(lookup ? counts.firstPage("trail", request.limit, reads) : counts.page("trail", request, reads)))
+              if (exit._tag === "Success") return exit.value
+              const error = exit.cause.reasons[0]?._tag === "Fail" ? (exit.cause.reasons[0] as { readonly error: unknown }).error : undefined
+              const far = farWalkOf(error)
+              if (far !== undefined) Effect.runSync(far)
+              else if (isReadUnitWanted(error)) lookup = false
+              else if (!isWalkPause(error)) throw new Error(`unexpected: ${String(error)}`)
+            }
+            throw new Error("the unit never finished")
+          }
+          for (const next of steps) {
+            if (next.kind === "append") {
+              // Every `every`th position is the trail's; none when `every` is 0.
+              for (let i = 0; i < next.count; i++) log.push(next.every > 0 && log.length % next.every === 0)
+              continue
+            }
+            passedOnLoop = 0
+            const found = run(next)
+            const all = held(0, log.length).reverse()
+            const offset = (next.page - 1) * next.limit
+            assert.deepStrictEqual(found, { items: all.slice(offset, offset + next.limit), total: all.length })
+            // With reads off the loop, none on it passes more than SPAN_ON_LOOP strides' positions.
+            if (offLoop) assert.isAtMost(passedOnLoop, SPAN_ON_LOOP * stride, JSON.stringify(next))
+          }
+        }),
+        { numRuns: 500 }
+      )
+    ))
+})

@@ -7,8 +7,8 @@
  * - busy_timeout: a writer waits this long for another process's write lock before its unit is re-run.
  * - foreign_keys=ON: SQLite checks the references only when asked, per connection.
  * - WAL checkpoints run on a worker thread, off the request path (see Checkpointer); a file database only.
- * - A deep page's first walk steps on another worker thread, with its own read-only connection (see ReadWorker and
- *   PageBoundaries); a file database only.
+ * - A deep page's first walk, and an audit trail's first count, step on another worker thread, with its own
+ *   read-only connection (see ReadWorker, PageBoundaries and TrailCounts); a file database only.
  * Write units begin IMMEDIATE (see WriteLockDriver); prepared statements are kept (see StatementCache); units of
  * work run straight on the connection, synchronously (see SqliteSession); write units in one turn of the event loop
  * share a commit, and lookups read through a second, read-only connection (see CommitGroup), a file only.
@@ -47,9 +47,10 @@ export interface SqliteOptions extends SqlStorageOptions {
    */
   readonly groupCommits?: boolean
   /**
-   * Whether a deep page's first walk steps on a worker thread with its own read-only connection (see ReadWorker),
-   * leaving the event loop to other requests; default true for a file, always false in memory. Off, the walk
-   * steps on the event loop and pauses every millisecond to let other requests run.
+   * Whether a deep page's first walk, and an audit trail's first count, step on a worker thread with its own
+   * read-only connection (see ReadWorker, TrailCounts), leaving the event loop to other requests; default true for a
+   * file, always false in memory. Off, they step on the event loop and pause every millisecond to let other
+   * requests run.
    */
   readonly readWorker?: boolean
 }

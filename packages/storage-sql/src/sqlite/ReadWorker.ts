@@ -3,7 +3,8 @@
  * each its own snapshot, while the event loop serves requests. better-sqlite3 runs a statement on the thread that
  * calls it, so a long read on the store's connection holds every other request; a deep page's first walk (see
  * PageBoundaries) steps here instead. The thread starts at the first read, so a store that never walks far never
- * pays for it; should it die, the next read starts another. An audit trail's first count runs here too (TrailCounts).
+ * pays for it; should it die, the next read starts another. An audit trail's first count runs here too
+ * (TrailCounts).
  *
  * On Linux the thread lowers its own priority to the lowest (nice 19; a thread's nice is its own there): a walk is
  * background work, and on a machine whose cores are all busy a thread at the same priority takes turns with the

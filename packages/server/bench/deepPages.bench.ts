@@ -200,8 +200,9 @@ const run = async () => {
     }
     const firstMiddle = (await timed(path(middlePage))).toFixed(1)
     const secondMiddle = (await timed(path(middlePage))).toFixed(1)
-    // First walks: the middle and a quarter of each list a filter makes (every one of them holds all the rows, and
-    // keeps boundaries of its own), none reached by a walk yet, asked for by 2 clients while the reader runs.
+    // First walks: the middle and a quarter of each list a filter makes (each keeps boundaries, or counts, of its own;
+    // every transaction list holds all the rows, a trail's filters fewer or none), none reached by a walk yet, asked
+    // for by 2 clients while the reader runs.
     const filters = events
       ? ["entityType=transaction", `type=${EVENT_KINDS[1][0]}`, "from=2023-11-14T22:21:40.000Z"]
       : [`accountId=${demo.account}`, "assetType=BTC", "status=completed"]

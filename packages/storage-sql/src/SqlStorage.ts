@@ -278,14 +278,20 @@ export const make = (
     const once = run(false)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up
     // only after a first run lost a race. The first re-run follows at once, the later ones after the backoff. A
-    // lookup that asks for a read unit (an audit trail's first page with counting to do, see TrailCounts) runs again
-    // as one; the ask is a conflict, so it is caught here with the lost races, at no cost to the lookups that succeed.
-    return times <= 0
-      ? mode === "lookup" ? Effect.catchIf(once, isReadUnitWanted, () => transaction("read", work, check)) : once
-      : Effect.catchIf(once, isRetryable, (error) =>
-        mode === "lookup" && isReadUnitWanted(error)
-          ? transaction("read", work, check)
-          : Effect.retry(run(true), { schedule: backoff, times: times - 1, while: isRetryable }))
+    // lookup that asks for a read unit (an audit trail's first page with counting to do, see TrailCounts), at its
+    // first run or a re-run, runs again as one; the ask is a conflict, so it is caught with the lost races, at no
+    // cost to the lookups that succeed.
+    if (mode !== "lookup") {
+      return times <= 0 ? once : Effect.catchIf(once, isRetryable, () => Effect.retry(run(true), { schedule: backoff, times: times - 1, while: isRetryable }))
+    }
+    const asRead = () => transaction("read", work, check)
+    if (times <= 0) return Effect.catchIf(once, isReadUnitWanted, asRead)
+    return Effect.catchIf(once, isRetryable, (error) =>
+      isReadUnitWanted(error) ? asRead() : Effect.catchIf(
+        Effect.retry(run(true), { schedule: backoff, times: times - 1, while: (error) => isRetryable(error) && !isReadUnitWanted(error) }),
+        isReadUnitWanted,
+        asRead
+      ))
   }
   if (keptApiUsers === undefined) return Storage.Storage.of({ transaction })
   return Storage.Storage.of({

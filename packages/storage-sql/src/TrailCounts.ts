@@ -1,6 +1,6 @@
 /**
  * The audit trail's totals and deep pages on SQLite without counting or walking the log on the event loop. Counting
- * a trail (a client's events, or those a filter picks) steps over every event in it: 44 ms for a million on the
+ * a trail (a client's events, or those a filter picks) steps over every event in it: 64 ms for a million on the
  * event loop, where every other request waits (docs/benchmarks.md), and a deep page read by offset walks as far.
  *
  * The log only grows, and on SQLite in position order: its one writer at a time numbers each event one past the
@@ -10,15 +10,15 @@
  * keeps, per trail, that number at the end of each stride of the log (positions (k·STRIDE, (k+1)·STRIDE]) up to
  * the last stride a snapshot held whole:
  * - a total is the last stride's count plus the events after it, fewer than a stride's positions;
- * - a page seeks to the stride end at or before its oldest event and walks at most a stride's events from there, or
- *   walks from the newest end when that is nearer.
+ * - a page's events lie after the last stride end with at most the page's oldest before it, and at or before the first
+ *   with at least its newest: a read from the one bounded by the other.
  * A first page is read in a lookup unit (Storage.unitForPage) in one statement, with the events after the last stride
  * counted, when they are at most two strides' positions; else the lookup asks to run again as a read unit. There,
- * strides not counted yet are counted, one statement each, for `unitMillis`; then, where
- * the file has a read worker, the rest are counted there in one statement while the event loop serves other requests
- * (the unit stops with a far walk and runs again, see SqlStorage), else the unit pauses for a turn of the event loop
- * and goes on counting (a walk pause). A trail's first read counts its whole log once; each later one only what was
- * added since.
+ * strides not counted yet are counted, one statement each, for `unitMillis`; then, where the file has a read worker,
+ * the rest are counted there in one statement while the event loop serves other requests (the unit stops with a far
+ * walk and runs again, see SqlStorage), else the unit pauses for a turn of the event loop and goes on counting (a
+ * walk pause). A trail's first read counts its whole log once; later reads count what was added since, unless the
+ * trail was forgotten meanwhile (`MAX_TRAILS`). Each distinct filter is a trail of its own, a time range's too.
  *
  * Not on PostgreSQL: its positions come from a sequence, and a transaction that took a lower one can commit after one
  * that took a higher one, so a count at or below p is not final when p is seen; and its statements run in the
@@ -35,7 +35,7 @@ import * as StorageFailure from "./StorageFailure.js"
 /**
  * Log positions per stride. A read on the event loop passes at most `SPAN_ON_LOOP` strides' positions; a trail whose
  * filter the index does not hold (types, a time range) reads the row of every event it passes, about 0.3 µs each on
- * SQLite. A trail keeps one number per stride: 489 for a log of a million events.
+ * SQLite. A trail keeps one number per stride: 488 for a log of a million events, about 2 KB.
  */
 export const STRIDE_POSITIONS = 2_048
 
@@ -47,11 +47,19 @@ export const STRIDE_POSITIONS = 2_048
  */
 export const SPAN_ON_LOOP = 3
 
-/** How many trails' counts are kept (the least recently read are forgotten, and counted again if read again). */
+/**
+ * How many trails' counts are kept (the least recently read are forgotten, and counted again if read again): about
+ * 500 KB at a million events, 50 MB at a hundred million, were all of them read.
+ */
 export const MAX_TRAILS = 256
 
 /** How a trail's events are read in the unit, for `TrailCounts`. */
 export interface TrailReads<Row> {
+  /**
+   * Whether the index the reads go through holds the whole filter (a client, an entity): a read then passes only the
+   * trail's own events, however far apart in the log, and no read needs its span bounded.
+   */
+  readonly indexHolds: boolean
   /** The largest position in the unit's snapshot (0 when the log is empty). */
   readonly top: () => Op<number>
   /** How many of the trail's events have a position in (after, upTo], or above `after` when `upTo` is undefined. */
@@ -99,18 +107,19 @@ export class TrailCounts {
   /**
    * The first page of the trail `trailKey` names and its total, in a lookup unit (Storage.unitForPage): one statement,
    * when the strides counted so far reach to within two strides of the log's end and the page's events lie within
-   * `SPAN_ON_LOOP` strides of it; else the unit stops, and the storage runs it again as a read unit
-   * (`isReadUnitWanted`), which counts and may leave the loop (`page`).
+   * `SPAN_ON_LOOP` strides of it (or the index holds the filter); else the unit stops, and the storage runs it again
+   * as a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).
    */
   firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
     const counts = this.#trails.get(trailKey) ?? []
+    setRecent(this.#trails, trailKey, counts, MAX_TRAILS)
     const after = counts.length * this.stride
     const upTo = after + 2 * this.stride
     // The newest `limit` events, counted from the oldest, are at or above `known - limit` whatever came after.
     const known = counts.at(-1) ?? 0
     const from = lastAtOrBelow(counts, known - limit, counts.length)
     const newerThan = (from + 1) * this.stride
-    if (upTo - newerThan > SPAN_ON_LOOP * this.stride) return Effect.fail(readUnitWanted())
+    if (!reads.indexHolds && upTo - newerThan > SPAN_ON_LOOP * this.stride) return Effect.fail(readUnitWanted())
     return Effect.flatMap(reads.newestWithTail(after, upTo, newerThan, limit), ({ rows, tail, top }) =>
       // A log that grew past `upTo` since the trail was last counted (or a lookup's snapshot older than that count).
       top < after || top > upTo ? Effect.fail(readUnitWanted()) : Effect.succeed({ items: rows, total: known + tail }))
@@ -155,11 +164,15 @@ export class TrailCounts {
       const skip = low - (from < 0 ? 0 : counts[from]!)
       const to = lastAtOrBelow(counts, high - 1, whole) + 1
       const upTo = to < whole ? (to + 1) * self.stride : top
-      if (upTo - after > SPAN_ON_LOOP * self.stride && reads.offLoop !== undefined && (yield* WalkMayPause) && (yield* WalkMayLeaveLoop)) {
-        const key = JSON.stringify([trailKey, after, upTo, high - low, skip])
-        const positions = self.#pagePositions.get(key)
-        if (positions === undefined) return yield* Effect.fail(self.#readFar(key, reads.offLoop.positionsBetween(after, upTo, high - low, skip)))
-        return { items: yield* reads.atPositions(positions), total }
+      // The page's positions, once read off the loop, hold whatever was appended since: the page's `limit` events
+      // after `after` were all at or below the top then.
+      const key = JSON.stringify([trailKey, after, high - low, skip])
+      const positions = self.#pagePositions.get(key)
+      if (positions !== undefined) return { items: yield* reads.atPositions(positions), total }
+      const { offLoop } = reads
+      const far = !reads.indexHolds && upTo - after > SPAN_ON_LOOP * self.stride && offLoop !== undefined
+      if (far && (yield* WalkMayPause) && (yield* WalkMayLeaveLoop)) {
+        return yield* Effect.fail(self.#readFar(key, offLoop.positionsBetween(after, upTo, high - low, skip)))
       }
       const found = yield* reads.between(after, upTo, high - low, skip)
       return { items: [...found].reverse(), total }
@@ -177,11 +190,11 @@ export class TrailCounts {
     return farWalk(
       "an audit trail's count steps off the event loop",
       Effect.map(countPerStride(first * stride, whole * stride, stride), (found) => {
-        if (counts.length !== first) return
         const inStride = new Array<number>(whole - first).fill(0)
         for (const { count, stride: k } of found) inStride[k - first] = count
-        let sum = counts[first - 1] ?? 0
-        for (const n of inStride) counts.push(sum += n)
+        // Another request may have counted some of these strides meanwhile (on the loop, or off it): every count is
+        // final, so this one goes on from where the trail's counts now end.
+        for (let k = counts.length; k < whole; k++) counts.push((counts[k - 1] ?? 0) + inStride[k - first]!)
       })
     )
   }

@@ -66,15 +66,16 @@ export interface TrailReads<Row> {
   readonly count: (after: number, upTo: number | undefined) => Op<number>
   /**
    * The trail's newest `limit` events with a position in (newerThan, upTo], the number of the trail's events in
-   * (after, upTo] and the log's largest position: one statement, so one moment, in any unit (a lookup's, see
-   * `firstPage`).
+   * (after, after + stride] and in (after + stride, upTo], and the log's largest position: one statement, so one
+   * moment, in any unit (a lookup's, see `firstPage`).
    */
   readonly newestWithTail: (
     after: number,
+    stride: number,
     upTo: number,
     newerThan: number,
     limit: number
-  ) => Op<{ readonly rows: ReadonlyArray<Row>; readonly tail: number; readonly top: number }>
+  ) => Op<{ readonly rows: ReadonlyArray<Row>; readonly inStride: number; readonly beyond: number; readonly top: number }>
   /** `limit` of the trail's events with a position in (after, upTo], oldest first, skipping `offset`. */
   readonly between: (after: number, upTo: number, limit: number, offset: number) => Op<ReadonlyArray<Row>>
   /** The events at these positions, newest first. */
@@ -106,7 +107,8 @@ export class TrailCounts {
 
   /**
    * The first page of the trail `trailKey` names and its total, in a lookup unit (Storage.unitForPage): one statement,
-   * when the strides counted so far reach to within two strides of the log's end and the page's events lie within
+   * which counts the next stride too when the log holds it whole, when the strides counted so far reach to within two
+   * strides of the log's end and the page's events lie within
    * `SPAN_ON_LOOP` strides of it (or the index holds the filter); else the unit stops, and the storage runs it again
    * as a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).
    */
@@ -120,9 +122,13 @@ export class TrailCounts {
     const from = lastAtOrBelow(counts, known - limit, counts.length)
     const newerThan = (from + 1) * this.stride
     if (!reads.indexHolds && upTo - newerThan > SPAN_ON_LOOP * this.stride) return Effect.fail(readUnitWanted())
-    return Effect.flatMap(reads.newestWithTail(after, upTo, newerThan, limit), ({ rows, tail, top }) =>
+    return Effect.flatMap(reads.newestWithTail(after, this.stride, upTo, newerThan, limit), ({ beyond, inStride, rows, top }) => {
       // A log that grew past `upTo` since the trail was last counted (or a lookup's snapshot older than that count).
-      top < after || top > upTo ? Effect.fail(readUnitWanted()) : Effect.succeed({ items: rows, total: known + tail }))
+      if (top < after || top > upTo) return Effect.fail(readUnitWanted())
+      // The statement's snapshot held the next stride whole: its count is final, and later lookups count from there.
+      if (top >= after + this.stride && counts.length * this.stride === after) counts.push(known + inStride)
+      return Effect.succeed({ items: rows, total: known + inStride + beyond })
+    })
   }
 
   /**

@@ -366,10 +366,15 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
             indexHolds,
             top: () => Effect.succeed(log.length),
             count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo ?? log.length), held(after, upTo ?? log.length).length)),
-            newestWithTail: (after, upTo, newerThan, limit) =>
+            newestWithTail: (after, size, upTo, newerThan, limit) =>
               Effect.sync(() => {
                 onLoop(Math.min(after, newerThan), upTo)
-                return { rows: held(newerThan, upTo).reverse().slice(0, limit), tail: held(after, upTo).length, top: log.length }
+                return {
+                  rows: held(newerThan, upTo).reverse().slice(0, limit),
+                  inStride: held(after, after + size).length,
+                  beyond: held(after + size, upTo).length,
+                  top: log.length
+                }
               }),
             between: (after, upTo, limit, offset) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
             atPositions: (positions) => Effect.succeed([...positions].sort((a, b) => b - a)),

@@ -95,18 +95,24 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
           filter.to === undefined,
         top: () => Effect.map(first(top), (row) => Number(row?.top ?? 0)),
         count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
-        newestWithTail: (after, upTo, newerThan, limit) => {
+        newestWithTail: (after, stride, upTo, newerThan, limit) => {
           const newest = db.selectFrom("domain_events").selectAll().where(between(newerThan, upTo)).orderBy("position", "desc").limit(integer(limit))
           // The counts as a one-row table the page joins: the answer has a row, and the counts, when the page is empty.
-          const counts = db.selectNoFrom([counted(after, upTo).as("trail_tail"), top.as("trail_top")]).as("trail")
+          const counts = db.selectNoFrom([
+            counted(after, after + stride).as("trail_in_stride"),
+            counted(after + stride, upTo).as("trail_beyond"),
+            top.as("trail_top")
+          ]).as("trail")
           return Effect.map(
             rows(
-              db.selectFrom(counts).leftJoin(newest.as("e"), (join) => join.onTrue()).selectAll("e").select(["trail.trail_tail", "trail.trail_top"])
+              db.selectFrom(counts).leftJoin(newest.as("e"), (join) => join.onTrue())
+                .selectAll("e").select(["trail.trail_in_stride", "trail.trail_beyond", "trail.trail_top"])
                 .orderBy("e.position", "desc")
             ),
             (found) => ({
               rows: found.flatMap((row) => (row.position === null ? [] : [row as EventRow])),
-              tail: Number(found[0]?.trail_tail ?? 0),
+              inStride: Number(found[0]?.trail_in_stride ?? 0),
+              beyond: Number(found[0]?.trail_beyond ?? 0),
               top: Number(found[0]?.trail_top ?? 0)
             })
           )

@@ -17,10 +17,7 @@ import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
 import type { Database } from "../src/schema/Database.js"
 import { openSqlite } from "../src/sqlite/layerSqlite.js"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
-import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
-import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
-import type { CredentialCheck } from "../src/SqlSession.js"
 import * as SqlLayer from "../src/SqlLayer.js"
 import * as SqlRateLimiter from "../src/SqlRateLimiter.js"
 import * as SqlStorage from "../src/SqlStorage.js"
@@ -28,6 +25,8 @@ import * as StorageFailure from "../src/StorageFailure.js"
 import { LIST_CHANGES_KEPT_MILLIS, MAX_FAR_WALKS, MAX_NEWER_SNAPSHOTS, STEP_ROWS, STEP_ROWS_ON_EVENT_LOOP } from "../src/PageBoundaries.js"
 import { storeStatementsOf, transactionListValues } from "../src/StoreStatements.js"
 import { capturedLogs } from "../../core/test/CapturedLogs.js"
+import { offLoopCounted, withLookupOnNextTurn } from "./EventLoopTurns.js"
+import { queryPlanOf, recording } from "./Recording.js"
 import { scopedCountingProxy } from "./CountingProxy.js"
 import { heldTransaction, isWanted, migratedSqliteFile, postgresSkipReason, temporaryDirectory, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -474,30 +473,8 @@ for (const { engine, fresh, name } of engines) {
   })
 }
 
-/** A SQLite store on an empty database, through kysely's driver so that every statement it issues matching `which` is recorded. */
-const recording = (which: RegExp) =>
-  Effect.gen(function*() {
-    const filename = join(yield* temporaryDirectory, "recorded.db")
-    const issued: Array<CompiledQuery> = []
-    const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
-    const db = new Kysely<Database>({
-      dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
-      log: (event) => {
-        if (event.level === "query" && which.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
-      }
-    })
-    yield* destroyWithScope(db)
-    yield* Effect.promise(() => migrateToLatest(db))
-    // Only the store's own statements, not the migrator's.
-    issued.length = 0
-    return { db, issued, storage: SqlStorage.make(db, SqliteEngine) }
-  })
-
 const recordingSelects = recording(/^select/i)
 
-/** SQLite's plan of an issued statement, a row a step. */
-const queryPlanOf = (db: Kysely<Database>, query: CompiledQuery) =>
-  Effect.promise(() => db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters])))
 
 /** Every list query the SQLite store issues, one per filter kind, with the parameters it bound (on an empty database). */
 const issuedListQueries = Effect.gen(function*() {
@@ -758,29 +735,6 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       yield* checkPages
     }), 60_000)
 
-  /**
-   * SQLite's sessions with their off-loop reads counted, or failing (a worker that died) when `fail` says so;
-   * `beforeRead` runs before each.
-   */
-  const offLoopCounted = (fail: boolean) => {
-    const counted: { reads: number; beforeRead?: () => void } = { reads: 0 }
-    const engine: SqlEngine = {
-      ...SqliteEngine,
-      sessions: (db) => {
-        const open = SqliteEngine.sessions(db)
-        const readOffLoop = open.readOffLoop
-        return Object.assign((mode: Storage.UnitMode, check?: CredentialCheck) => open(mode, check), open, readOffLoop === undefined ? {} : {
-          readOffLoop: <R>(query: CompiledQuery<R>) => {
-            counted.reads++
-            counted.beforeRead?.()
-            return fail ? Effect.fail(StorageFailure.conflict(new Error("the read worker ended"))) : readOffLoop(query)
-          }
-        })
-      }
-    }
-    return { counted, engine }
-  }
-
   for (const way of ["off the event loop (the read worker)", "on it, pausing (no read worker)", "on it, pausing, once the read worker fails"] as const) {
     it.live(`a list's first deep walk leaves the event loop turns, stepping ${way}: a lookup begun after it answers first, and the page is exact (PAGE-4)`, () =>
       Effect.gen(function*() {
@@ -791,24 +745,11 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
           .map((row) => row.id)
         // The middle page: 50,000 rows from either end, 24 steps of STEP_ROWS_ON_EVENT_LOOP (0.15 ms or more each), UNIT_MILLIS to a unit.
         const page = rows / 20 / 2
-        let turns = 0
-        let ticking = true
-        const tick = () => {
-          turns++
-          if (ticking) setImmediate(tick)
-        }
-        setImmediate(tick)
-        // A lookup asked for on the next turn, after the deep page began.
-        const finished: Array<string> = []
-        setImmediate(() => {
-          void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getAccount(account.id))).then((found) => {
-            if (Option.isSome(found)) finished.push("lookup")
-          })
-        })
-        const listed = yield* storage.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, { page, limit: 20 }))
-        finished.push("deep page")
-        ticking = false
-        assert.deepStrictEqual(finished, ["lookup", "deep page"])
+        const { finished, turns, value: listed } = yield* withLookupOnNextTurn(
+          storage.transaction("read", (unit) => unit.listTransactions(account.clientId, {}, { page, limit: 20 })),
+          storage.transaction("lookup", (unit) => unit.getAccount(account.id))
+        )
+        assert.deepStrictEqual(finished, ["lookup", "read"])
         assert.isAtLeast(turns, 1, "the walk's units ran in separate turns of the event loop")
         assert.deepStrictEqual({ ids: listed.items.map((tx) => tx.id), total: listed.total }, { ids: all.slice((page - 1) * 20, page * 20), total: rows })
         // Off the event loop every step is the worker's read; once it fails, the steps are the event loop's.

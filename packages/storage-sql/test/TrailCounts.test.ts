@@ -6,22 +6,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { DomainEvent, Page, Storage } from "@custody-relay/core"
 import type { Database as BetterSqliteDatabase } from "better-sqlite3"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import * as fc from "fast-check"
-import { join } from "node:path"
-import { CompiledQuery, Kysely } from "kysely"
-import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
-import type { Database } from "../src/schema/Database.js"
-import { ConnectionGate } from "../src/sqlite/ConnectionGate.js"
-import { WriteLockSqliteDialect } from "../src/sqlite/WriteLockDriver.js"
+import type { CompiledQuery } from "kysely"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
 import type { SqlEngine } from "../src/SqlEngine.js"
-import type { CredentialCheck } from "../src/SqlSession.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
 import { farWalkOf, isWalkPause } from "../src/PageBoundaries.js"
 import { isReadUnitWanted, SPAN_ON_LOOP, STRIDE_POSITIONS, TrailCounts, type TrailReads } from "../src/TrailCounts.js"
-import { isWanted, migratedSqliteFile, temporaryDirectory } from "./Dialects.js"
+import { isWanted, migratedSqliteFile } from "./Dialects.js"
+import { offLoopCounted, withLookupOnNextTurn } from "./EventLoopTurns.js"
+import { queryPlanOf, recording } from "./Recording.js"
 import * as Records from "./Records.js"
 
 const TYPES = ["transaction.initiated", "funds.reserved", "account.created"] as const
@@ -43,25 +39,6 @@ const insertEvents = (other: BetterSqliteDatabase, client: string, otherClient: 
       strftime('%Y-%m-%dT%H:%M:%fZ', 1767225600 + i / 1000.0, 'unixepoch'), '{}'
     from n
   `).run(from, from + count - 1, otherClient, client)
-
-/** SQLite's sessions with their off-loop reads counted (see SqlStorage.test's offLoopCounted). */
-const offLoopCounted = () => {
-  const counted = { reads: 0 }
-  const engine: SqlEngine = {
-    ...SqliteEngine,
-    sessions: (db) => {
-      const open = SqliteEngine.sessions(db)
-      const readOffLoop = open.readOffLoop
-      return Object.assign((mode: Storage.UnitMode, check?: CredentialCheck) => open(mode, check), open, readOffLoop === undefined ? {} : {
-        readOffLoop: <R>(query: CompiledQuery<R>) => {
-          counted.reads++
-          return readOffLoop(query)
-        }
-      })
-    }
-  }
-  return { counted, engine }
-}
 
 /** A storage on a new SQLite file (`readWorker` as given), a client with `rows` events, and `other`, a second connection. */
 const withEvents = (rows: number, readWorker: boolean, engine: SqlEngine = SqliteEngine) =>
@@ -163,23 +140,11 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: the audit trail's totals
         const { counted, engine } = offLoopCounted()
         const { client, other, otherClient, storage } = yield* withEvents(rows, way.startsWith("off"), engine)
         const all = expectedIds(other, client.id, {})
-        let turns = 0
-        let ticking = true
-        const tick = () => {
-          turns++
-          if (ticking) setImmediate(tick)
-        }
-        setImmediate(tick)
-        const finished: Array<string> = []
-        setImmediate(() => {
-          void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getClient(otherClient.id))).then((found) => {
-            if (Option.isSome(found)) finished.push("lookup")
-          })
-        })
-        const first = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
-        finished.push("trail")
-        ticking = false
-        assert.deepStrictEqual(finished, ["lookup", "trail"])
+        const { finished, turns, value: first } = yield* withLookupOnNextTurn(
+          trailPage(storage, client.id, {}, { page: 1, limit: 20 }),
+          storage.transaction("lookup", (unit) => unit.getClient(otherClient.id))
+        )
+        assert.deepStrictEqual(finished, ["lookup", "read"])
         assert.isAtLeast(turns, 1, "the count's units ran in separate turns of the event loop")
         assert.deepStrictEqual({ ids: first.items.map((event) => event.id), total: first.total }, { ids: all.slice(0, 20), total: all.length })
         // Off the event loop the strides left after the first unit's millisecond are one read of the worker.
@@ -199,18 +164,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: the audit trail's totals
 /** A storage on a new SQLite file whose every select is recorded (`issued`), a client, and `count` events of it in turn of TYPES. */
 const recordingStorage = (count: number, entityOf: (i: number) => string) =>
   Effect.gen(function*() {
-    const filename = join(yield* temporaryDirectory, "recorded.db")
-    const issued: Array<CompiledQuery> = []
-    const { default: BetterSqlite3 } = yield* Effect.promise(() => import("better-sqlite3"))
-    const db = new Kysely<Database>({
-      dialect: new WriteLockSqliteDialect({ database: new BetterSqlite3(filename) }, new ConnectionGate()),
-      log: (event) => {
-        if (event.level === "query" && /^select/.test(event.query.sql)) issued.push(CompiledQuery.raw(event.query.sql, [...event.query.parameters]))
-      }
-    })
-    yield* Effect.addFinalizer(() => Effect.promise(() => db.destroy()))
-    yield* Effect.promise(() => migrateToLatest(db))
-    const storage = SqlStorage.make(db, SqliteEngine)
+    const { db, issued, storage } = yield* recording(/^select/)
     const client = Records.client()
     yield* storage.transaction("write", (unit) => unit.insertClient(client))
     // A thousand a unit: a unit's events go in one insert, within SQLite's limit of bound values.
@@ -231,11 +185,7 @@ const recordingStorage = (count: number, entityOf: (i: number) => string) =>
           } as unknown as DomainEvent.DomainEvent)))
     }
     issued.length = 0
-    const planOf = (query: CompiledQuery) =>
-      Effect.map(
-        Effect.promise(() => db.executeQuery<{ readonly detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]))),
-        (plan) => plan.rows.map((row) => row.detail)
-      )
+    const planOf = (query: CompiledQuery) => Effect.map(queryPlanOf(db, query), (plan) => plan.rows.map((row) => row.detail))
     return { client, issued, planOf, storage }
   })
 
@@ -310,15 +260,11 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a sparse trail's page is
       }
       const filter: DomainEvent.TrailFilter = { types: ["account.approved"] }
       const all = expectedIds(other, client.id, filter)
-      const finished: Array<string> = []
-      setImmediate(() => {
-        void Effect.runPromise(storage.transaction("lookup", (unit) => unit.getClient(otherClient.id))).then((found) => {
-          if (Option.isSome(found)) finished.push("lookup")
-        })
-      })
-      const first = yield* trailPage(storage, client.id, filter, { page: 1, limit: 20 })
-      finished.push("trail")
-      assert.deepStrictEqual(finished, ["lookup", "trail"])
+      const { finished, value: first } = yield* withLookupOnNextTurn(
+        trailPage(storage, client.id, filter, { page: 1, limit: 20 }),
+        storage.transaction("lookup", (unit) => unit.getClient(otherClient.id))
+      )
+      assert.deepStrictEqual(finished, ["lookup", "read"])
       assert.deepStrictEqual({ ids: first.items.map((event) => event.id), total: first.total }, { ids: all.slice(0, 20), total: 21 })
       // The strides' count, then the page's positions.
       assert.strictEqual(counted.reads, 2)

@@ -374,13 +374,13 @@ const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
  * leftovers, see `Webhooks.resumeUnheld`), and what the retention settings no longer keep is deleted (Retention).
  */
 const keepHouse = Effect.andThen(
-  Webhooks.resumeUnheld.pipe(Effect.catchCause((cause) => logFailure("housekeeping: resuming held deliveries failed; it runs again in 10 minutes", cause))),
+  Webhooks.resumeUnheld.pipe(Effect.catchCause((cause) => logFailure(`housekeeping: resuming held deliveries failed; it runs again in ${HOUSEKEEPING_EVERY_MILLIS / 60_000} minutes`, cause))),
   Retention.prune().pipe(
     Effect.flatMap((pruned) =>
       pruned.idempotencyKeys + pruned.outboxEntries + pruned.webhookDeliveries > 0
         ? Effect.logInfo("housekeeping deleted what the retention settings no longer keep").pipe(Effect.annotateLogs({ ...pruned }))
         : Effect.void),
-    Effect.catchCause((cause) => logFailure("housekeeping: deleting what the retention settings no longer keep failed; it runs again in 10 minutes", cause))
+    Effect.catchCause((cause) => logFailure(`housekeeping: deleting what the retention settings no longer keep failed; it runs again in ${HOUSEKEEPING_EVERY_MILLIS / 60_000} minutes`, cause))
   )
 )
 

@@ -208,6 +208,23 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
       }
     }))
 
+  it.live("a lookup whose shared read transaction is older than the trail's counts asks for a read unit, and its page and total agree", () =>
+    Effect.gen(function*() {
+      const { client, other, otherClient, storage } = yield* withEvents(STRIDE_POSITIONS, true)
+      // Within one turn: a lookup opens the reader's shared transaction (LookupSnapshot), another connection then
+      // writes three strides, and a read unit (on the writer's connection, which sees them) counts them.
+      const before = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
+      insertEvents(other, client.id, otherClient.id, STRIDE_POSITIONS + 1, 3 * STRIDE_POSITIONS)
+      const all = expectedIds(other, client.id, {})
+      const counted = yield* trailPage(storage, client.id, {}, { page: 2, limit: 20 })
+      assert.deepStrictEqual({ ids: counted.items.map((event) => event.id), total: counted.total }, { ids: all.slice(20, 40), total: all.length })
+      // The lookup, still on the older transaction, sees a log that ends before the counts do: it must not add them
+      // to its rows. It runs again as a read unit, whose snapshot is the newest.
+      const again = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
+      assert.notDeepEqual(before.total, all.length)
+      assert.deepStrictEqual({ ids: again.items.map((event) => event.id), total: again.total }, { ids: all.slice(0, 20), total: all.length })
+    }))
+
   it.live("a lookup that lost a race, then asks for a read unit in its re-run, runs as one (its page exact)", () =>
     Effect.gen(function*() {
       const { client, storage } = yield* recordingStorage(7_000, () => RECORD)

@@ -417,6 +417,29 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         assert.isAtLeast(yield* write((unit) => unit.deleteExpiredIdempotencyRecords(Records.at(-9_500_000_000), 1000)), 1)
       }))
 
+    it.effect("domain events: a unit that appends more than one insert's worth (EventLog.EVENTS_PER_INSERT) keeps them all, in order", () =>
+      Effect.gen(function*() {
+        const client = Records.client()
+        const entityId = Records.account(client.id).id
+        // More than SQLite binds in one statement (32,766 values, ten an event).
+        const count = 3_500
+        const events = Array.from({ length: count }, (_, n) => ({
+          id: crypto.randomUUID(),
+          type: "account.approved" as const,
+          clientId: client.id,
+          entityType: "account" as const,
+          entityId,
+          statusBefore: "pending_approval",
+          statusAfter: "approved",
+          actor: { kind: "operator" as const },
+          at: Records.at(n),
+          data: {}
+        }))
+        yield* write((unit) => Effect.forEach(events, (event) => unit.appendEvent(event), { discard: true }))
+        const listed = yield* read((unit) => unit.listEvents({ entityId }, 0, count + 1))
+        assert.deepStrictEqual(listed.map((event) => event.id), events.map((event) => event.id))
+      }))
+
     it.effect("domain events: appended in a unit, listed in log order by client and entity, gone with a rollback", () =>
       Effect.gen(function*() {
         const client = Records.client()

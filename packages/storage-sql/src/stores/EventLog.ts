@@ -6,7 +6,7 @@ import { type DomainEvent, Page, type Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
-import { countOf, emptyPage, LIST_TOTAL, matchesNothing, pageOf, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
+import { countOf, emptyPage, LIST_TOTAL, matchesNothing, pageOf, type PendingEvent, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
 import type { StoreStatements } from "../StoreStatements.js"
 import type { TrailReads } from "../TrailCounts.js"
 
@@ -37,8 +37,17 @@ export const flushEvents = (writeLater: Statements["writeLater"], writes: StoreS
     const pending = read.pending_events
     if (pending.length === 0) return Effect.void
     const rows = pending.splice(0)
-    return writeLater(writes.insertEvents(rows), rows.length, "domain_events", true)
+    if (rows.length <= EVENTS_PER_INSERT) return writeLater(writes.insertEvents(rows), rows.length, "domain_events", true)
+    const parts: Array<Array<PendingEvent>> = []
+    for (let at = 0; at < rows.length; at += EVENTS_PER_INSERT) parts.push(rows.slice(at, at + EVENTS_PER_INSERT))
+    return Effect.forEach(parts, (part) => writeLater(writes.insertEvents(part), part.length, "domain_events", true), { discard: true })
   })
+
+/**
+ * The most events one insert writes. An event binds ten values, and SQLite binds at most 32,766 in a statement: a unit
+ * that appended more than 3,276 events would fail as a whole. A command appends a few.
+ */
+export const EVENTS_PER_INSERT = 1_000
 
 /** A trail's key among TrailCounts' kept counts: its client and filter, the types in one order. */
 const trailKeyOf = (clientId: string | null, filter: DomainEvent.TrailFilter): string =>

@@ -284,14 +284,15 @@ export const make = (
     if (mode !== "lookup") {
       return times <= 0 ? once : Effect.catchIf(once, isRetryable, () => Effect.retry(run(true), { schedule: backoff, times: times - 1, while: isRetryable }))
     }
-    const asRead = () => transaction("read", work, check)
-    if (times <= 0) return Effect.catchIf(once, isReadUnitWanted, asRead)
-    return Effect.catchIf(once, isRetryable, (error) =>
-      isReadUnitWanted(error) ? asRead() : Effect.catchIf(
+    if (times <= 0) return Effect.catchIf(once, isReadUnitWanted, () => transaction("read", work, check))
+    return Effect.catchIf(once, isRetryable, (error) => {
+      const asRead = () => transaction("read", work, check)
+      return isReadUnitWanted(error) ? asRead() : Effect.catchIf(
         Effect.retry(run(true), { schedule: backoff, times: times - 1, while: (error) => isRetryable(error) && !isReadUnitWanted(error) }),
         isReadUnitWanted,
         asRead
-      ))
+      )
+    })
   }
   if (keptApiUsers === undefined) return Storage.Storage.of({ transaction })
   return Storage.Storage.of({

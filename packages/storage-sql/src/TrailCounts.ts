@@ -34,8 +34,9 @@ import * as StorageFailure from "./StorageFailure.js"
 
 /**
  * Log positions per stride. A read on the event loop passes at most `SPAN_ON_LOOP` strides' positions; a trail whose
- * filter the index does not hold (types, a time range) reads the row of every event it passes, about 0.3 µs each on
- * SQLite. A trail keeps one number per stride: 488 for a log of a million events, about 2 KB.
+ * filter the index does not hold (an entity type, types, a time range) reads the row of every event it passes, about
+ * 0.3 µs each on SQLite. A trail keeps one number per stride: 488 for a log of a million events, about 4.4 KB (measured
+ * on Node 24).
  */
 export const STRIDE_POSITIONS = 2_048
 
@@ -49,7 +50,7 @@ export const SPAN_ON_LOOP = 3
 
 /**
  * How many trails' counts are kept (the least recently read are forgotten, and counted again if read again): about
- * 500 KB at a million events, 50 MB at a hundred million, were all of them read.
+ * 1.1 MB at a million events, 110 MB at a hundred million, were all of them read.
  */
 export const MAX_TRAILS = 256
 
@@ -107,7 +108,8 @@ export class TrailCounts {
 
   /**
    * The first page of the trail `trailKey` names and its total, in a lookup unit (Storage.unitForPage): one statement,
-   * which counts the next stride too when the log holds it whole, when the strides counted so far reach to within two
+   * which counts the next stride apart and keeps its count when the statement's snapshot holds it whole, when the
+   * strides counted so far reach to within two
    * strides of the log's end and the page's events lie within
    * `SPAN_ON_LOOP` strides of it (or the index holds the filter); else the unit stops, and the storage runs it again
    * as a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).

@@ -210,7 +210,18 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
 
   it.live("a lookup whose shared read transaction is older than the trail's counts asks for a read unit, and its page and total agree", () =>
     Effect.gen(function*() {
-      const { client, other, otherClient, storage } = yield* withEvents(STRIDE_POSITIONS, true)
+      const readUnits = { opened: 0 }
+      const engine: SqlEngine = {
+        ...SqliteEngine,
+        sessions: (db) => {
+          const open = SqliteEngine.sessions(db)
+          return Object.assign((mode: Storage.UnitMode, check?: Parameters<typeof open>[1]) => {
+            if (mode === "read") readUnits.opened++
+            return open(mode, check)
+          }, open)
+        }
+      }
+      const { client, other, otherClient, storage } = yield* withEvents(STRIDE_POSITIONS, true, engine)
       // Within one turn: a lookup opens the reader's shared transaction (LookupSnapshot), another connection then
       // writes three strides, and a read unit (on the writer's connection, which sees them) counts them.
       const before = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
@@ -220,7 +231,9 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
       assert.deepStrictEqual({ ids: counted.items.map((event) => event.id), total: counted.total }, { ids: all.slice(20, 40), total: all.length })
       // The lookup, still on the older transaction, sees a log that ends before the counts do: it must not add them
       // to its rows. It runs again as a read unit, whose snapshot is the newest.
+      const opened = readUnits.opened
       const again = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
+      assert.strictEqual(readUnits.opened, opened + 1, "the lookup ran again as a read unit")
       assert.notDeepEqual(before.total, all.length)
       assert.deepStrictEqual({ ids: again.items.map((event) => event.id), total: again.total }, { ids: all.slice(0, 20), total: all.length })
     }))
@@ -287,6 +300,13 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a sparse trail's page is
       assert.strictEqual(counted.reads, 2)
       const second = yield* trailPage(storage, client.id, filter, { page: 2, limit: 20 })
       assert.deepStrictEqual({ ids: second.items.map((event) => event.id), total: second.total }, { ids: all.slice(20), total: 21 })
+      // Other events appended since leave the page's positions where they were: the kept ones serve it, no read leaves
+      // the loop again.
+      insertEvents(other, client.id, otherClient.id, 200_000, 500)
+      yield* nextTurn
+      const again = yield* trailPage(storage, client.id, filter, { page: 1, limit: 20 })
+      assert.deepStrictEqual({ ids: again.items.map((event) => event.id), total: again.total }, { ids: all.slice(0, 20), total: 21 })
+      assert.strictEqual(counted.reads, 2)
     }), 120_000)
 })
 
@@ -389,6 +409,35 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
         { numRuns: 500 }
       )
     ))
+
+  it.effect("a first page's lookup keeps the next stride's count when its snapshot holds it whole, and the next lookup counts from there", () =>
+    Effect.gen(function*() {
+      const stride = 4
+      const log: Array<boolean> = Array.from({ length: 14 }, () => true)
+      const held = (after: number, upTo: number) => log.slice(after, Math.min(upTo, log.length)).filter(Boolean).length
+      const asked: Array<number> = []
+      const counts = new TrailCounts(stride, Number.POSITIVE_INFINITY)
+      const reads: TrailReads<number> = {
+        indexHolds: true,
+        top: () => Effect.succeed(log.length),
+        count: (after, upTo) => Effect.succeed(held(after, upTo ?? log.length)),
+        newestWithTail: (after, size, upTo, newerThan, limit) =>
+          Effect.sync(() => {
+            asked.push(after)
+            const rows = log.map((_, i) => i + 1).filter((position) => position > newerThan && position <= upTo).reverse().slice(0, limit)
+            return { rows, inStride: held(after, after + size), beyond: held(after + size, upTo), top: log.length }
+          }),
+        between: (after, upTo, limit, offset) => Effect.succeed(log.map((_, i) => i + 1).filter((p) => p > after && p <= upTo).slice(offset, offset + limit)),
+        atPositions: (positions) => Effect.succeed([...positions].reverse())
+      }
+      // A read unit counts the three whole strides.
+      yield* counts.page("trail", { page: 1, limit: 2 }, reads)
+      log.push(...Array.from({ length: 6 }, () => true))
+      // The log now ends at 20: the lookup counts (12, 16] apart and keeps it, as its snapshot holds 16.
+      assert.deepStrictEqual(yield* counts.firstPage("trail", 2, reads), { items: [20, 19], total: 20 })
+      assert.deepStrictEqual(yield* counts.firstPage("trail", 2, reads), { items: [20, 19], total: 20 })
+      assert.deepStrictEqual(asked, [12, 16])
+    }))
 
   it.effect("a far count that another request's counting overtook meanwhile still adds the strides it counted beyond it", () =>
     Effect.gen(function*() {

@@ -78,7 +78,7 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
     if (matchesNothing(filter)) return Effect.succeed(emptyPage)
     const { integer, text } = engine.opaque
     // `clientByRow`: the client is checked on each row read, not sought in the client's index (see the trail's reads).
-    const where = (eb: ExpressionBuilder<Database, "domain_events">, clientByRow = false): Expression<SqlBool> => {
+    const whereWith = (clientByRow: boolean) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
       const terms: Array<Expression<SqlBool>> = []
       if (clientId !== null) terms.push(clientByRow ? sql<SqlBool>`+${sql.ref("client_id")} = ${text(clientId)}` : eb("client_id", "=", text(clientId)))
       if (filter.id !== undefined) terms.push(eb("id", "=", text(filter.id)))
@@ -89,19 +89,22 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
       if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
       return eb.and(terms)
     }
+    const where = whereWith(false)
     // One event by id has no trail to count (its unique index answers); a write unit's own events are not committed.
     if (trailCounts !== undefined && filter.id === undefined && (mode === "read" || (mode === "lookup" && Page.offset(request) === 0))) {
       // A record's trail goes through the entity's index, which holds the record's events and no others: the unary +
       // keeps SQLite from seeking the client's index instead and checking the entity on every event of the client.
       const byEntity = filter.entityId !== undefined
+      const trailWhere = whereWith(byEntity)
       const between = (after: number, upTo: number | undefined) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
-        eb.and([where(eb, byEntity), eb("position", ">", integer(after)), ...(upTo === undefined ? [] : [eb("position", "<=", integer(upTo))])])
+        eb.and([trailWhere(eb), eb("position", ">", integer(after)), ...(upTo === undefined ? [] : [eb("position", "<=", integer(upTo))])])
       const counted = (after: number, upTo: number | undefined) =>
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
       const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
       const reads: TrailReads<EventRow> = {
-        indexHolds: filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined &&
-          filter.to === undefined,
+        // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
+        indexHolds: byEntity ||
+          (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
         top: () => Effect.map(first(top), (row) => Number(row?.top ?? 0)),
         count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
         newestWithTail: (after, stride, upTo, newerThan, limit) => {
@@ -158,14 +161,14 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
         (page) => ({ items: page.items.map(decode), total: page.total })
       )
     }
-    const total = db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where((eb) => where(eb))
+    const total = db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
     return flushed(pageOf({
       // The page and its total in one statement (see StoreStatements' firstPage).
       first: (limit) =>
-        rows(db.selectFrom("domain_events").selectAll().select(total.as(LIST_TOTAL)).where((eb) => where(eb)).orderBy("position", "desc").limit(integer(limit))),
+        rows(db.selectFrom("domain_events").selectAll().select(total.as(LIST_TOTAL)).where(where).orderBy("position", "desc").limit(integer(limit))),
       rows: (limit, offset, fromOldest) =>
         rows(
-          db.selectFrom("domain_events").selectAll().where((eb) => where(eb)).orderBy("position", fromOldest ? "asc" : "desc")
+          db.selectFrom("domain_events").selectAll().where(where).orderBy("position", fromOldest ? "asc" : "desc")
             .limit(integer(limit)).offset(integer(offset))
         ),
       count: () => Effect.map(first(total), countOf)

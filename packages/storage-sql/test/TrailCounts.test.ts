@@ -233,7 +233,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
       // to its rows. It runs again as a read unit, whose snapshot is the newest.
       const opened = readUnits.opened
       const again = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
-      assert.strictEqual(readUnits.opened, opened + 1, "the lookup ran again as a read unit")
+      // (More than one when that unit itself ran again, a lost race or a pause.)
+      assert.isAbove(readUnits.opened, opened, "the lookup ran again as a read unit")
       assert.notDeepEqual(before.total, all.length)
       assert.deepStrictEqual({ ids: again.items.map((event) => event.id), total: again.total }, { ids: all.slice(0, 20), total: all.length })
     }))

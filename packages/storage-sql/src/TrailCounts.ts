@@ -57,8 +57,9 @@ export const MAX_TRAILS = 256
 /** How a trail's events are read in the unit, for `TrailCounts`. */
 export interface TrailReads<Row> {
   /**
-   * Whether the index the reads go through holds the whole filter (a client, an entity): a read then passes only the
-   * trail's own events, however far apart in the log, and no read needs its span bounded.
+   * Whether the index the reads go through holds the filter (a client alone; an entity, whatever else the filter asks,
+   * as a record's events are few next to the log): a read then passes only the trail's own events, however far apart
+   * in the log, and no read needs its span bounded.
    */
   readonly indexHolds: boolean
   /** The largest position in the unit's snapshot (0 when the log is empty). */
@@ -108,11 +109,10 @@ export class TrailCounts {
 
   /**
    * The first page of the trail `trailKey` names and its total, in a lookup unit (Storage.unitForPage): one statement,
-   * which counts the next stride apart and keeps its count when the statement's snapshot holds it whole, when the
-   * strides counted so far reach to within two
-   * strides of the log's end and the page's events lie within
-   * `SPAN_ON_LOOP` strides of it (or the index holds the filter); else the unit stops, and the storage runs it again
-   * as a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).
+   * when the strides counted so far reach to within two strides of the log's end and the page's events lie within
+   * `SPAN_ON_LOOP` strides of it (or the index holds the filter); it counts the next stride apart, and keeps that
+   * count when the statement's snapshot holds the stride whole. Else the unit stops, and the storage runs it again as
+   * a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).
    */
   firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
     const counts = this.#trails.get(trailKey) ?? []

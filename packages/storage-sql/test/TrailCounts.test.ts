@@ -136,7 +136,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: the audit trail's totals
   for (const way of ["off the event loop (the read worker)", "on it, pausing (no read worker)"] as const) {
     it.live(`a trail's first count leaves the event loop turns, counting ${way}: a lookup begun after it answers first, the total is exact, and a later read counts only what was added`, () =>
       Effect.gen(function*() {
-        const rows = 200_000
+        // About 195 strides: counting them takes several milliseconds on any machine, so the first unit leaves the loop.
+        const rows = 400_000
         const { counted, engine } = offLoopCounted()
         const { client, other, otherClient, storage } = yield* withEvents(rows, way.startsWith("off"), engine)
         const all = expectedIds(other, client.id, {})

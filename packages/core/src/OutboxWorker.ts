@@ -363,6 +363,8 @@ export const drain = Effect.fnUntraced(function*(options: WorkerOptions = defaul
 })
 
 const HOUSEKEEPING_EVERY_MILLIS = 10 * 60 * 1000
+/** What a failed housekeeping step's log line says of the next pass. */
+const RUNS_AGAIN = `it runs again in ${HOUSEKEEPING_EVERY_MILLIS / 60_000} minutes`
 
 const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
   const { level, detail } = OutageLog.failureOf(cause)
@@ -374,13 +376,13 @@ const logFailure = (message: string, cause: Cause.Cause<unknown>) => {
  * leftovers, see `Webhooks.resumeUnheld`), and what the retention settings no longer keep is deleted (Retention).
  */
 const keepHouse = Effect.andThen(
-  Webhooks.resumeUnheld.pipe(Effect.catchCause((cause) => logFailure(`housekeeping: resuming held deliveries failed; it runs again in ${HOUSEKEEPING_EVERY_MILLIS / 60_000} minutes`, cause))),
+  Webhooks.resumeUnheld.pipe(Effect.catchCause((cause) => logFailure(`housekeeping: resuming held deliveries failed; ${RUNS_AGAIN}`, cause))),
   Retention.prune().pipe(
     Effect.flatMap((pruned) =>
       pruned.idempotencyKeys + pruned.outboxEntries + pruned.webhookDeliveries > 0
         ? Effect.logInfo("housekeeping deleted what the retention settings no longer keep").pipe(Effect.annotateLogs({ ...pruned }))
         : Effect.void),
-    Effect.catchCause((cause) => logFailure(`housekeeping: deleting what the retention settings no longer keep failed; it runs again in ${HOUSEKEEPING_EVERY_MILLIS / 60_000} minutes`, cause))
+    Effect.catchCause((cause) => logFailure(`housekeeping: deleting what the retention settings no longer keep failed; ${RUNS_AGAIN}`, cause))
   )
 )
 

@@ -115,8 +115,7 @@ export class TrailCounts {
    * a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).
    */
   firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
-    const counts = this.#trails.get(trailKey) ?? []
-    setRecent(this.#trails, trailKey, counts, MAX_TRAILS)
+    const counts = this.#countsOf(trailKey)
     const after = counts.length * this.stride
     const upTo = after + 2 * this.stride
     // The newest `limit` events, counted from the oldest, are at or above `known - limit` whatever came after.
@@ -142,9 +141,7 @@ export class TrailCounts {
     return Effect.gen(function*() {
       const top = yield* reads.top()
       const whole = Math.floor(top / self.stride)
-      let counts = self.#trails.get(trailKey)
-      if (counts === undefined) counts = []
-      setRecent(self.#trails, trailKey, counts, MAX_TRAILS)
+      const counts = self.#countsOf(trailKey)
       const began = self.clock()
       for (let counted = 0; counts.length < whole; counted++) {
         if (counted > 0 && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) {
@@ -185,6 +182,13 @@ export class TrailCounts {
       const found = yield* reads.between(after, upTo, high - low, skip)
       return { items: [...found].reverse(), total }
     })
+  }
+
+  /** The trail's counts (none yet when it was never read, or forgotten), now its most recently read. */
+  #countsOf(trailKey: string): Array<number> {
+    const counts = this.#trails.get(trailKey) ?? []
+    setRecent(this.#trails, trailKey, counts, MAX_TRAILS)
+    return counts
   }
 
   /** Counts strides [counts.length, whole) off the event loop: the error the unit stops with (see PageBoundaries.farWalk). */

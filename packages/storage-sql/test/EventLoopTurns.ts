@@ -12,16 +12,20 @@ import * as StorageFailure from "../src/StorageFailure.js"
 
 /**
  * SQLite's sessions with their off-loop reads counted, or failing (a worker that died) when `fail` says so;
- * `beforeRead` runs before each.
+ * `beforeRead` runs before each. `readUnits` counts the read units opened.
  */
 export const offLoopCounted = (fail = false) => {
-  const counted: { reads: number; beforeRead?: () => void } = { reads: 0 }
+  const counted: { reads: number; readUnits: number; beforeRead?: () => void } = { reads: 0, readUnits: 0 }
   const engine: SqlEngine = {
     ...SqliteEngine,
     sessions: (db) => {
       const open = SqliteEngine.sessions(db)
       const readOffLoop = open.readOffLoop
-      return Object.assign((mode: Storage.UnitMode, check?: CredentialCheck) => open(mode, check), open, readOffLoop === undefined ? {} : {
+      const opening = (mode: Storage.UnitMode, check?: CredentialCheck) => {
+        if (mode === "read") counted.readUnits++
+        return open(mode, check)
+      }
+      return Object.assign(opening, open, readOffLoop === undefined ? {} : {
         readOffLoop: <R>(query: CompiledQuery<R>) => {
           counted.reads++
           counted.beforeRead?.()

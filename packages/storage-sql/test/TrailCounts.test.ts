@@ -213,17 +213,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
 
   it.live("a lookup whose shared read transaction is older than the trail's counts asks for a read unit, and its page and total agree", () =>
     Effect.gen(function*() {
-      const readUnits = { opened: 0 }
-      const engine: SqlEngine = {
-        ...SqliteEngine,
-        sessions: (db) => {
-          const open = SqliteEngine.sessions(db)
-          return Object.assign((mode: Storage.UnitMode, check?: Parameters<typeof open>[1]) => {
-            if (mode === "read") readUnits.opened++
-            return open(mode, check)
-          }, open)
-        }
-      }
+      const { counted: units, engine } = offLoopCounted()
       const { client, other, otherClient, storage } = yield* withEvents(STRIDE_POSITIONS, true, engine)
       // Within one turn: a lookup opens the reader's shared transaction (LookupSnapshot), another connection then
       // writes three strides, and a read unit (on the writer's connection, which sees them) counts them.
@@ -234,10 +224,10 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
       assert.deepStrictEqual({ ids: counted.items.map((event) => event.id), total: counted.total }, { ids: all.slice(20, 40), total: all.length })
       // The lookup, still on the older transaction, sees a log that ends before the counts do: it must not add them
       // to its rows. It runs again as a read unit, whose snapshot is the newest.
-      const opened = readUnits.opened
+      const opened = units.readUnits
       const again = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
       // (More than one when that unit itself ran again, a lost race or a pause.)
-      assert.isAbove(readUnits.opened, opened, "the lookup ran again as a read unit")
+      assert.isAbove(units.readUnits, opened, "the lookup ran again as a read unit")
       assert.notDeepEqual(before.total, all.length)
       assert.deepStrictEqual({ ids: again.items.map((event) => event.id), total: again.total }, { ids: all.slice(0, 20), total: all.length })
     }))
@@ -317,6 +307,65 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a sparse trail's page is
 })
 
 /**
+ * TrailReads over a log held in an array (whether each position is the trail's), for tests without SQL. `onLoop` is
+ * told of each read in the unit with the positions it may pass, `onLookup` of each first page's `after`, `onFar` of
+ * each read off the loop (offered when `offLoop`).
+ */
+const readsOfLog = (
+  log: ReadonlyArray<boolean>,
+  options: {
+    readonly indexHolds: boolean
+    readonly offLoop: boolean
+    readonly onLoop?: (after: number, upTo: number) => void
+    readonly onLookup?: (after: number) => void
+    readonly onFar?: () => void
+  }
+): TrailReads<number> => {
+  const held = (after: number, upTo: number) => {
+    const found: Array<number> = []
+    for (let position = after + 1; position <= Math.min(upTo, log.length); position++) if (log[position - 1]) found.push(position)
+    return found
+  }
+  const onLoop = (after: number, upTo: number) => options.onLoop?.(after, upTo)
+  return {
+    indexHolds: options.indexHolds,
+    top: () => Effect.succeed(log.length),
+    count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo ?? log.length), held(after, upTo ?? log.length).length)),
+    newestWithTail: (after, size, upTo, newerThan, limit) =>
+      Effect.sync(() => {
+        onLoop(Math.min(after, newerThan), upTo)
+        options.onLookup?.(after)
+        return {
+          rows: held(newerThan, upTo).reverse().slice(0, limit),
+          inStride: held(after, after + size).length,
+          beyond: held(after + size, upTo).length,
+          top: log.length
+        }
+      }),
+    between: (after, upTo, limit, offset) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
+    atPositions: (positions) => Effect.succeed([...positions].sort((a, b) => b - a)),
+    ...(options.offLoop
+      ? {
+        offLoop: {
+          countPerStride: (after: number, upTo: number, size: number) =>
+            Effect.sync(() => {
+              options.onFar?.()
+              const per = new Map<number, number>()
+              for (const position of held(after, upTo)) per.set(Math.floor((position - 1) / size), (per.get(Math.floor((position - 1) / size)) ?? 0) + 1)
+              return [...per].map(([k, count]) => ({ stride: k, count }))
+            }),
+          positionsBetween: (after: number, upTo: number, limit: number, offset: number) =>
+            Effect.sync(() => (options.onFar?.(), held(after, upTo).slice(offset, offset + limit)))
+        }
+      }
+      : {})
+  }
+}
+
+/** The trail's positions in `log`, newest first. */
+const newestFirst = (log: ReadonlyArray<boolean>): Array<number> => log.flatMap((is, i) => (is ? [i + 1] : [])).reverse()
+
+/**
  * A model: TrailCounts over a log held in an array (each event's position and whether the trail holds it), with a
  * stride of 4 positions, against the slice of the trail's events. Reads note the positions they may pass, so the test
  * also checks that, with reads off the loop, none on it passes more than SPAN_ON_LOOP strides', however sparse the
@@ -342,45 +391,14 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
           let ticks = 0
           // Each count or read advances the clock by one: a unit counts `unitSteps + 1` strides before it stops.
           const counts = new TrailCounts(stride, unitSteps + 0.5, () => ticks)
-          const held = (after: number, upTo: number) => {
-            const found: Array<number> = []
-            for (let position = after + 1; position <= Math.min(upTo, log.length); position++) if (log[position - 1]) found.push(position)
-            return found
-          }
-          const onLoop = (after: number, upTo: number) => {
-            ticks++
-            passedOnLoop = Math.max(passedOnLoop, Math.min(upTo, log.length) - after)
-          }
-          const reads: TrailReads<number> = {
+          const reads = readsOfLog(log, {
             indexHolds,
-            top: () => Effect.succeed(log.length),
-            count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo ?? log.length), held(after, upTo ?? log.length).length)),
-            newestWithTail: (after, size, upTo, newerThan, limit) =>
-              Effect.sync(() => {
-                onLoop(Math.min(after, newerThan), upTo)
-                return {
-                  rows: held(newerThan, upTo).reverse().slice(0, limit),
-                  inStride: held(after, after + size).length,
-                  beyond: held(after + size, upTo).length,
-                  top: log.length
-                }
-              }),
-            between: (after, upTo, limit, offset) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
-            atPositions: (positions) => Effect.succeed([...positions].sort((a, b) => b - a)),
-            ...(offLoop
-              ? {
-                offLoop: {
-                  countPerStride: (after: number, upTo: number, size: number) =>
-                    Effect.sync(() => {
-                      const per = new Map<number, number>()
-                      for (const position of held(after, upTo)) per.set(Math.floor((position - 1) / size), (per.get(Math.floor((position - 1) / size)) ?? 0) + 1)
-                      return [...per].map(([k, count]) => ({ stride: k, count }))
-                    }),
-                  positionsBetween: (after: number, upTo: number, limit: number, offset: number) => Effect.sync(() => held(after, upTo).slice(offset, offset + limit))
-                }
-              }
-              : {})
-          }
+            offLoop,
+            onLoop: (after, upTo) => {
+              ticks++
+              passedOnLoop = Math.max(passedOnLoop, Math.min(upTo, log.length) - after)
+            }
+          })
           // What the storage does with a unit that stops (SqlStorage): a far walk's reads, then the unit again; a pause
           // or a lookup's ask for a read unit, the unit again (as a read unit).
           const run = (request: Page.PageRequest): Page.Page<number> => {
@@ -404,7 +422,7 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
             }
             passedOnLoop = 0
             const found = run(next)
-            const all = held(0, log.length).reverse()
+            const all = newestFirst(log)
             const offset = (next.page - 1) * next.limit
             assert.deepStrictEqual(found, { items: all.slice(offset, offset + next.limit), total: all.length })
             // With reads off the loop, none on it passes more than SPAN_ON_LOOP strides' positions (where the index
@@ -420,22 +438,9 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
     Effect.gen(function*() {
       const stride = 4
       const log: Array<boolean> = Array.from({ length: 14 }, () => true)
-      const held = (after: number, upTo: number) => log.slice(after, Math.min(upTo, log.length)).filter(Boolean).length
       const asked: Array<number> = []
       const counts = new TrailCounts(stride, Number.POSITIVE_INFINITY)
-      const reads: TrailReads<number> = {
-        indexHolds: true,
-        top: () => Effect.succeed(log.length),
-        count: (after, upTo) => Effect.succeed(held(after, upTo ?? log.length)),
-        newestWithTail: (after, size, upTo, newerThan, limit) =>
-          Effect.sync(() => {
-            asked.push(after)
-            const rows = log.map((_, i) => i + 1).filter((position) => position > newerThan && position <= upTo).reverse().slice(0, limit)
-            return { rows, inStride: held(after, after + size), beyond: held(after + size, upTo), top: log.length }
-          }),
-        between: (after, upTo, limit, offset) => Effect.succeed(log.map((_, i) => i + 1).filter((p) => p > after && p <= upTo).slice(offset, offset + limit)),
-        atPositions: (positions) => Effect.succeed([...positions].reverse())
-      }
+      const reads = readsOfLog(log, { indexHolds: true, offLoop: false, onLookup: (after) => asked.push(after) })
       // A read unit counts the three whole strides.
       yield* counts.page("trail", { page: 1, limit: 2 }, reads)
       log.push(...Array.from({ length: 6 }, () => true))
@@ -449,33 +454,16 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
     Effect.gen(function*() {
       const stride = 4
       const log = Array.from({ length: 400 }, (_, i) => i % 3 === 0)
-      const held = (after: number, upTo: number) => log.slice(after, upTo).filter(Boolean).length
       let farReads = 0
       const counts = new TrailCounts(stride, 0, () => 0)
-      const reads: TrailReads<number> = {
-        indexHolds: true,
-        top: () => Effect.succeed(log.length),
-        count: (after, upTo) => Effect.succeed(held(after, upTo ?? log.length)),
-        newestWithTail: () => Effect.die("not read in a read unit"),
-        between: (after, upTo, limit, offset) =>
-          Effect.succeed(log.map((is, i) => (is ? i + 1 : 0)).filter((position) => position > after && position <= upTo).slice(offset, offset + limit)),
-        atPositions: (positions) => Effect.succeed([...positions].reverse()),
-        offLoop: {
-          countPerStride: (after, upTo, size) =>
-            Effect.sync(() => {
-              farReads++
-              return Array.from({ length: (upTo - after) / size }, (_, j) => ({ stride: after / size + j, count: held(after + j * size, after + (j + 1) * size) }))
-            }),
-          positionsBetween: () => Effect.die("the trail is dense")
-        }
-      }
+      const reads = readsOfLog(log, { indexHolds: true, offLoop: true, onFar: () => farReads++ })
       // Each unit counts one stride (no time left), then stops to count the rest off the loop.
       const first = yield* Effect.flip(counts.page("trail", { page: 1, limit: 5 }, reads))
       const second = yield* Effect.flip(counts.page("trail", { page: 1, limit: 5 }, reads))
       // The first's far count ends after the second counted a stride on the loop: what it counted beyond is kept, and
       // the first request's unit, run again, needs no other count.
       yield* farWalkOf(first)!
-      const all = log.map((is, i) => (is ? i + 1 : 0)).filter((position) => position > 0).reverse()
+      const all = newestFirst(log)
       assert.deepStrictEqual(yield* counts.page("trail", { page: 30, limit: 3 }, reads), { items: all.slice(87, 90), total: all.length })
       assert.strictEqual(farReads, 1)
       // The second's, ending last, adds nothing and changes nothing.

@@ -67,40 +67,58 @@ const seedSqlite = (file: string, accountId: string, count: number) => {
   }
 }
 
-/** The same on PostgreSQL, in statements of 100,000 rows (migration 8's trigger logs each one). */
-const seedPostgres = async (url: string, accountId: string, count: number) => {
+/**
+ * Seeds a PostgreSQL database created here: `insert` run for the rows numbered 1 to `count`, in statements of 100,000
+ * (its parameters the account's client, the account, and the first and last number), then `after` with the client.
+ */
+const seedPostgresInParts = async (
+  url: string,
+  accountId: string,
+  count: number,
+  insert: string,
+  after: (client: pg.Client, clientId: string | undefined) => Promise<unknown>
+) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
     const { rows: [account] } = await client.query<{ client_id: string }>("select client_id from accounts where id = $1", [accountId])
     const clientId = account?.client_id
     for (let start = 1; start <= count; start += 100_000) {
-      await client.query(
-        `insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
-          amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
-          created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
-          created_at, updated_at)
-        select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), $1, $2, 'destination', 'external', 'bc1qdest',
-          0.001, 'BTC', 0.00001, 'BTC', 0.00101, 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
-          to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-        from generate_series($3::bigint, $4::bigint) as i`,
-        [clientId, accountId, start, Math.min(count, start + 99_999)]
-      )
+      await client.query(insert, [clientId, accountId, start, Math.min(count, start + 99_999)])
     }
-    await client.query("delete from transaction_counts where client_id = $1", [clientId])
-    await client.query(
-      `insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
-      select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = $1
-      group by client_id, source_account_id, asset_type, status_group`,
-      [clientId]
-    )
-    // Steady state, as autovacuum leaves a table: the visibility map lets a count read the index alone.
-    await client.query("vacuum analyze transactions")
+    await after(client, clientId)
   } finally {
     await client.end()
   }
 }
+
+/** The same on PostgreSQL, in statements of 100,000 rows (migration 8's trigger logs each one). */
+const seedPostgres = (url: string, accountId: string, count: number) =>
+  seedPostgresInParts(
+    url,
+    accountId,
+    count,
+    `insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
+      amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+      created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+      created_at, updated_at)
+    select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), $1, $2, 'destination', 'external', 'bc1qdest',
+      0.001, 'BTC', 0.00001, 'BTC', 0.00101, 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
+      to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    from generate_series($3::bigint, $4::bigint) as i`,
+    async (client, clientId) => {
+      await client.query("delete from transaction_counts where client_id = $1", [clientId])
+      await client.query(
+        `insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+        select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = $1
+        group by client_id, source_account_id, asset_type, status_group`,
+        [clientId]
+      )
+      // Steady state, as autovacuum leaves a table: the visibility map lets a count read the index alone.
+      await client.query("vacuum analyze transactions")
+    }
+  )
 
 /** The event types the seeded events take in turn, and the entity types that go with them. */
 const EVENT_KINDS = [["transaction.initiated", "transaction"], ["funds.reserved", "account"], ["transaction.status_changed", "transaction"]] as const
@@ -127,28 +145,20 @@ const seedSqliteEvents = (file: string, accountId: string, count: number) => {
 }
 
 /** The same on PostgreSQL, in statements of 100,000 rows. */
-const seedPostgresEvents = async (url: string, accountId: string, count: number) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    const { rows: [account] } = await client.query<{ client_id: string }>("select client_id from accounts where id = $1", [accountId])
-    for (let start = 1; start <= count; start += 100_000) {
-      await client.query(
-        `insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
-        select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'),
-          case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, $1,
-          case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,
-          case i % 3 when 1 then $2 else '00000000-0000-7000-9000-' || lpad(to_hex(i / 3), 12, '0') end, null, null, '{"kind":"system"}',
-          to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '{}'
-        from generate_series($3::bigint, $4::bigint) as i`,
-        [account?.client_id, accountId, start, Math.min(count, start + 99_999)]
-      )
-    }
-    await client.query("vacuum analyze domain_events")
-  } finally {
-    await client.end()
-  }
-}
+const seedPostgresEvents = (url: string, accountId: string, count: number) =>
+  seedPostgresInParts(
+    url,
+    accountId,
+    count,
+    `insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
+    select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'),
+      case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, $1,
+      case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,
+      case i % 3 when 1 then $2 else '00000000-0000-7000-9000-' || lpad(to_hex(i / 3), 12, '0') end, null, null, '{"kind":"system"}',
+      to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '{}'
+    from generate_series($3::bigint, $4::bigint) as i`,
+    (client) => client.query("vacuum analyze domain_events")
+  )
 
 const latencies = (latency: Latency) => `${latency.p50} / ${latency.p99} ms`
 

@@ -38,34 +38,50 @@ const events = process.env["BENCH_LIST"] === "events"
 const command = relayCommand(built)
 const stop = stopGently
 
-/** `count` transactions of the account's client, one millisecond apart, then the list's counters recounted. */
-const seedSqlite = (file: string, accountId: string, count: number) => {
+/** The columns the seeded rows fill, the same on both engines. */
+const TRANSACTION_COLUMNS = `(id, client_id, source_account_id, destination_id, destination_type, destination_address,
+  amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
+  created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
+  created_at, updated_at)`
+const EVENT_COLUMNS = "(id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)"
+
+/**
+ * Seeds the SQLite file: `insert` run once for the rows numbered 1 to `count` (its parameters the count, the account's
+ * client and the account), then `after` with the client, then ANALYZE.
+ */
+const seedSqliteWith = (file: string, accountId: string, count: number, insert: string, after: (db: Database.Database, clientId: string) => void = () => {}) => {
   const db = new Database(file)
   try {
     const { client_id: clientId } = db.prepare("select client_id from accounts where id = ?").get(accountId) as { client_id: string }
-    db.prepare(`
-      with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
-      insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
-        amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
-        created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
-        created_at, updated_at)
-      select printf('00000000-0000-7000-8000-%012x', i), ?, ?, 'destination', 'external', 'bc1qdest', '0.001', 'BTC',
-        '0.00001', 'BTC', '0.00101', 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
-        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'),
-        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch')
-      from n
-    `).run(count, clientId, accountId)
-    db.prepare("delete from transaction_counts where client_id = ?").run(clientId)
-    db.prepare(`
-      insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
-      select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = ?
-      group by client_id, source_account_id, asset_type, status_group
-    `).run(clientId)
+    db.prepare(`with recursive n(i) as (select 1 union all select i + 1 from n where i < ?) ${insert}`).run(count, clientId, accountId)
+    after(db, clientId)
     db.exec("analyze")
   } finally {
     db.close()
   }
 }
+
+/** `count` transactions of the account's client, one millisecond apart, then the list's counters recounted. */
+const seedSqlite = (file: string, accountId: string, count: number) =>
+  seedSqliteWith(
+    file,
+    accountId,
+    count,
+    `insert into transactions ${TRANSACTION_COLUMNS}
+    select printf('00000000-0000-7000-8000-%012x', i), ?, ?, 'destination', 'external', 'bc1qdest', '0.001', 'BTC',
+      '0.00001', 'BTC', '0.00101', 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
+      strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'),
+      strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch')
+    from n`,
+    (db, clientId) => {
+      db.prepare("delete from transaction_counts where client_id = ?").run(clientId)
+      db.prepare(`
+        insert into transaction_counts (client_id, source_account_id, asset_type, status_group, count)
+        select client_id, source_account_id, asset_type, status_group, count(*) from transactions where client_id = ?
+        group by client_id, source_account_id, asset_type, status_group
+      `).run(clientId)
+    }
+  )
 
 /**
  * Seeds a PostgreSQL database created here: `insert` run for the rows numbered 1 to `count`, in statements of 100,000
@@ -98,10 +114,7 @@ const seedPostgres = (url: string, accountId: string, count: number) =>
     url,
     accountId,
     count,
-    `insert into transactions (id, client_id, source_account_id, destination_id, destination_type, destination_address,
-      amount, asset_type, network_fee, fee_asset_id, reserved, status, status_group, sub_status, required_approvals,
-      created_by_api_user_id, created_by_name, decisions, provider_transaction_id, approved_at, provider_approved_at,
-      created_at, updated_at)
+    `insert into transactions ${TRANSACTION_COLUMNS}
     select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'), $1, $2, 'destination', 'external', 'bc1qdest',
       0.001, 'BTC', 0.00001, 'BTC', 0.00101, 'COMPLETED', 'completed', null, 1, 'bench-user', 'Bench', '[]', null, null, null,
       to_char(to_timestamp(1700000000 + i / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
@@ -124,25 +137,19 @@ const seedPostgres = (url: string, accountId: string, count: number) =>
 const EVENT_KINDS = [["transaction.initiated", "transaction"], ["funds.reserved", "account"], ["transaction.status_changed", "transaction"]] as const
 
 /** `count` events of the account's client, a millisecond apart: one in three the account's, the rest of transactions. */
-const seedSqliteEvents = (file: string, accountId: string, count: number) => {
-  const db = new Database(file)
-  try {
-    const { client_id: clientId } = db.prepare("select client_id from accounts where id = ?").get(accountId) as { client_id: string }
-    db.prepare(`
-      with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
-      insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
-      select printf('00000000-0000-7000-8000-%012x', i),
-        case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, ?,
-        case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,
-        case i % 3 when 1 then ? else printf('00000000-0000-7000-9000-%012x', i / 3) end, null, null, '{"kind":"system"}',
-        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'), '{}'
-      from n
-    `).run(count, clientId, accountId)
-    db.exec("analyze")
-  } finally {
-    db.close()
-  }
-}
+const seedSqliteEvents = (file: string, accountId: string, count: number) =>
+  seedSqliteWith(
+    file,
+    accountId,
+    count,
+    `insert into domain_events ${EVENT_COLUMNS}
+    select printf('00000000-0000-7000-8000-%012x', i),
+      case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, ?,
+      case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,
+      case i % 3 when 1 then ? else printf('00000000-0000-7000-9000-%012x', i / 3) end, null, null, '{"kind":"system"}',
+      strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch'), '{}'
+    from n`
+  )
 
 /** The same on PostgreSQL, in statements of 100,000 rows. */
 const seedPostgresEvents = (url: string, accountId: string, count: number) =>
@@ -150,7 +157,7 @@ const seedPostgresEvents = (url: string, accountId: string, count: number) =>
     url,
     accountId,
     count,
-    `insert into domain_events (id, type, client_id, entity_type, entity_id, status_before, status_after, actor, at, data)
+    `insert into domain_events ${EVENT_COLUMNS}
     select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'),
       case i % 3 ${EVENT_KINDS.map(([type], k) => `when ${k} then '${type}'`).join(" ")} end, $1,
       case i % 3 ${EVENT_KINDS.map(([, entity], k) => `when ${k} then '${entity}'`).join(" ")} end,

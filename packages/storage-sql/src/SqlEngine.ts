@@ -4,9 +4,19 @@
  * queries, retries, migrations' shape) is written once over this interface.
  */
 import type { Storage } from "@custody-relay/core"
-import { type CompiledQuery, type ControlledTransaction, type Expression, type Kysely, PostgresIntrospector, sql, SqliteIntrospector } from "kysely"
+import {
+  type AliasedRawBuilder,
+  type Compilable,
+  type CompiledQuery,
+  type ControlledTransaction,
+  type Expression,
+  type Kysely,
+  PostgresIntrospector,
+  sql,
+  SqliteIntrospector
+} from "kysely"
 import type { SeenCommits, Sighting } from "./PageBoundaries.js"
-import type { Database } from "./schema/Database.js"
+import type { Database, DomainEventsTable } from "./schema/Database.js"
 import type { Autocommit, SessionOpener } from "./SqlSession.js"
 
 export type EngineName = "sqlite" | "postgres"
@@ -54,6 +64,32 @@ export interface SqlEngine {
    * kept (see PageBoundaries): SQLite's data version, or PostgreSQL's snapshot and the client's list changes.
    */
   readonly listChanges: ListChanges
+  /**
+   * How the audit trail learns which log positions a unit's snapshot holds settled (see TrailCounts), where a snapshot
+   * may hold an event and lack one at a lower position (PostgreSQL, whose positions come from a sequence as each insert
+   * runs: postgres/SettledPositions); undefined where positions are given in commit order (SQLite), so that a snapshot
+   * holds settled every position it holds.
+   */
+  readonly logSettling: LogSettling | undefined
+}
+
+/** What a storage's snapshots of the log held (see SqlEngine.logSettling). */
+export interface SnapshotsOfTheLog {
+  /**
+   * The largest position the snapshot a statement's row (with `LogSettling.marks`) came from holds settled, given its
+   * top; the snapshot is recorded for later ones.
+   */
+  settledIn(top: number, row: Readonly<Record<string, unknown>>): number
+}
+
+/** See SqlEngine.logSettling. */
+export interface LogSettling {
+  /** What a statement that reads the log's top selects beside it, for `settledIn`. */
+  readonly marks: ReadonlyArray<AliasedRawBuilder<string, string>>
+  /** A storage's record of the snapshots its units read the log in. */
+  readonly start: () => SnapshotsOfTheLog
+  /** The events' insert, as the rule needs it. */
+  readonly insertEvents: (db: Kysely<Database>, rows: ReadonlyArray<Omit<DomainEventsTable, "position">>) => Compilable<unknown>
 }
 
 /** One statement, run in the read unit after its snapshot is taken, and what its rows say. */

@@ -119,7 +119,8 @@ interface UnitParts {
   readonly engine: SqlEngine
   readonly compiled: StoreStatements
   readonly pageBoundaries: PageBoundaries
-  readonly trailCounts: TrailCounts | undefined
+  readonly trailCounts: TrailCounts
+  readonly snapshotsOfTheLog: StoreArguments["snapshotsOfTheLog"]
   readonly keptApiUsers: KeptApiUsers | undefined
   readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
   readonly readOffLoop: SessionOpener["readOffLoop"]
@@ -158,6 +159,7 @@ const makeUnit = (session: SqlSession, mode: Storage.UnitMode, shared: UnitParts
     locking: mode === "write" && shared.engine.locksRowsForWrite ? 1 : 0,
     pageBoundaries: shared.pageBoundaries,
     trailCounts: shared.trailCounts,
+    snapshotsOfTheLog: shared.snapshotsOfTheLog,
     keptApiUsers: shared.keptApiUsers,
     apiUsersAtVersion: shared.apiUsersAtVersion,
     readOffLoop: shared.readOffLoop
@@ -197,8 +199,19 @@ export const make = (
   const apiUsersAtVersion = open.commitVersion === undefined
     ? undefined
     : new ApiUsersAtVersion(open.commitVersion, keepsCredentials ? DEFAULT_KEPT_API_USERS : 0)
-  const trailCounts = engine.runsOnEventLoop ? new TrailCounts() : undefined
-  const shared: UnitParts = { db, engine, compiled: statements, pageBoundaries, trailCounts, keptApiUsers, apiUsersAtVersion, readOffLoop: open.readOffLoop }
+  const trailCounts = new TrailCounts()
+  const snapshotsOfTheLog = engine.logSettling?.start()
+  const shared: UnitParts = {
+    db,
+    engine,
+    compiled: statements,
+    pageBoundaries,
+    trailCounts,
+    snapshotsOfTheLog,
+    keptApiUsers,
+    apiUsersAtVersion,
+    readOffLoop: open.readOffLoop
+  }
   // A session that serves unit after unit (a SQLite connection's; a grouped write unit's own session runs as it,
   // `runsAs`) has its three units (lookup, read, write) made once, not per unit of work; what a unit read is
   // forgotten when the next unit of work on it begins. A session of one unit (PostgreSQL's, kysely's transactions)

@@ -11,7 +11,7 @@ import type { KeptApiUsers } from "./KeptApiUsers.js"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, OutboxEntriesTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
 import type { TrailCounts } from "./TrailCounts.js"
-import type { SqlEngine } from "./SqlEngine.js"
+import type { SnapshotsOfTheLog, SqlEngine } from "./SqlEngine.js"
 import type { SessionOpener, SqlSession, WriteCheck } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
 import * as StorageFailure from "./StorageFailure.js"
@@ -84,6 +84,12 @@ export const optional = <Row, A>(decode: (row: Row) => A) => (row: Row | undefin
 
 /** The column a list's first page carries its total in (StoreStatements' `firstPage`; PostgresSession reads it too). */
 export const LIST_TOTAL = "list_total"
+
+/**
+ * The column the audit trail's first page carries the count of its next stride in (its total's part, EventLog's
+ * `newestWithTail`; PostgresSession reads it too, as it does `LIST_TOTAL`).
+ */
+export const TRAIL_IN_STRIDE = "trail_in_stride"
 
 /**
  * A row of a list's first page, with the list's total beside it (StoreStatements' `firstPage`). Kysely types a
@@ -186,8 +192,10 @@ export interface StoreArguments {
   readonly locking: 0 | 1
   /** The storage's page boundaries, on an engine with a data version (see PageBoundaries). */
   readonly pageBoundaries: PageBoundaries | undefined
-  /** The audit trail's counts kept between requests, where statements run on the event loop (see TrailCounts). */
-  readonly trailCounts: TrailCounts | undefined
+  /** The audit trail's counts kept between requests (see TrailCounts). */
+  readonly trailCounts: TrailCounts
+  /** What the storage's snapshots hold settled of the log, where the engine must learn it (see SqlEngine.logSettling). */
+  readonly snapshotsOfTheLog: SnapshotsOfTheLog | undefined
   /** The API users the storage keeps between requests, where its sessions confirm them (see KeptApiUsers). */
   readonly keptApiUsers: KeptApiUsers | undefined
   /** The API users the storage keeps while nothing commits, where its lookups can tell (see ApiUsersAtVersion). */

@@ -248,11 +248,13 @@ interface CountStep extends Pick<TransactionsTable, "client_id" | "source_accoun
 }
 
 /** The store's inserts and updates by id, each compiled once per set of columns it writes (see StatementTemplate). */
-const writesOf = (db: Kysely<Database>, idempotencyKey: IdempotencyKeyStatements) => ({
+const writesOf = (db: Kysely<Database>, engine: SqlEngine, idempotencyKey: IdempotencyKeyStatements) => ({
   insertTransaction: byColumns((row: TransactionsTable) => db.insertInto("transactions").values(row)),
   insertLedgerEntry: byColumns((row: LedgerEntriesTable) => db.insertInto("ledger_entries").values(row)),
   /** Several events in one insert (see EventLog.flushEvents). */
-  insertEvents: byRows((rows: ReadonlyArray<Omit<DomainEventsTable, "position">>) => db.insertInto("domain_events").values(rows)),
+  insertEvents: byRows((rows: ReadonlyArray<Omit<DomainEventsTable, "position">>) =>
+    engine.logSettling === undefined ? db.insertInto("domain_events").values(rows) : engine.logSettling.insertEvents(db, rows)
+  ),
   insertOutboxEntry: byColumns((row: OutboxEntriesTable) => db.insertInto("outbox_entries").values(row)),
   countTransactions: byColumns((step: CountStep) =>
     db.insertInto("transaction_counts")
@@ -460,7 +462,7 @@ export const storeStatementsOf = (db: Kysely<Database>, engine: SqlEngine): Stor
   const idempotencyKey = idempotencyKeyStatements(db)
   return {
     lookups: lookupsOf(db, engine, idempotencyKey),
-    writes: writesOf(db, idempotencyKey),
+    writes: writesOf(db, engine, idempotencyKey),
     lists: listsOf(db, engine)
   }
 }

@@ -1,29 +1,33 @@
 /**
- * The audit trail's totals and deep pages on SQLite without counting or walking the log on the event loop. Counting
- * a trail (a client's events, or those a filter picks) steps over every event in it: 64 ms for a million on the
- * event loop, where every other request waits (docs/benchmarks.md), and a deep page read by offset walks as far.
+ * The audit trail's totals and deep pages without counting or walking the whole log at every read. Counting a trail
+ * (a client's events, or those a filter picks) steps over every event in it: on SQLite 64 ms for a million on the
+ * event loop, where every other request waits, and on PostgreSQL 226 ms of the database's time, on the cores the
+ * node shares with it (docs/benchmarks.md); a deep page read by offset walks as far.
  *
- * The log only grows, and on SQLite in position order: its one writer at a time numbers each event one past the
- * largest position ever used (AUTOINCREMENT), so once a snapshot holds position p, no event at or below p is ever
- * added, and none is ever removed (the events are the custody record; retention keeps them). So the number of a
- * trail's events at or below p, counted once, holds in every later snapshot, in every process on the file. This
- * keeps, per trail, that number at the end of each stride of the log (positions (k·STRIDE, (k+1)·STRIDE]) up to
- * the last stride a snapshot held whole:
- * - a total is the last stride's count plus the events after it, fewer than a stride's positions;
+ * The log only grows (the events are the custody record; retention keeps them), and once every event at or below a
+ * position p is committed and no event at or below p can still be added, the number of a trail's events at or below
+ * p holds in every later snapshot, in every process on the database: p is settled. This keeps, per trail, that
+ * number at the end of each stride of the log (positions (k·STRIDE, (k+1)·STRIDE]) up to the last stride a unit's
+ * snapshot held settled:
+ * - a total is the last stride's count plus the events after it;
  * - a page's events lie after the last stride end with at most the page's oldest before it, and at or before the first
  *   with at least its newest: a read from the one bounded by the other.
+ * Which positions a snapshot holds settled is the engine's (`TrailReads.top`): on SQLite all it holds, as its one
+ * writer at a time numbers each event one past the largest position ever used (AUTOINCREMENT); on PostgreSQL those
+ * below the positions of the transactions it saw running (postgres/SettledPositions). A unit uses only the counts of
+ * strides its own snapshot holds settled: units run side by side, on snapshots of their own.
+ *
  * A first page is read in a lookup unit (Storage.unitForPage) in one statement, with the events after the last stride
  * counted, when they are at most two strides' positions; else the lookup asks to run again as a read unit. There,
- * strides not counted yet are counted, one statement each, for `unitMillis`; then, where the file has a read worker,
- * the rest are counted there in one statement while the event loop serves other requests (the unit stops with a far
- * walk and runs again, see SqlStorage), else the unit pauses for a turn of the event loop and goes on counting (a
- * walk pause). A trail's first read counts its whole log once; later reads count what was added since, unless the
- * trail was forgotten meanwhile (`MAX_TRAILS`). Each distinct filter is a trail of its own, a time range's too.
- *
- * Not on PostgreSQL: its positions come from a sequence, and a transaction that took a lower one can commit after one
- * that took a higher one, so a count at or below p is not final when p is seen; and its statements run in the
- * database, not on the node's event loop. A write unit (a redelivery's) reads the trail as before: its own events
- * are not committed, and would be counted if it rolled back.
+ * strides not counted yet are counted:
+ * - where statements run in the database, off the event loop (PostgreSQL, `countPerStride`): all in one statement;
+ * - on SQLite, one statement each, for `unitMillis`; then, where the file has a read worker, the rest are counted
+ *   there in one statement while the event loop serves other requests (the unit stops with a far walk and runs again,
+ *   see SqlStorage), else the unit pauses for a turn of the event loop and goes on counting (a walk pause).
+ * A trail's first read counts its whole log once; later reads count what was added since, unless the trail was
+ * forgotten meanwhile (`MAX_TRAILS`). Each distinct filter is a trail of its own, a time range's too. A write unit
+ * (a redelivery's) reads the trail as before: its own events are not committed, and would be counted if it rolled
+ * back.
  */
 import { Page, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
@@ -62,14 +66,14 @@ export interface TrailReads<Row> {
    * in the log, and no read needs its span bounded.
    */
   readonly indexHolds: boolean
-  /** The largest position in the unit's snapshot (0 when the log is empty). */
-  readonly top: () => Op<number>
+  /** The log's end in the unit's snapshot. */
+  readonly top: () => Op<LogEnd>
   /** How many of the trail's events have a position in (after, upTo], or above `after` when `upTo` is undefined. */
   readonly count: (after: number, upTo: number | undefined) => Op<number>
   /**
    * The trail's newest `limit` events with a position in (newerThan, upTo], the number of the trail's events in
-   * (after, after + stride] and in (after + stride, upTo], and the log's largest position: one statement, so one
-   * moment, in any unit (a lookup's, see `firstPage`).
+   * (after, after + stride] and in (after + stride, upTo], and the log's end: one statement, so one moment, in any
+   * unit (a lookup's, see `firstPage`).
    */
   readonly newestWithTail: (
     after: number,
@@ -77,11 +81,17 @@ export interface TrailReads<Row> {
     upTo: number,
     newerThan: number,
     limit: number
-  ) => Op<{ readonly rows: ReadonlyArray<Row>; readonly inStride: number; readonly beyond: number; readonly top: number }>
+  ) => Op<{ readonly rows: ReadonlyArray<Row>; readonly inStride: number; readonly beyond: number; readonly end: LogEnd }>
   /** `limit` of the trail's events with a position in (after, upTo], oldest first, skipping `offset`. */
   readonly between: (after: number, upTo: number, limit: number, offset: number) => Op<ReadonlyArray<Row>>
   /** The events at these positions, newest first. */
   readonly atPositions: (positions: ReadonlyArray<number>) => Op<ReadonlyArray<Row>>
+  /**
+   * The trail's events per stride with a position in (after, upTo], for the strides with any, by index
+   * (`(position - 1) / stride`), in the unit: present where statements run off the event loop (PostgreSQL), so a
+   * unit counts every stride it lacks in one statement.
+   */
+  readonly countPerStride?: StrideCounts
   /**
    * Off the event loop, outside the unit, each in a snapshot of its own (absent where the storage has no read worker;
    * exact in any later snapshot, as they read no position above one the unit saw):
@@ -90,15 +100,30 @@ export interface TrailReads<Row> {
    * - `positionsBetween`: the positions `between` would read.
    */
   readonly offLoop?: {
-    readonly countPerStride: (after: number, upTo: number, stride: number) => Op<ReadonlyArray<{ readonly stride: number; readonly count: number }>>
+    readonly countPerStride: StrideCounts
     readonly positionsBetween: (after: number, upTo: number, limit: number, offset: number) => Op<ReadonlyArray<number>>
   }
 }
 
+/**
+ * The log's end in a unit's snapshot: `top`, its largest position (0 when the log is empty), and `settled`, the
+ * largest position at or below which the snapshot holds every event the log will ever have (at most `top`).
+ */
+export interface LogEnd {
+  readonly top: number
+  readonly settled: number
+}
+
+/** The trail's events per stride in (after, upTo], for the strides with any (see TrailReads). */
+export type StrideCounts = (after: number, upTo: number, stride: number) => Op<ReadonlyArray<{ readonly stride: number; readonly count: number }>>
+
 export class TrailCounts {
   /** Per trail, the number of its events at or below the end of each stride counted so far, in stride order. */
   readonly #trails = new Map<string, Array<number>>()
-  /** Positions of pages read off the loop, by trail and read (see `page`); final, as every one is at or below a top seen. */
+  /**
+   * Positions of pages read off the loop, by trail and read (see `page`); final, as every one is at or below a top seen
+   * (a read worker is SQLite's, where a snapshot holds settled every position it holds).
+   */
   readonly #pagePositions = new Map<string, ReadonlyArray<number>>()
 
   constructor(
@@ -111,8 +136,9 @@ export class TrailCounts {
    * The first page of the trail `trailKey` names and its total, in a lookup unit (Storage.unitForPage): one statement,
    * when the strides counted so far reach to within two strides of the log's end and the page's events lie within
    * `SPAN_ON_LOOP` strides of it (or the index holds the filter); it counts the next stride apart, and keeps that
-   * count when the statement's snapshot holds the stride whole. Else the unit stops, and the storage runs it again as
-   * a read unit (`isReadUnitWanted`), which counts and may leave the loop (`page`).
+   * count when the statement's snapshot holds the stride settled. Else (or when the snapshot does not hold the
+   * counted strides settled) the unit stops, and the storage runs it again as a read unit (`isReadUnitWanted`), which
+   * counts and may leave the loop (`page`).
    */
   firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
     const counts = this.#countsOf(trailKey)
@@ -123,11 +149,12 @@ export class TrailCounts {
     const from = lastAtOrBelow(counts, known - limit, counts.length)
     const newerThan = (from + 1) * this.stride
     if (!reads.indexHolds && upTo - newerThan > SPAN_ON_LOOP * this.stride) return Effect.fail(readUnitWanted())
-    return Effect.flatMap(reads.newestWithTail(after, this.stride, upTo, newerThan, limit), ({ beyond, inStride, rows, top }) => {
-      // A log that grew past `upTo` since the trail was last counted (or a lookup's snapshot older than that count).
-      if (top < after || top > upTo) return Effect.fail(readUnitWanted())
-      // The statement's snapshot held the next stride whole: its count is final, and later lookups count from there.
-      if (top >= after + this.stride && counts.length * this.stride === after) counts.push(known + inStride)
+    return Effect.flatMap(reads.newestWithTail(after, this.stride, upTo, newerThan, limit), ({ beyond, end, inStride, rows }) => {
+      // A log that grew past `upTo` since the trail was last counted, or a snapshot that does not hold the counted
+      // strides settled (a lookup's older than that count, or one beside a transaction still writing below them).
+      if (end.settled < after || end.top > upTo) return Effect.fail(readUnitWanted())
+      // The statement's snapshot held the next stride settled: its count is final, and later lookups count from there.
+      if (end.settled >= after + this.stride && counts.length * this.stride === after) counts.push(known + inStride)
       return Effect.succeed({ items: rows, total: known + inStride + beyond })
     })
   }
@@ -139,9 +166,14 @@ export class TrailCounts {
   page<Row>(trailKey: string, request: Page.PageRequest, reads: TrailReads<Row>): Op<Page.Page<Row>> {
     const self = this
     return Effect.gen(function*() {
-      const top = yield* reads.top()
-      const whole = Math.floor(top / self.stride)
+      const { settled, top } = yield* reads.top()
+      // The strides this snapshot holds settled: the only counts it may use, however many are kept.
+      const whole = Math.floor(settled / self.stride)
       const counts = self.#countsOf(trailKey)
+      if (counts.length < whole && reads.countPerStride !== undefined) {
+        const first = counts.length
+        appendStrides(counts, first, whole, yield* reads.countPerStride(first * self.stride, whole * self.stride, self.stride))
+      }
       const began = self.clock()
       for (let counted = 0; counts.length < whole; counted++) {
         if (counted > 0 && self.clock() - began >= self.unitMillis && (yield* WalkMayPause)) {
@@ -195,19 +227,13 @@ export class TrailCounts {
   #countFar(
     counts: Array<number>,
     whole: number,
-    countPerStride: NonNullable<TrailReads<unknown>["offLoop"]>["countPerStride"]
+    countPerStride: StrideCounts
   ): Storage.StorageError {
     const first = counts.length
     const stride = this.stride
     return farWalk(
       "an audit trail's count steps off the event loop",
-      Effect.map(countPerStride(first * stride, whole * stride, stride), (found) => {
-        const inStride = new Array<number>(whole - first).fill(0)
-        for (const { count, stride: k } of found) inStride[k - first] = count
-        // Another request may have counted some of these strides meanwhile (on the loop, or off it): every count is
-        // final, so this one goes on from where the trail's counts now end.
-        for (let k = counts.length; k < whole; k++) counts.push((counts[k - 1] ?? 0) + inStride[k - first]!)
-      })
+      Effect.map(countPerStride(first * stride, whole * stride, stride), (found) => appendStrides(counts, first, whole, found))
     )
   }
 
@@ -218,6 +244,22 @@ export class TrailCounts {
       Effect.map(positions, (found) => setRecent(this.#pagePositions, key, found, MAX_TRAILS))
     )
   }
+}
+
+/**
+ * Appends to `counts` the strides up to `whole` from the counts per stride of strides [first, whole) `found` holds.
+ * Another request may have counted some of these strides meanwhile (on the loop, or off it): every count is final,
+ * so this goes on from where the trail's counts now end.
+ */
+const appendStrides = (
+  counts: Array<number>,
+  first: number,
+  whole: number,
+  found: ReadonlyArray<{ readonly stride: number; readonly count: number }>
+): void => {
+  const inStride = new Array<number>(whole - first).fill(0)
+  for (const { count, stride: k } of found) inStride[k - first] = count
+  for (let k = counts.length; k < whole; k++) counts.push((counts[k - 1] ?? 0) + inStride[k - first]!)
 }
 
 const readUnitsWanted = new WeakSet<Storage.StorageError>()

@@ -307,29 +307,45 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a sparse trail's page is
 })
 
 /**
- * TrailReads over a log held in an array (whether each position is the trail's), for tests without SQL. `onLoop` is
- * told of each read in the unit with the positions it may pass, `onLookup` of each first page's `after`, `onFar` of
- * each read off the loop (offered when `offLoop`).
+ * TrailReads over a log held in an array (whether each position is the trail's), for tests without SQL. The unit's
+ * snapshot lacks the positions `hidden` holds (their transactions running, or rolled back) and holds settled those up
+ * to `settled()` (its top when absent). `inUnit`: strides are counted in the unit, as where statements run in the
+ * database (PostgreSQL). `onLoop` is told of each read in the unit with the positions it may pass, `onLookup` of each
+ * first page's `after`, `onFar` of each read off the loop (offered when `offLoop`).
  */
 const readsOfLog = (
   log: ReadonlyArray<boolean>,
   options: {
     readonly indexHolds: boolean
     readonly offLoop: boolean
+    readonly inUnit?: boolean
+    readonly hidden?: ReadonlySet<number>
+    readonly settled?: () => number
     readonly onLoop?: (after: number, upTo: number) => void
     readonly onLookup?: (after: number) => void
     readonly onFar?: () => void
   }
 ): TrailReads<number> => {
+  const hidden = options.hidden ?? new Set<number>()
   const held = (after: number, upTo: number) => {
     const found: Array<number> = []
-    for (let position = after + 1; position <= Math.min(upTo, log.length); position++) if (log[position - 1]) found.push(position)
+    for (let position = after + 1; position <= Math.min(upTo, log.length); position++) if (log[position - 1] && !hidden.has(position)) found.push(position)
     return found
+  }
+  const end = () => {
+    let top = log.length
+    while (top > 0 && hidden.has(top)) top--
+    return { top, settled: options.settled?.() ?? top }
+  }
+  const perStride = (after: number, upTo: number, size: number) => {
+    const per = new Map<number, number>()
+    for (const position of held(after, upTo)) per.set(Math.floor((position - 1) / size), (per.get(Math.floor((position - 1) / size)) ?? 0) + 1)
+    return [...per].map(([k, count]) => ({ stride: k, count }))
   }
   const onLoop = (after: number, upTo: number) => options.onLoop?.(after, upTo)
   return {
     indexHolds: options.indexHolds,
-    top: () => Effect.succeed(log.length),
+    top: () => Effect.sync(end),
     count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo ?? log.length), held(after, upTo ?? log.length).length)),
     newestWithTail: (after, size, upTo, newerThan, limit) =>
       Effect.sync(() => {
@@ -339,27 +355,40 @@ const readsOfLog = (
           rows: held(newerThan, upTo).reverse().slice(0, limit),
           inStride: held(after, after + size).length,
           beyond: held(after + size, upTo).length,
-          top: log.length
+          end: end()
         }
       }),
     between: (after, upTo, limit, offset) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
     atPositions: (positions) => Effect.succeed([...positions].sort((a, b) => b - a)),
+    ...(options.inUnit === true ? { countPerStride: (after: number, upTo: number, size: number) => Effect.sync(() => perStride(after, upTo, size)) } : {}),
     ...(options.offLoop
       ? {
         offLoop: {
-          countPerStride: (after: number, upTo: number, size: number) =>
-            Effect.sync(() => {
-              options.onFar?.()
-              const per = new Map<number, number>()
-              for (const position of held(after, upTo)) per.set(Math.floor((position - 1) / size), (per.get(Math.floor((position - 1) / size)) ?? 0) + 1)
-              return [...per].map(([k, count]) => ({ stride: k, count }))
-            }),
+          countPerStride: (after: number, upTo: number, size: number) => Effect.sync(() => (options.onFar?.(), perStride(after, upTo, size))),
           positionsBetween: (after: number, upTo: number, limit: number, offset: number) =>
             Effect.sync(() => (options.onFar?.(), held(after, upTo).slice(offset, offset + limit)))
         }
       }
       : {})
   }
+}
+
+/**
+ * A page as the storage reads it (SqlStorage): a first page in a lookup, then as a read unit if it asks for one; a
+ * unit that stops with a far walk runs again after its reads, one that pauses runs again.
+ */
+const runPage = (counts: TrailCounts, reads: TrailReads<number>, request: Page.PageRequest): Page.Page<number> => {
+  let lookup = request.page === 1
+  for (let runs = 0; runs < 1_000; runs++) {
+    const exit = Effect.runSync(Effect.exit(lookup ? counts.firstPage("trail", request.limit, reads) : counts.page("trail", request, reads)))
+    if (exit._tag === "Success") return exit.value
+    const error = exit.cause.reasons[0]?._tag === "Fail" ? (exit.cause.reasons[0] as { readonly error: unknown }).error : undefined
+    const far = farWalkOf(error)
+    if (far !== undefined) Effect.runSync(far)
+    else if (isReadUnitWanted(error)) lookup = false
+    else if (!isWalkPause(error)) throw new Error(`unexpected: ${String(error)}`)
+  }
+  throw new Error("the unit never finished")
 }
 
 /** The trail's positions in `log`, newest first. */
@@ -399,21 +428,6 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
               passedOnLoop = Math.max(passedOnLoop, Math.min(upTo, log.length) - after)
             }
           })
-          // What the storage does with a unit that stops (SqlStorage): a far walk's reads, then the unit again; a pause
-          // or a lookup's ask for a read unit, the unit again (as a read unit).
-          const run = (request: Page.PageRequest): Page.Page<number> => {
-            let lookup = request.page === 1
-            for (let runs = 0; runs < 1_000; runs++) {
-              const exit = Effect.runSync(Effect.exit(lookup ? counts.firstPage("trail", request.limit, reads) : counts.page("trail", request, reads)))
-              if (exit._tag === "Success") return exit.value
-              const error = exit.cause.reasons[0]?._tag === "Fail" ? (exit.cause.reasons[0] as { readonly error: unknown }).error : undefined
-              const far = farWalkOf(error)
-              if (far !== undefined) Effect.runSync(far)
-              else if (isReadUnitWanted(error)) lookup = false
-              else if (!isWalkPause(error)) throw new Error(`unexpected: ${String(error)}`)
-            }
-            throw new Error("the unit never finished")
-          }
           for (const next of steps) {
             if (next.kind === "append") {
               // Every `every`th position is the trail's; none when `every` is 0.
@@ -421,7 +435,7 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
               continue
             }
             passedOnLoop = 0
-            const found = run(next)
+            const found = runPage(counts, reads, next)
             const all = newestFirst(log)
             const offset = (next.page - 1) * next.limit
             assert.deepStrictEqual(found, { items: all.slice(offset, offset + next.limit), total: all.length })
@@ -433,6 +447,119 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
         { numRuns: 500 }
       )
     ))
+
+  it.effect("every page and total is the model's slice where a snapshot lacks events below its top, holding settled only what no running transaction can still add to, read in snapshots old and new (PostgreSQL)", () =>
+    Effect.sync(() => {
+      type Change =
+        | { readonly kind: "append"; readonly count: number; readonly every: number; readonly running: boolean }
+        | { readonly kind: "end"; readonly oldest: number; readonly commit: boolean }
+        | { readonly kind: "page"; readonly page: number; readonly limit: number; readonly lag: number; readonly age: number }
+      const change: fc.Arbitrary<Change> = fc.oneof(
+        {
+          weight: 2,
+          arbitrary: fc.record({
+            kind: fc.constant("append" as const),
+            // Mostly short appends: a lookup answers only within two strides of the counts' end.
+            count: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
+            every: fc.constantFrom(1, 2, 7, 0),
+            running: fc.boolean()
+          })
+        },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant("end" as const), oldest: fc.integer({ min: 0, max: 3 }), commit: fc.boolean() }) },
+        {
+          weight: 3,
+          arbitrary: fc.record({
+            kind: fc.constant("page" as const),
+            page: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 20 })),
+            limit: fc.integer({ min: 1, max: 9 }),
+            lag: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
+            age: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 4 }))
+          })
+        }
+      )
+      // What a snapshot holds: the log's length when it was taken, and the positions of the transactions running
+      // then (appended, not committed) or rolled back.
+      interface Snapshot {
+        readonly length: number
+        readonly running: ReadonlyArray<number>
+        readonly hidden: ReadonlySet<number>
+      }
+      fc.assert(
+        fc.property(fc.array(change, { minLength: 1, maxLength: 60 }), fc.boolean(), (changes, indexHolds) => {
+          const stride = 4
+          const log: Array<boolean> = []
+          const running: Array<number> = []
+          const hidden = new Set<number>()
+          // The snapshots taken after each change, newest last: a unit may read in one taken a few changes ago (it
+          // began before them), after units on newer ones kept their counts.
+          const taken: Array<Snapshot> = []
+          const counts = new TrailCounts(stride, Number.POSITIVE_INFINITY)
+          for (const next of changes) {
+            if (next.kind === "append") {
+              for (let i = 0; i < next.count; i++) {
+                log.push(next.every > 0 && log.length % next.every === 0)
+                if (next.running) {
+                  running.push(log.length)
+                  hidden.add(log.length)
+                }
+              }
+            } else if (next.kind === "end") {
+              // One running transaction's positions (the `oldest`th's), committed or rolled back.
+              const at = running[Math.min(next.oldest, running.length - 1)]
+              if (at !== undefined) {
+                running.splice(running.indexOf(at), 1)
+                if (next.commit) hidden.delete(at)
+              }
+            } else {
+              const snapshot = taken[Math.max(0, taken.length - 1 - next.age)] ?? { length: 0, running: [], hidden: new Set<number>() }
+              const seen = log.slice(0, snapshot.length)
+              // It holds settled up to its first running transaction's position (and its top), less a lag: an engine
+              // may learn it late, and say less, never more.
+              const settled = () => {
+                let top = seen.length
+                while (top > 0 && snapshot.hidden.has(top)) top--
+                return Math.max(0, Math.min(top, (snapshot.running[0] ?? Number.POSITIVE_INFINITY) - 1) - next.lag)
+              }
+              const reads = readsOfLog(seen, { indexHolds, offLoop: false, inUnit: true, hidden: snapshot.hidden, settled })
+              const found = runPage(counts, reads, next)
+              const all = seen.flatMap((is, i) => (is && !snapshot.hidden.has(i + 1) ? [i + 1] : [])).reverse()
+              const offset = (next.page - 1) * next.limit
+              assert.deepStrictEqual(found, { items: all.slice(offset, offset + next.limit), total: all.length }, JSON.stringify(next))
+            }
+            taken.push({ length: log.length, running: [...running], hidden: new Set(hidden) })
+          }
+        }),
+        { numRuns: 1_000 }
+      )
+    }))
+
+  it.effect("a lookup keeps no stride's count its snapshot holds but not settled: a transaction still running below (PostgreSQL)", () =>
+    Effect.gen(function*() {
+      const log = Array.from({ length: 5 }, () => true)
+      const hidden = new Set([1])
+      const counts = new TrailCounts(4, Number.POSITIVE_INFINITY)
+      const reads = readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true, hidden, settled: () => (hidden.size === 0 ? log.length : 0) })
+      assert.deepStrictEqual(yield* counts.firstPage("trail", 1, reads), { items: [5], total: 4 })
+      // Position 1's transaction commits: the stride (0, 4] now holds 4 events, not the 3 the first lookup saw.
+      hidden.delete(1)
+      assert.deepStrictEqual(yield* counts.firstPage("trail", 1, reads), { items: [5], total: 5 })
+    }))
+
+  it.effect("a lookup in a snapshot that does not hold the counted strides settled (taken before a commit below them) asks for a read unit, which counts what it holds (PostgreSQL)", () =>
+    Effect.gen(function*() {
+      const log = Array.from({ length: 12 }, () => true)
+      const counts = new TrailCounts(4, Number.POSITIVE_INFINITY)
+      // A unit on a new snapshot counts the three strides.
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 1, limit: 2 }, readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true })), {
+        items: [12, 11],
+        total: 12
+      })
+      // A unit that began earlier, while position 2's transaction ran, reads next.
+      const older = readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true, hidden: new Set([2]), settled: () => 1 })
+      const asked = yield* Effect.flip(counts.firstPage("trail", 2, older))
+      assert.isTrue(isReadUnitWanted(asked))
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 6, limit: 2 }, older), { items: [1], total: 11 })
+    }))
 
   it.effect("a first page's lookup keeps the next stride's count when its snapshot holds it whole, and the next lookup counts from there", () =>
     Effect.gen(function*() {

@@ -10,6 +10,7 @@ import { LIST_CHANGES_KEPT_MILLIS } from "../PageBoundaries.js"
 import { plainParameters, type SqlEngine } from "../SqlEngine.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
 import { isolation, postgresAutocommit, postgresSessions } from "./PostgresSession.js"
+import { insertEventsTakingId, SettledPositions, snapshotMarks } from "./SettledPositions.js"
 
 export const PostgresEngine: SqlEngine = {
   name: "postgres",
@@ -35,6 +36,7 @@ export const PostgresEngine: SqlEngine = {
   locksRowsForWrite: true,
   runsOnEventLoop: false,
   joinsLaterally: true,
+  logSettling: { marks: snapshotMarks, start: () => new SettledPositions(), insertEvents: insertEventsTakingId },
   classify: classifyPostgresError,
   listChanges: {
     // The read unit's snapshot (REPEATABLE READ: the unit's one snapshot), and migration 8's log of the client's

@@ -25,7 +25,7 @@ import type { CompiledQuery, Kysely, QueryResult } from "kysely"
 import type { Database } from "../schema/Database.js"
 import type { SqlEngine } from "../SqlEngine.js"
 import { type Autocommit, type CredentialCheck, kyselyAutocommit, kyselySessions, type SessionOpener, type SqlSession, type WriteCheck } from "../SqlSession.js"
-import { LIST_TOTAL } from "../SqlUnit.js"
+import { LIST_TOTAL, TRAIL_IN_STRIDE } from "../SqlUnit.js"
 import * as StorageFailure from "../StorageFailure.js"
 import { type PgParts, Pipeline, type PipelineStatement } from "./Pipeline.js"
 
@@ -73,7 +73,7 @@ export const isolation = {
 
 /**
  * Sent before the statements of a lookup's round trip that reads a list's first page (the page with its total, in
- * the column `list_total`, StoreStatements' `firstPage`): that statement binds its LIMIT too, and under the default
+ * the column `list_total`, StoreStatements' `firstPage`; the audit trail's with its counts, `trail_in_stride`): that statement binds its LIMIT too, and under the default
  * it was planned at every run, which doubled what it cost the database (docs/benchmarks.md, "a list's first page
  * planned once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit
  * transaction, so a setting local to the transaction holds for the statements after it and ends with the round trip,
@@ -83,8 +83,8 @@ export const isolation = {
  * due time) keep the default.
  */
 const plannedOnce: PipelineStatement = { sql: "select set_config('plan_cache_mode', 'force_generic_plan', true)", parameters: [] }
-const FIRST_PAGE_MARK = `as "${LIST_TOTAL}"`
-const readsFirstPage = (statement: PipelineStatement): boolean => statement.sql.includes(FIRST_PAGE_MARK)
+const FIRST_PAGE_MARKS = [`as "${LIST_TOTAL}"`, `as "${TRAIL_IN_STRIDE}"`]
+const readsFirstPage = (statement: PipelineStatement): boolean => FIRST_PAGE_MARKS.some((mark) => statement.sql.includes(mark))
 
 /** A unit's BEGIN, and what it sets after it (`isolation`), sent with its first statement. */
 const beginning = (mode: "read" | "write"): ReadonlyArray<PipelineStatement> => {

@@ -22,6 +22,7 @@ export const SqliteEngine: SqlEngine = {
   locksRowsForWrite: false,
   runsOnEventLoop: true,
   joinsLaterally: false,
+  logSettling: undefined,
   classify: classifySqliteError,
   listChanges: {
     query: () => SqliteSession.DATA_VERSION,

@@ -6,9 +6,9 @@ import { type DomainEvent, Page, type Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
-import { countOf, emptyPage, LIST_TOTAL, matchesNothing, pageOf, type PendingEvent, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
+import { countOf, emptyPage, LIST_TOTAL, TRAIL_IN_STRIDE, matchesNothing, pageOf, type PendingEvent, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
 import type { StoreStatements } from "../StoreStatements.js"
-import type { TrailReads } from "../TrailCounts.js"
+import type { LogEnd, TrailReads } from "../TrailCounts.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
 
@@ -49,11 +49,16 @@ export const flushEvents = (writeLater: Statements["writeLater"], writes: StoreS
  */
 export const EVENTS_PER_INSERT = 1_000
 
+const stridesOf = (found: ReadonlyArray<{ readonly stride: number | string; readonly count: number | string }>) =>
+  found.map((row) => ({ stride: Number(row.stride), count: Number(row.count) }))
+
 /** A trail's key among TrailCounts' kept counts: its client and filter, the types in one order. */
 const trailKeyOf = (clientId: string | null, filter: DomainEvent.TrailFilter): string =>
   JSON.stringify([clientId, filter.entityType, filter.entityId, filter.types === undefined ? [] : [...filter.types].sort(), filter.from, filter.to])
 
-export const store = ({ db, engine, mode, read, statements, compiled: { writes }, trailCounts, readOffLoop }: StoreArguments): DomainEvent.EventStore => {
+export const store = (
+  { db, engine, mode, read, statements, compiled: { writes }, trailCounts, snapshotsOfTheLog, readOffLoop }: StoreArguments
+): DomainEvent.EventStore => {
   const { first, rows, writeLater } = statements
   const flush = flushEvents(writeLater, writes, read)
   const flushed = <A, E>(query: Effect.Effect<A, E>) => Effect.andThen(flush, query)
@@ -91,41 +96,54 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
     }
     const where = whereWith(false)
     // One event by id has no trail to count (its unique index answers); a write unit's own events are not committed.
-    if (trailCounts !== undefined && filter.id === undefined && (mode === "read" || (mode === "lookup" && Page.offset(request) === 0))) {
+    if (filter.id === undefined && (mode === "read" || (mode === "lookup" && Page.offset(request) === 0))) {
       // A record's trail goes through the entity's index, which holds the record's events and no others: the unary +
       // keeps SQLite from seeking the client's index instead and checking the entity on every event of the client.
       const byEntity = filter.entityId !== undefined
-      const trailWhere = whereWith(byEntity)
+      // The unary + is SQLite's; PostgreSQL's planner weighs the two indexes by their statistics.
+      const trailWhere = whereWith(byEntity && engine.name === "sqlite")
       const between = (after: number, upTo: number | undefined) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
         eb.and([trailWhere(eb), eb("position", ">", integer(after)), ...(upTo === undefined ? [] : [eb("position", "<=", integer(upTo))])])
       const counted = (after: number, upTo: number | undefined) =>
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
       const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
+      const perStride = (after: number, upTo: number, stride: number) =>
+        db.selectFrom("domain_events")
+          .select((eb) => [sql<number | string>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride"), eb.fn.countAll<number | string>().as("count")])
+          .where(between(after, upTo)).groupBy(sql`1`)
+      // The log's end in the statement's snapshot (see TrailCounts.LogEnd), from the row of a statement that selects
+      // `top` as `topColumn` and the engine's marks (SqlEngine.logSettling).
+      const marks = engine.logSettling?.marks ?? []
+      const endOf = (row: Readonly<Record<string, unknown>> | undefined, topColumn: string): LogEnd => {
+        const at = Number(row?.[topColumn] ?? 0)
+        return { top: at, settled: snapshotsOfTheLog === undefined || row === undefined ? at : snapshotsOfTheLog.settledIn(at, row) }
+      }
       const reads: TrailReads<EventRow> = {
         // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
         indexHolds: byEntity ||
           (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
-        top: () => Effect.map(first(top), (row) => Number(row?.top ?? 0)),
+        top: () => Effect.map(first(top.select(marks)), (row) => endOf(row, "top")),
         count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
         newestWithTail: (after, stride, upTo, newerThan, limit) => {
           const newest = db.selectFrom("domain_events").selectAll().where(between(newerThan, upTo)).orderBy("position", "desc").limit(integer(limit))
           // The counts as a one-row table the page joins: the answer has a row, and the counts, when the page is empty.
           const counts = db.selectNoFrom([
-            counted(after, after + stride).as("trail_in_stride"),
+            counted(after, after + stride).as(TRAIL_IN_STRIDE),
             counted(after + stride, upTo).as("trail_beyond"),
-            top.as("trail_top")
+            top.as("trail_top"),
+            ...marks
           ]).as("trail")
           return Effect.map(
             rows(
               db.selectFrom(counts).leftJoin(newest.as("e"), (join) => join.onTrue())
-                .selectAll("e").select(["trail.trail_in_stride", "trail.trail_beyond", "trail.trail_top"])
+                .selectAll("e").selectAll("trail")
                 .orderBy("e.position", "desc")
             ),
             (found) => ({
               rows: found.flatMap((row) => (row.position === null ? [] : [row as EventRow])),
-              inStride: Number(found[0]?.trail_in_stride ?? 0),
+              inStride: Number(found[0]?.[TRAIL_IN_STRIDE] ?? 0),
               beyond: Number(found[0]?.trail_beyond ?? 0),
-              top: Number(found[0]?.trail_top ?? 0)
+              end: endOf(found[0], "trail_top")
             })
           )
         },
@@ -133,17 +151,11 @@ export const store = ({ db, engine, mode, read, statements, compiled: { writes }
           rows(db.selectFrom("domain_events").selectAll().where(between(after, upTo)).orderBy("position", "asc").limit(integer(limit)).offset(integer(offset))),
         atPositions: (positions) =>
           rows(db.selectFrom("domain_events").selectAll().where("position", "in", positions.map(integer)).orderBy("position", "desc")),
+        // Where statements run in the database, a unit counts the strides it lacks in one statement (see TrailCounts).
+        ...(engine.runsOnEventLoop ? {} : { countPerStride: (after, upTo, stride) => Effect.map(rows(perStride(after, upTo, stride)), stridesOf) }),
         ...(readOffLoop === undefined ? {} : {
           offLoop: {
-            countPerStride: (after, upTo, stride) =>
-              Effect.map(
-                readOffLoop(
-                  db.selectFrom("domain_events")
-                    .select((eb) => [sql<number>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride"), eb.fn.countAll<number>().as("count")])
-                    .where(between(after, upTo)).groupBy(sql`1`).compile()
-                ),
-                (found) => found.map((row) => ({ stride: Number(row.stride), count: Number(row.count) }))
-              ),
+            countPerStride: (after, upTo, stride) => Effect.map(readOffLoop(perStride(after, upTo, stride).compile()), stridesOf),
             positionsBetween: (after, upTo, limit, offset) =>
               Effect.map(
                 readOffLoop(

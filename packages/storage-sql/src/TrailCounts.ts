@@ -68,8 +68,8 @@ export interface TrailReads<Row> {
   readonly indexHolds: boolean
   /** The log's end in the unit's snapshot. */
   readonly top: () => Op<LogEnd>
-  /** How many of the trail's events have a position in (after, upTo], or above `after` when `upTo` is undefined. */
-  readonly count: (after: number, upTo: number | undefined) => Op<number>
+  /** How many of the trail's events have a position in (after, upTo]. */
+  readonly count: (after: number, upTo: number) => Op<number>
   /**
    * The trail's newest `limit` events with a position in (newerThan, upTo], the number of the trail's events in
    * (after, after + stride] and in (after + stride, upTo], and the log's end: one statement, so one moment, in any
@@ -188,7 +188,9 @@ export class TrailCounts {
         if (counts.length === k) counts.push((counts[k - 1] ?? 0) + inStride)
       }
       const below = counts[whole - 1] ?? 0
-      const total = below + (yield* reads.count(whole * self.stride, undefined))
+      // Bounded by the top, not open-ended: PostgreSQL's generic plan for a read unit prices `position > $n` at a
+      // third of the log and scans the client's every event (the read units' plans, PostgresSession.isolation).
+      const total = below + (yield* reads.count(whole * self.stride, top))
       const offset = Page.offset(request)
       const end = Math.min(offset + request.limit, total)
       if (end <= offset) return { items: [], total }

@@ -346,7 +346,7 @@ const readsOfLog = (
   return {
     indexHolds: options.indexHolds,
     top: () => Effect.sync(end),
-    count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo ?? log.length), held(after, upTo ?? log.length).length)),
+    count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).length)),
     newestWithTail: (after, size, upTo, newerThan, limit) =>
       Effect.sync(() => {
         onLoop(Math.min(after, newerThan), upTo)

@@ -102,9 +102,9 @@ export const store = (
       const byEntity = filter.entityId !== undefined
       // The unary + is SQLite's; PostgreSQL's planner weighs the two indexes by their statistics.
       const trailWhere = whereWith(byEntity && engine.name === "sqlite")
-      const between = (after: number, upTo: number | undefined) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
-        eb.and([trailWhere(eb), eb("position", ">", integer(after)), ...(upTo === undefined ? [] : [eb("position", "<=", integer(upTo))])])
-      const counted = (after: number, upTo: number | undefined) =>
+      const between = (after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
+        eb.and([trailWhere(eb), eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
+      const counted = (after: number, upTo: number) =>
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
       const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
       const perStride = (after: number, upTo: number, stride: number) =>

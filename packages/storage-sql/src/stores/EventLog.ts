@@ -6,7 +6,19 @@ import { type DomainEvent, Page, type Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
-import { countOf, emptyPage, LIST_TOTAL, TRAIL_IN_STRIDE, matchesNothing, pageOf, type PendingEvent, refuseWrite, type RowsRead, type Statements, type StoreArguments } from "../SqlUnit.js"
+import {
+  countOf,
+  emptyPage,
+  LIST_TOTAL,
+  matchesNothing,
+  pageOf,
+  type PendingEvent,
+  refuseWrite,
+  type RowsRead,
+  type Statements,
+  type StoreArguments,
+  TRAIL_IN_STRIDE
+} from "../SqlUnit.js"
 import type { StoreStatements } from "../StoreStatements.js"
 import type { LogEnd, TrailReads } from "../TrailCounts.js"
 

@@ -71,25 +71,31 @@ export interface SqlEngine {
    * holds settled every position it holds.
    */
   readonly logSettling: LogSettling | undefined
-}
-
-/** What a storage's snapshots of the log held (see SqlEngine.logSettling). */
-export interface SnapshotsOfTheLog {
   /**
-   * The largest position the snapshot a statement's row (with `LogSettling.marks`) came from holds settled, given its
-   * top; the snapshot is recorded for later ones.
+   * A column the planner checks on each row read rather than seeking in its index: SQLite's unary `+`, where its
+   * planner would seek the client's index for a record's trail (EventLog); the column itself on PostgreSQL, whose
+   * planner weighs the indexes by their statistics.
    */
-  settledIn(top: number, row: Readonly<Record<string, unknown>>): number
+  readonly checkedPerRow: (column: string) => Expression<unknown>
 }
 
 /** See SqlEngine.logSettling. */
 export interface LogSettling {
-  /** What a statement that reads the log's top selects beside it, for `settledIn`. */
-  readonly marks: ReadonlyArray<AliasedRawBuilder<string, string>>
-  /** A storage's record of the snapshots its units read the log in. */
-  readonly start: () => SnapshotsOfTheLog
+  /** A storage's record of what its snapshots of the log held settled. */
+  readonly record: () => SettledPositions
   /** The events' insert, as the rule needs it. */
   readonly insertEvents: (db: Kysely<Database>, rows: ReadonlyArray<Omit<DomainEventsTable, "position">>) => Compilable<unknown>
+}
+
+/** What a storage's snapshots of the log hold settled (see SqlEngine.logSettling). */
+export interface SettledPositions {
+  /** What the next statement that reads the log's top selects beside it, for `settledIn`. */
+  columns(): ReadonlyArray<AliasedRawBuilder<string, string>>
+  /**
+   * The largest position the snapshot of a statement that selected `columns()` holds settled, from the statement's row
+   * and the top it read; what the row says is recorded for later snapshots.
+   */
+  settledIn(top: number, row: Readonly<Record<string, unknown>>): number
 }
 
 /** One statement, run in the read unit after its snapshot is taken, and what its rows say. */

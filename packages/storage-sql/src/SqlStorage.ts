@@ -120,7 +120,7 @@ interface UnitParts {
   readonly compiled: StoreStatements
   readonly pageBoundaries: PageBoundaries
   readonly trailCounts: TrailCounts
-  readonly snapshotsOfTheLog: StoreArguments["snapshotsOfTheLog"]
+  readonly settledPositions: StoreArguments["settledPositions"]
   readonly keptApiUsers: KeptApiUsers | undefined
   readonly apiUsersAtVersion: ApiUsersAtVersion | undefined
   readonly readOffLoop: SessionOpener["readOffLoop"]
@@ -159,7 +159,7 @@ const makeUnit = (session: SqlSession, mode: Storage.UnitMode, shared: UnitParts
     locking: mode === "write" && shared.engine.locksRowsForWrite ? 1 : 0,
     pageBoundaries: shared.pageBoundaries,
     trailCounts: shared.trailCounts,
-    snapshotsOfTheLog: shared.snapshotsOfTheLog,
+    settledPositions: shared.settledPositions,
     keptApiUsers: shared.keptApiUsers,
     apiUsersAtVersion: shared.apiUsersAtVersion,
     readOffLoop: shared.readOffLoop
@@ -200,14 +200,14 @@ export const make = (
     ? undefined
     : new ApiUsersAtVersion(open.commitVersion, keepsCredentials ? DEFAULT_KEPT_API_USERS : 0)
   const trailCounts = new TrailCounts()
-  const snapshotsOfTheLog = engine.logSettling?.start()
+  const settledPositions = engine.logSettling?.record()
   const shared: UnitParts = {
     db,
     engine,
     compiled: statements,
     pageBoundaries,
     trailCounts,
-    snapshotsOfTheLog,
+    settledPositions,
     keptApiUsers,
     apiUsersAtVersion,
     readOffLoop: open.readOffLoop

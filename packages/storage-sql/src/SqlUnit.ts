@@ -11,7 +11,7 @@ import type { KeptApiUsers } from "./KeptApiUsers.js"
 import type { ApiUsersTable, AccountsTable, Database, DomainEventsTable, OutboxEntriesTable, TransactionsTable, WhitelistedAddressesTable } from "./schema/Database.js"
 import type { PageBoundaries } from "./PageBoundaries.js"
 import type { TrailCounts } from "./TrailCounts.js"
-import type { SnapshotsOfTheLog, SqlEngine } from "./SqlEngine.js"
+import type { SettledPositions, SqlEngine } from "./SqlEngine.js"
 import type { SessionOpener, SqlSession, WriteCheck } from "./SqlSession.js"
 import type { StoreStatements } from "./StoreStatements.js"
 import * as StorageFailure from "./StorageFailure.js"
@@ -195,7 +195,7 @@ export interface StoreArguments {
   /** The audit trail's counts kept between requests (see TrailCounts). */
   readonly trailCounts: TrailCounts
   /** What the storage's snapshots hold settled of the log, where the engine must learn it (see SqlEngine.logSettling). */
-  readonly snapshotsOfTheLog: SnapshotsOfTheLog | undefined
+  readonly settledPositions: SettledPositions | undefined
   /** The API users the storage keeps between requests, where its sessions confirm them (see KeptApiUsers). */
   readonly keptApiUsers: KeptApiUsers | undefined
   /** The API users the storage keeps while nothing commits, where its lookups can tell (see ApiUsersAtVersion). */

@@ -14,8 +14,8 @@
  *   with at least its newest: a read from the one bounded by the other.
  * Which positions a snapshot holds settled is the engine's (`TrailReads.top`): on SQLite all it holds, as its one
  * writer at a time numbers each event one past the largest position ever used (AUTOINCREMENT); on PostgreSQL those
- * below the positions of the transactions it saw running (postgres/SettledPositions). A unit uses only the counts of
- * strides its own snapshot holds settled: units run side by side, on snapshots of their own.
+ * that marks taken in earlier snapshots vouch for (postgres/SettledPositions). A unit uses only the counts of strides
+ * its own snapshot holds settled: units run side by side, on snapshots of their own.
  *
  * A first page is read in a lookup unit (Storage.unitForPage) in one statement, with the events after the last stride
  * counted, when they are at most two strides' positions; else the lookup asks to run again as a read unit. There,

@@ -11,39 +11,48 @@ import pg from "pg"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
 import { openPostgres } from "../src/postgres/layerPostgres.js"
 import { PostgresEngine } from "../src/postgres/PostgresEngine.js"
-import { insertEventsTakingId, MAX_MARKS, SettledPositions } from "../src/postgres/SettledPositions.js"
+import { insertEventsTakingId, MARK_EVERY_MILLIS, MAX_MARKS, PostgresSettledPositions } from "../src/postgres/SettledPositions.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { STRIDE_POSITIONS } from "../src/TrailCounts.js"
 import { isWanted, postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
 
-const marks = (xmin: number, xmax: number) => ({ snapshot_xmin: String(xmin), snapshot_xmax: String(xmax) })
+/** A statement's row: its snapshot's xmin, and the id it took when it took a mark. */
+const row = (xmin: number, markXid?: number) => ({ snapshot_xmin: String(xmin), ...(markXid === undefined ? {} : { mark_xid: String(markXid) }) })
 
-describe("SettledPositions: what a snapshot holds settled, from the marks of earlier ones", () => {
-  it("a snapshot with nothing running holds its top settled; one with a transaction running, only what an earlier snapshot's mark vouches for", () => {
-    const settled = new SettledPositions()
-    // Transaction 10 runs: nothing is vouched for yet.
-    assert.strictEqual(settled.settledIn(100, marks(10, 12)), 0)
-    // Still running: the mark (top 100, xmax 12) needs a snapshot whose xmin is at least 12.
-    assert.strictEqual(settled.settledIn(150, marks(10, 14)), 0)
-    // Everything below 12 finished: up to 100 is settled, not 180 (transaction 12 ran when 150 was seen).
-    assert.strictEqual(settled.settledIn(180, marks(12, 16)), 100)
-    assert.strictEqual(settled.settledIn(200, marks(14, 17)), 150)
-    // Nothing running: its own top.
-    assert.strictEqual(settled.settledIn(210, marks(17, 17)), 210)
-    // An older snapshot, read later (a unit that began earlier), uses only marks its xmin reaches.
-    assert.strictEqual(settled.settledIn(120, marks(11, 13)), 0)
-    assert.strictEqual(settled.settledIn(160, marks(14, 15)), 150)
+describe("PostgresSettledPositions: what a snapshot holds settled, from marks of earlier snapshots", () => {
+  it("a mark (top, an id taken after its snapshot) serves the snapshots whose xmin reaches its id; nothing else, whatever the snapshot's own fields say", () => {
+    const settled = new PostgresSettledPositions(0)
+    // A statement that saw top 100 took id 20: until every transaction below 20 has finished, nothing is settled, even
+    // where the snapshot shows none running (a transaction with an id above its xmax, a lower position, still runs).
+    assert.strictEqual(settled.settledIn(100, row(15, 20)), 0)
+    assert.strictEqual(settled.settledIn(150, row(19, 24)), 0)
+    // Everything below 20 finished: up to 100 is settled, not 150 (its mark's id, 24, is above this xmin).
+    assert.strictEqual(settled.settledIn(180, row(20)), 100)
+    assert.strictEqual(settled.settledIn(200, row(24)), 150)
+    // An older snapshot, read later (a unit that began earlier), uses only the marks its xmin reaches.
+    assert.strictEqual(settled.settledIn(120, row(16)), 0)
+    assert.strictEqual(settled.settledIn(160, row(22)), 100)
+    // A statement's own mark serves its own snapshot when its id is its xmin: every id below finished before it.
+    assert.strictEqual(settled.settledIn(300, row(40, 40)), 300)
   })
 
-  it("never says more than the snapshot's top, and keeps a bounded number of marks", () => {
-    const settled = new SettledPositions()
-    for (let n = 1; n <= 4 * MAX_MARKS; n++) settled.settledIn(n * 10, marks(n, n + 1))
-    // The newest marks are kept: the one of top 1,270 (xmax 128) serves a snapshot whose xmin is 128.
-    assert.strictEqual(settled.settledIn(1_300, marks(128, 140)), 1_270)
-    // A snapshot whose xmin every mark reaches, with a lower top than theirs (not possible with the sequence handing
-    // out values one at a time): its top.
-    assert.strictEqual(settled.settledIn(50, marks(200, 210)), 50)
+  it("takes a mark at most every markEveryMillis, never says more than the snapshot's top, and keeps a bounded number of marks", () => {
+    let now = 0
+    const timed = new PostgresSettledPositions(100, () => now)
+    const marking = (columns: ReadonlyArray<unknown>) => columns.length > 1
+    assert.isTrue(marking(timed.columns()))
+    now = 99
+    assert.isFalse(marking(timed.columns()))
+    now = 100
+    assert.isTrue(marking(timed.columns()))
+    const settled = new PostgresSettledPositions(0)
+    for (let n = 1; n <= 4 * MAX_MARKS; n++) settled.settledIn(n * 10, row(n, n + 1))
+    // The newest marks are kept: the one of top 1,270 (id 128) serves a snapshot whose xmin is 128.
+    assert.strictEqual(settled.settledIn(1_300, row(128)), 1_270)
+    // A snapshot every mark serves, with a lower top than theirs (not possible with the sequence handing out values one
+    // at a time): its top.
+    assert.strictEqual(settled.settledIn(50, row(200)), 50)
   })
 })
 
@@ -107,9 +116,12 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
 
   const filters: ReadonlyArray<DomainEvent.TrailFilter> = [{}, { types: ["account.created"] }, { entityId: "00000000-0000-7000-9000-000000000003" }]
 
-  /** Every filter's first, middle and last pages and totals on both nodes, against a fresh read. */
+  /**
+   * Every filter's first, middle and last pages and totals on both nodes, against a fresh read; after a node's next
+   * mark is due, so that its reads take marks (PostgresSettledPositions).
+   */
   const allExact = (nodes: ReadonlyArray<Storage.Storage["Service"]>, connection: pg.Client, clientId: Ids.ClientId) =>
-    Effect.forEach(nodes, (node) =>
+    Effect.andThen(Effect.sleep(`${MARK_EVERY_MILLIS + 10} millis`), Effect.forEach(nodes, (node) =>
       Effect.forEach(filters, (filter) =>
         Effect.gen(function*() {
           const ids = yield* Effect.promise(() => expected(connection, clientId, filter))
@@ -123,7 +135,7 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
               JSON.stringify({ filter, page })
             )
           }
-        }), { discard: true }), { discard: true })
+        }), { discard: true }), { discard: true }))
 
   it.live("a transaction that took a lower position than committed events is running: every page and total is exact before and after it commits, on two nodes", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -156,6 +168,61 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
       yield* allExact(nodes, reader, client.id)
       yield* allExact(nodes, reader, client.id)
     })), 120_000)
+
+  it.live("a transaction that took its id after others and its position before theirs (above the xmax of snapshots taken while it runs) is running: every page and total is exact, on two nodes", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { client, connect, nodes } = yield* withNodes
+      const [writer, other, early, held, late, reader] = yield* Effect.all(Array.from({ length: 6 }, () => connect))
+      const query = (connection: pg.Client, text: string) => Effect.promise(() => connection.query(text))
+      yield* Effect.promise(() => insertEvents(writer!, client.id, 0, STRIDE_POSITIONS - 2))
+      // `other` and `early` take ids; `held` takes a larger one and position 2047; `early` then takes 2048 and 2049,
+      // and commits. Snapshots now show no transaction running below their xmax, and `held` above it.
+      yield* query(other!, "begin")
+      yield* query(other!, "select pg_current_xact_id()")
+      yield* query(early!, "begin")
+      yield* query(early!, "select pg_current_xact_id()")
+      yield* query(held!, "begin")
+      yield* Effect.promise(() => insertEvents(held!, client.id, 100_000, 1))
+      yield* Effect.promise(() => insertEvents(early!, client.id, 200_000, 2))
+      yield* query(early!, "commit")
+      yield* allExact(nodes, reader!, client.id)
+      // A later id completes, so that `held` is among the running of later snapshots, below their xmax.
+      yield* query(other!, "commit")
+      yield* query(late!, "begin")
+      yield* query(late!, "select pg_current_xact_id()")
+      yield* query(late!, "commit")
+      yield* allExact(nodes, reader!, client.id)
+      yield* query(held!, "commit")
+      yield* allExact(nodes, reader!, client.id)
+      yield* Effect.promise(() => insertEvents(writer!, client.id, 300_000, 2 * STRIDE_POSITIONS))
+      yield* allExact(nodes, reader!, client.id)
+    })), 120_000)
+
+  it.live("marks taken on a quiet log let a node's snapshots hold the whole log settled, so its reads use the counts", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { client, connect, nodes } = yield* withNodes
+      const writer = yield* connect
+      yield* Effect.promise(() => insertEvents(writer, client.id, 0, 3 * STRIDE_POSITIONS))
+      const answers: Array<{ readonly top: number; readonly settled: number }> = []
+      const settledIn = PostgresSettledPositions.prototype.settledIn
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          PostgresSettledPositions.prototype.settledIn = function(this: PostgresSettledPositions, top, row) {
+            const settled = settledIn.call(this, top, row)
+            answers.push({ top, settled })
+            return settled
+          }
+        }),
+        () => Effect.sync(() => (PostgresSettledPositions.prototype.settledIn = settledIn))
+      )
+      // Two reads a mark apart are enough on a quiet server; a transaction another test holds open on the same server
+      // (in any database: a snapshot's xmin is the server's) holds it back until it ends, so this reads on until then.
+      for (let read = 0; read < 2 || (answers.at(-1)?.settled !== 3 * STRIDE_POSITIONS && read < 300); read++) {
+        yield* Effect.sleep(`${MARK_EVERY_MILLIS + 10} millis`)
+        yield* trailPage(nodes[0], client.id, {}, { page: 40, limit: 50 })
+      }
+      assert.deepStrictEqual(answers.at(-1), { top: 3 * STRIDE_POSITIONS, settled: 3 * STRIDE_POSITIONS })
+    })), 90_000)
 
   it.live("the events' insert takes its transaction id before the identity's sequence gives a position (its plan), and that sequence hands out one value at a time", () =>
     Effect.scoped(Effect.gen(function*() {

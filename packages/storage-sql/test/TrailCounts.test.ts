@@ -216,9 +216,10 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a record's trail, and a 
       const { counted: units, engine } = offLoopCounted()
       const { client, other, otherClient, storage } = yield* withEvents(STRIDE_POSITIONS, true, engine)
       // Within one turn: a lookup opens the reader's shared transaction (LookupSnapshot), another connection then
-      // writes three strides, and a read unit (on the writer's connection, which sees them) counts them.
+      // writes a stride and more, and a read unit (on the writer's connection, which sees them) counts that stride:
+      // one stride, which a unit always counts on the loop, so the turn does not end before the next lookup.
       const before = yield* trailPage(storage, client.id, {}, { page: 1, limit: 20 })
-      insertEvents(other, client.id, otherClient.id, STRIDE_POSITIONS + 1, 3 * STRIDE_POSITIONS)
+      insertEvents(other, client.id, otherClient.id, STRIDE_POSITIONS + 1, STRIDE_POSITIONS + 100)
       const all = expectedIds(other, client.id, {})
       const counted = yield* trailPage(storage, client.id, {}, { page: 2, limit: 20 })
       assert.deepStrictEqual({ ids: counted.items.map((event) => event.id), total: counted.total }, { ids: all.slice(20, 40), total: all.length })

@@ -5,12 +5,12 @@
  * different orders are reported by the server (40P01) and the unit is re-run. Read units see one REPEATABLE READ
  * snapshot, so a page and its total agree; a read-only snapshot never fails to serialize.
  */
-import { CompiledQuery } from "kysely"
+import { CompiledQuery, sql } from "kysely"
 import { LIST_CHANGES_KEPT_MILLIS } from "../PageBoundaries.js"
 import { plainParameters, type SqlEngine } from "../SqlEngine.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
 import { isolation, postgresAutocommit, postgresSessions } from "./PostgresSession.js"
-import { insertEventsTakingId, SettledPositions, snapshotMarks } from "./SettledPositions.js"
+import { insertEventsTakingId, PostgresSettledPositions } from "./SettledPositions.js"
 
 export const PostgresEngine: SqlEngine = {
   name: "postgres",
@@ -36,7 +36,8 @@ export const PostgresEngine: SqlEngine = {
   locksRowsForWrite: true,
   runsOnEventLoop: false,
   joinsLaterally: true,
-  logSettling: { marks: snapshotMarks, start: () => new SettledPositions(), insertEvents: insertEventsTakingId },
+  logSettling: { record: () => new PostgresSettledPositions(), insertEvents: insertEventsTakingId },
+  checkedPerRow: (column) => sql.ref(column),
   classify: classifyPostgresError,
   listChanges: {
     // The read unit's snapshot (REPEATABLE READ: the unit's one snapshot), and migration 8's log of the client's

@@ -73,9 +73,9 @@ export const isolation = {
 
 /**
  * Sent before the statements of a lookup's round trip that reads a list's first page (the page with its total, in
- * the column `list_total`, StoreStatements' `firstPage`; the audit trail's with its counts, `trail_in_stride`): that statement binds its LIMIT too, and under the default
- * it was planned at every run, which doubled what it cost the database (docs/benchmarks.md, "a list's first page
- * planned once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit
+ * the column `list_total`, StoreStatements' `firstPage`; the audit trail's with its counts, `trail_in_stride`): that
+ * statement binds its LIMIT too, and under the default it was planned at every run, which doubled what it cost the
+ * database (docs/benchmarks.md, "a list's first page planned once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit
  * transaction, so a setting local to the transaction holds for the statements after it and ends with the round trip,
  * whether it succeeds or fails: nothing is left on the pooled connection. `SET LOCAL` outside an explicit transaction
  * block would warn in the server's log at every request; `set_config(..., true)` is the same setting without the

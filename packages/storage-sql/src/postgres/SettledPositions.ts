@@ -3,56 +3,81 @@
  * holds every event the log will ever have, so that a trail's count up to them holds in every later snapshot.
  *
  * Positions come from a sequence as each insert runs, so a transaction that took a lower one can commit after one
- * that took a higher one: a snapshot that holds position M may still lack an event below it. What bounds those:
+ * that took a higher one: a snapshot that holds position M may still lack an event below it. A snapshot's own
+ * fields do not bound those: its `xmax` is one past the latest transaction id to complete, not past the latest one
+ * given out, so a transaction that runs with a larger id is in neither its running list nor its `xmin`. What bounds
+ * them:
  * - the sequence hands its values out in order (an identity's sequence caches 1 value; a cache would hand each
  *   session a block of its own);
  * - the events' insert takes its transaction's id before it takes a position (`insertEventsTakingId`);
- * - a snapshot lists every transaction id given out before it was taken and not finished then (below its xmax, and
- *   among its running ones at or above its xmin).
+ * - transaction ids are handed out in order too.
  * So where a snapshot S holds position M (its transaction committed before S, and so took M before S), every
- * transaction that took a position below M took its id before S: it had finished when S was taken, or ran then, with
- * an id below S's xmax. A later snapshot whose xmin is at least S's xmax sees every one of those finished: it holds
- * settled every position up to M. A snapshot with no transaction running (xmin = xmax) holds its own top settled.
+ * transaction that took a position at or below M took its id before S was taken. An id X taken after S is larger
+ * than every one of theirs; a snapshot whose `xmin` is at least X sees every transaction below X finished, and so
+ * holds settled every position up to M.
  *
- * Each snapshot a unit reads the log in leaves a mark (its top and its xmax), and a snapshot holds settled the largest
- * top among the marks whose xmax is at or below its xmin. A transaction held open (an operator's session that wrote,
- * a backfill) holds every later snapshot's xmin back, and with it what they hold settled: the trail's reads then count
- * more of the log, as without counts kept, until it ends.
+ * A mark is that pair (M, X): the statement that reads the log's top in S also takes X, its own transaction's id,
+ * which is given out as the statement runs, after its snapshot. An id costs a commit record, and ids consumed bring
+ * the database's next freezing vacuum nearer, so a node takes a mark at most every `MARK_EVERY_MILLIS` (about ten
+ * ids a second per node reading trails; the commit is asynchronous, as the transaction writes nothing else). Every
+ * statement that reads the log's top reads its snapshot's `xmin`, and the snapshot holds settled the largest M of
+ * the marks whose X is at or below it. A transaction held open (an operator's session that took an id, a backfill, in
+ * any database on the server) holds every later snapshot's `xmin` back, and with it what they hold settled: the
+ * trail's reads then count more of the log, as without counts kept, until it ends.
  *
- * A process that writes events on its own (an embedder's SQL, a release before this one) must take its transaction's
- * id before the events' positions, as `insertEventsTakingId` does, or write another row first in the same transaction.
+ * A process that writes events on its own (an embedder's SQL) must take its transaction's id before the events'
+ * positions, as `insertEventsTakingId` does, or write or lock another row first in the same transaction.
  */
-import { type Compilable, type Kysely, sql } from "kysely"
+import { type AliasedRawBuilder, type Compilable, type Kysely, sql } from "kysely"
 import type { Database, DomainEventsTable } from "../schema/Database.js"
-import type { SnapshotsOfTheLog } from "../SqlEngine.js"
+import type { SettledPositions } from "../SqlEngine.js"
 
-/** How many marks are kept: snapshots a little older than the newest are the ones a unit's xmin reaches. */
+/** How often a node takes a mark (see above): a trail's counts reach the log's end that much later under writes. */
+export const MARK_EVERY_MILLIS = 100
+
+/** How many marks are kept: marks a little older than the newest are the ones a snapshot's xmin reaches. */
 export const MAX_MARKS = 32
 
-/** What the unit's statement selects beside the log's top, for `settledIn`: its snapshot's xmin and xmax. */
-export const snapshotMarks = [
-  sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`.as("snapshot_xmin"),
-  sql<string>`pg_snapshot_xmax(pg_current_snapshot())::text`.as("snapshot_xmax")
+const XMIN = sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`.as("snapshot_xmin")
+/** The statement's own transaction's id, taken as it runs, and its commit not waited for by the server's WAL flush. */
+const MARK = [
+  sql<string>`pg_current_xact_id()::text`.as("mark_xid"),
+  sql<string>`set_config('synchronous_commit', 'off', true)`.as("mark_commit")
 ] as const
+const WITHOUT_MARK: ReadonlyArray<AliasedRawBuilder<string, string>> = [XMIN]
+const WITH_MARK: ReadonlyArray<AliasedRawBuilder<string, string>> = [XMIN, ...MARK]
 
 interface Mark {
   readonly top: number
-  readonly xmax: bigint
+  readonly xid: bigint
 }
 
-export class SettledPositions implements SnapshotsOfTheLog {
-  /** Marks none of which serves every snapshot another does: xmax and top both ascending. */
+export class PostgresSettledPositions implements SettledPositions {
+  /** Marks none of which serves every snapshot another does: xid and top both ascending. */
   readonly #marks: Array<Mark> = []
+  #markedAt = Number.NEGATIVE_INFINITY
+
+  constructor(
+    readonly markEveryMillis: number = MARK_EVERY_MILLIS,
+    readonly clock: () => number = () => performance.now()
+  ) {}
+
+  columns(): ReadonlyArray<AliasedRawBuilder<string, string>> {
+    const now = this.clock()
+    if (now - this.#markedAt < this.markEveryMillis) return WITHOUT_MARK
+    this.#markedAt = now
+    return WITH_MARK
+  }
 
   settledIn(top: number, row: Readonly<Record<string, unknown>>): number {
+    const marked = row["mark_xid"]
+    if (typeof marked === "string") this.#keep({ top, xid: BigInt(marked) })
     const xmin = BigInt(row["snapshot_xmin"] as string)
-    const xmax = BigInt(row["snapshot_xmax"] as string)
-    let settled = xmin === xmax ? top : 0
+    let settled = 0
     for (const mark of this.#marks) {
-      if (mark.xmax > xmin) break
-      settled = Math.max(settled, mark.top)
+      if (mark.xid > xmin) break
+      settled = mark.top
     }
-    this.#keep({ top, xmax })
     // A mark the snapshot may use holds no position it does not (see above); the bound only keeps a broken
     // assumption (a sequence with a cache, say) from counting strides the snapshot lacks.
     return Math.min(settled, top)
@@ -60,10 +85,10 @@ export class SettledPositions implements SnapshotsOfTheLog {
 
   #keep(mark: Mark): void {
     const marks = this.#marks
-    // Served already by a mark of no larger xmax and no smaller top.
-    if (marks.some((kept) => kept.xmax <= mark.xmax && kept.top >= mark.top)) return
-    const kept = marks.filter((other) => !(other.xmax >= mark.xmax && other.top <= mark.top))
-    let at = kept.findIndex((other) => other.xmax > mark.xmax)
+    // Served already by a mark of no larger xid and no smaller top.
+    if (marks.some((kept) => kept.xid <= mark.xid && kept.top >= mark.top)) return
+    const kept = marks.filter((other) => !(other.xid >= mark.xid && other.top <= mark.top))
+    let at = kept.findIndex((other) => other.xid > mark.xid)
     if (at < 0) at = kept.length
     kept.splice(at, 0, mark)
     if (kept.length > MAX_MARKS) kept.shift()

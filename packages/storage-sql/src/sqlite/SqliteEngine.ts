@@ -2,6 +2,7 @@
  * The SQLite engine: write units take the write lock up front; the lock covers rows, so none are locked singly.
  * Units run straight on better-sqlite3 when the database was opened by openSqlite (see SqliteSession).
  */
+import { sql } from "kysely"
 import { castParameters, type SqlEngine } from "../SqlEngine.js"
 import { kyselyAutocommit, kyselySessions } from "../SqlSession.js"
 import { classifySqliteError } from "./classifySqliteError.js"
@@ -23,6 +24,7 @@ export const SqliteEngine: SqlEngine = {
   runsOnEventLoop: true,
   joinsLaterally: false,
   logSettling: undefined,
+  checkedPerRow: (column) => sql`+${sql.ref(column)}`,
   classify: classifySqliteError,
   listChanges: {
     query: () => SqliteSession.DATA_VERSION,

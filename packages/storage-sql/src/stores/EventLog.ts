@@ -69,7 +69,7 @@ const trailKeyOf = (clientId: string | null, filter: DomainEvent.TrailFilter): s
   JSON.stringify([clientId, filter.entityType, filter.entityId, filter.types === undefined ? [] : [...filter.types].sort(), filter.from, filter.to])
 
 export const store = (
-  { db, engine, mode, read, statements, compiled: { writes }, trailCounts, snapshotsOfTheLog, readOffLoop }: StoreArguments
+  { db, engine, mode, read, statements, compiled: { writes }, trailCounts, settledPositions, readOffLoop }: StoreArguments
 ): DomainEvent.EventStore => {
   const { first, rows, writeLater } = statements
   const flush = flushEvents(writeLater, writes, read)
@@ -97,7 +97,7 @@ export const store = (
     // `clientByRow`: the client is checked on each row read, not sought in the client's index (see the trail's reads).
     const whereWith = (clientByRow: boolean) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
       const terms: Array<Expression<SqlBool>> = []
-      if (clientId !== null) terms.push(clientByRow ? sql<SqlBool>`+${sql.ref("client_id")} = ${text(clientId)}` : eb("client_id", "=", text(clientId)))
+      if (clientId !== null) terms.push(clientByRow ? eb(engine.checkedPerRow("client_id"), "=", text(clientId)) : eb("client_id", "=", text(clientId)))
       if (filter.id !== undefined) terms.push(eb("id", "=", text(filter.id)))
       if (filter.entityType !== undefined) terms.push(eb("entity_type", "=", text(filter.entityType)))
       if (filter.entityId !== undefined) terms.push(eb("entity_id", "=", text(filter.entityId)))
@@ -109,11 +109,10 @@ export const store = (
     const where = whereWith(false)
     // One event by id has no trail to count (its unique index answers); a write unit's own events are not committed.
     if (filter.id === undefined && (mode === "read" || (mode === "lookup" && Page.offset(request) === 0))) {
-      // A record's trail goes through the entity's index, which holds the record's events and no others: the unary +
-      // keeps SQLite from seeking the client's index instead and checking the entity on every event of the client.
+      // A record's trail goes through the entity's index, which holds the record's events and no others; SQLite would
+      // seek the client's index instead and check the entity on every event of the client (SqlEngine.checkedPerRow).
       const byEntity = filter.entityId !== undefined
-      // The unary + is SQLite's; PostgreSQL's planner weighs the two indexes by their statistics.
-      const trailWhere = whereWith(byEntity && engine.name === "sqlite")
+      const trailWhere = whereWith(byEntity)
       const between = (after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
         eb.and([trailWhere(eb), eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
       const counted = (after: number, upTo: number) =>
@@ -123,18 +122,17 @@ export const store = (
         db.selectFrom("domain_events")
           .select((eb) => [sql<number | string>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride"), eb.fn.countAll<number | string>().as("count")])
           .where(between(after, upTo)).groupBy(sql`1`)
-      // The log's end in the statement's snapshot (see TrailCounts.LogEnd), from the row of a statement that selects
-      // `top` as `topColumn` and the engine's marks (SqlEngine.logSettling).
-      const marks = engine.logSettling?.marks ?? []
+      // The log's end in a statement's snapshot (see TrailCounts.LogEnd), from the row of a statement that selects the
+      // top as `topColumn` and what the engine reads beside it (SqlEngine.logSettling).
       const endOf = (row: Readonly<Record<string, unknown>> | undefined, topColumn: string): LogEnd => {
         const at = Number(row?.[topColumn] ?? 0)
-        return { top: at, settled: snapshotsOfTheLog === undefined || row === undefined ? at : snapshotsOfTheLog.settledIn(at, row) }
+        return { top: at, settled: settledPositions === undefined || row === undefined ? at : settledPositions.settledIn(at, row) }
       }
       const reads: TrailReads<EventRow> = {
         // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
         indexHolds: byEntity ||
           (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
-        top: () => Effect.map(first(top.select(marks)), (row) => endOf(row, "top")),
+        top: () => Effect.map(first(top.select(settledPositions?.columns() ?? [])), (row) => endOf(row, "top")),
         count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
         newestWithTail: (after, stride, upTo, newerThan, limit) => {
           const newest = db.selectFrom("domain_events").selectAll().where(between(newerThan, upTo)).orderBy("position", "desc").limit(integer(limit))
@@ -143,7 +141,7 @@ export const store = (
             counted(after, after + stride).as(TRAIL_IN_STRIDE),
             counted(after + stride, upTo).as("trail_beyond"),
             top.as("trail_top"),
-            ...marks
+            ...(settledPositions?.columns() ?? [])
           ]).as("trail")
           return Effect.map(
             rows(

@@ -18,6 +18,7 @@ import { join } from "node:path"
 import Database from "better-sqlite3"
 import pg from "pg"
 import { autocannon, demoOf, grab, type Latency, postgresDatabase, READY, relayCommand, startServer, stopGently, timedFinely } from "./BenchProcess.js"
+import { seededBacklog } from "./SeededBacklog.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 20)
@@ -93,37 +94,6 @@ const seedPostgres = async (url: string, accountId: string) => {
   }
 }
 
-/**
- * The seeded settled entries and deliveries left (settled in 2023; the demo's own settle meanwhile, and are kept), and
- * pending entries: read beside the server, not through it.
- */
-const counter = async (file: string, url: string | undefined) => {
-  const statement = `select (select count(*) from outbox_entries where state <> 'pending' and updated_at < '2024') as entries,
-    (select count(*) from webhook_deliveries where state <> 'pending' and updated_at < '2024') as deliveries,
-    (select count(*) from outbox_entries where state = 'pending') as pending`
-  if (url === undefined) {
-    // A connection per count: one kept open across the server's checkpoints was seen to go on reading what it first saw.
-    const count = async () => {
-      const db = new Database(file, { readonly: true })
-      try {
-        return db.prepare(statement).get() as { entries: number; deliveries: number; pending: number }
-      } finally {
-        db.close()
-      }
-    }
-    return { count, close: async () => undefined }
-  }
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  return {
-    count: async () => {
-      const { rows: [row] } = await client.query<{ entries: string; deliveries: string; pending: string }>(statement)
-      return { entries: Number(row?.entries), deliveries: Number(row?.deliveries), pending: Number(row?.pending) }
-    },
-    close: () => client.end()
-  }
-}
-
 const latencies = (latency: Latency) => `${latency.p50} / ${latency.p99} ms (longest ${latency.max} ms)`
 
 const run = async () => {
@@ -141,8 +111,8 @@ const run = async () => {
     if (postgres === undefined) seedSqlite(file, demo.account)
     else await seedPostgres(postgres.url, demo.account)
     const seeded = ((performance.now() - seedStarted) / 1000).toFixed(1)
-    const counts = await counter(file, postgres?.url)
-    const before = await counts.count()
+    const backlog = await seededBacklog(file, postgres?.url)
+    const before = await backlog.count()
     process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; seeded in ${seeded} s: ${before.entries.toLocaleString("en")} settled outbox entries, ${before.deliveries.toLocaleString("en")} settled deliveries, ${before.pending.toLocaleString("en")} pending\n\n`)
 
     const serve = async (name: string, extra: Record<string, string>) => {
@@ -159,16 +129,16 @@ const run = async () => {
     const pruneStarted = performance.now()
     const pruning = await serve("pruning", {})
     const reader = pruning(3_600)
-    let left = await counts.count()
-    while (left.entries + left.deliveries > 0 && performance.now() - pruneStarted < 3_600_000) {
+    while (await backlog.anyLeft() && performance.now() - pruneStarted < 3_600_000) {
       await new Promise((resolve) => setTimeout(resolve, 250))
-      left = await counts.count()
     }
     const pruneSeconds = (performance.now() - pruneStarted) / 1000
     reader.stop()
     const during = await reader.done
+    // Counted between the readers: a count walks every row (SeededBacklog).
+    const left = await backlog.count()
     const after = await pruning(duration).done
-    await counts.close()
+    await backlog.close()
     const deleted = before.entries + before.deliveries - left.entries - left.deliveries
     const failed = [quiet, during, after].reduce((sum, { result }) => sum + result.non2xx + result.errors, 0)
     process.stdout.write([

@@ -54,7 +54,7 @@ interface Mark {
 
 export class PostgresSettledPositions implements SettledPositions {
   /** Marks none of which serves every snapshot another does: xid and top both ascending. */
-  readonly #marks: Array<Mark> = []
+  #marks: ReadonlyArray<Mark> = []
   #markedAt = Number.NEGATIVE_INFINITY
 
   constructor(
@@ -84,15 +84,13 @@ export class PostgresSettledPositions implements SettledPositions {
   }
 
   #keep(mark: Mark): void {
-    const marks = this.#marks
     // Served already by a mark of no larger xid and no smaller top.
-    if (marks.some((kept) => kept.xid <= mark.xid && kept.top >= mark.top)) return
-    const kept = marks.filter((other) => !(other.xid >= mark.xid && other.top <= mark.top))
+    if (this.#marks.some((kept) => kept.xid <= mark.xid && kept.top >= mark.top)) return
+    const kept = this.#marks.filter((other) => !(other.xid >= mark.xid && other.top <= mark.top))
     let at = kept.findIndex((other) => other.xid > mark.xid)
     if (at < 0) at = kept.length
     kept.splice(at, 0, mark)
-    if (kept.length > MAX_MARKS) kept.shift()
-    marks.splice(0, marks.length, ...kept)
+    this.#marks = kept.length > MAX_MARKS ? kept.slice(1) : kept
   }
 }
 

@@ -106,7 +106,6 @@ export const store = (
       if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
       return eb.and(terms)
     }
-    const where = whereWith(false)
     // One event by id has no trail to count (its unique index answers); a write unit's own events are not committed.
     if (filter.id === undefined && (mode === "read" || (mode === "lookup" && Page.offset(request) === 0))) {
       // A record's trail goes through the entity's index, which holds the record's events and no others; SQLite would
@@ -132,7 +131,7 @@ export const store = (
         // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
         indexHolds: byEntity ||
           (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
-        top: () => Effect.map(first(top.select(settledPositions?.columns() ?? [])), (row) => endOf(row, "top")),
+        top: () => Effect.map(first(settledPositions === undefined ? top : top.select(settledPositions.columns())), (row) => endOf(row, "top")),
         count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
         newestWithTail: (after, stride, upTo, newerThan, limit) => {
           const newest = db.selectFrom("domain_events").selectAll().where(between(newerThan, upTo)).orderBy("position", "desc").limit(integer(limit))
@@ -183,6 +182,7 @@ export const store = (
         (page) => ({ items: page.items.map(decode), total: page.total })
       )
     }
+    const where = whereWith(false)
     const total = db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
     return flushed(pageOf({
       // The page and its total in one statement (see StoreStatements' firstPage).

@@ -32,13 +32,22 @@ if (postgresSkipReason !== undefined) console.log(`PostgresSession.test.ts: skip
  */
 const proxied = (options: { readonly maxRetries?: number; readonly pool?: PostgresPoolOptions } = {}) => Effect.gen(function*() {
   const { url } = yield* temporaryPostgresDatabase
+  // Migrated on a connection of its own: a migration's statements are not what these tests bound, and one slower
+  // than a bounded pool's reply bound (a busy server, the suite's other files) discarded its connection mid-migration.
+  yield* Effect.promise(async () => {
+    const direct = await openPostgres({ connectionString: url })
+    try {
+      await migrateToLatest(direct)
+    } finally {
+      await direct.destroy()
+    }
+  })
   const proxy = yield* scopedCountingProxy(url)
   const pool = { max: 1, ...options.pool }
   const db = yield* Effect.acquireRelease(
     Effect.promise(() => openPostgres({ connectionString: proxy.url, pool })),
     (db) => Effect.promise(() => db.destroy())
   )
-  yield* Effect.promise(() => migrateToLatest(db))
   const storage = SqlStorage.make(db, PostgresEngine, { maxRetries: options.maxRetries ?? 0 })
   // The pool's one connection is opened before counting.
   yield* storage.transaction("write", (unit) => unit.getClient(Records.client().id))

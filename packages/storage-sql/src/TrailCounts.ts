@@ -31,7 +31,7 @@
  */
 import { Page, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
-import { farWalk, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
+import { farWalk, GUESS_MARGIN_ROWS, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
 import { setRecent } from "./RecentlyUsed.js"
 import type { Op } from "./SqlUnit.js"
 import * as StorageFailure from "./StorageFailure.js"
@@ -68,6 +68,11 @@ export interface TrailReads<Row> {
   readonly indexHolds: boolean
   /** The log's end in the unit's snapshot. */
   readonly top: () => Op<LogEnd>
+  /**
+   * The log's end in the unit's snapshot and the number of the trail's events with a position in (after, upTo]: one
+   * statement, so the events after the last counted stride are counted in the read that learns the log's end.
+   */
+  readonly topWithTail: (after: number, upTo: number) => Op<LogEnd & { readonly tail: number }>
   /** How many of the trail's events have a position in (after, upTo]. */
   readonly count: (after: number, upTo: number) => Op<number>
   /**
@@ -86,6 +91,11 @@ export interface TrailReads<Row> {
   readonly between: (after: number, upTo: number, limit: number, offset: number) => Op<ReadonlyArray<Row>>
   /** The events at these positions, newest first. */
   readonly atPositions: (positions: ReadonlyArray<number>) => Op<ReadonlyArray<Row>>
+  /**
+   * Whether each statement is a round trip and reads issued together share one (statements run in the database,
+   * PostgreSQL): a later page is then guessed at in the round trip that learns the log's end (see `page`).
+   */
+  readonly readsShareRoundTrip: boolean
   /**
    * The trail's events per stride with a position in (after, upTo], for the strides with any, by index
    * (`(position - 1) / stride`), in the unit: present where statements run off the event loop (PostgreSQL), so a
@@ -117,14 +127,33 @@ export interface LogEnd {
 /** The trail's events per stride in (after, upTo], for the strides with any (see TrailReads). */
 export type StrideCounts = (after: number, upTo: number, stride: number) => Op<ReadonlyArray<{ readonly stride: number; readonly count: number }>>
 
+/** A trail's kept counts, and the total its last page was read with (what a guess at its next page assumes). */
+interface Trail {
+  /** The number of the trail's events at or below the end of each stride counted so far, in stride order. */
+  readonly counts: Array<number>
+  lastTotal: number | undefined
+}
+
+/**
+ * Rows read in a guess at a later page (see `page`): the trail's events from the oldest, `first` being the rank (from
+ * the oldest, from 0) of the first; exact in the unit's snapshot when it holds settled the stride `from` (-1: none)
+ * they were read after, whose count they were ranked from.
+ */
+interface GuessedRows<Row> {
+  readonly from: number
+  readonly first: number
+  readonly rows: ReadonlyArray<Row>
+}
+
 export class TrailCounts {
-  /** Per trail, the number of its events at or below the end of each stride counted so far, in stride order. */
-  readonly #trails = new Map<string, Array<number>>()
+  readonly #trails = new Map<string, Trail>()
   /**
    * Positions of pages read off the loop, by trail and read (see `page`); final, as every one is at or below a top seen
    * (a read worker is SQLite's, where a snapshot holds settled every position it holds).
    */
   readonly #pagePositions = new Map<string, ReadonlyArray<number>>()
+  /** The largest log top a read has seen: where a later page's read expects the log's end (see `page`). */
+  #topSeen: number | undefined = undefined
 
   constructor(
     readonly stride: number = STRIDE_POSITIONS,
@@ -141,7 +170,8 @@ export class TrailCounts {
    * counts and may leave the loop (`page`).
    */
   firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
-    const counts = this.#countsOf(trailKey)
+    const trail = this.#trailOf(trailKey)
+    const { counts } = trail
     const after = counts.length * this.stride
     const upTo = after + 2 * this.stride
     // The newest `limit` events, counted from the oldest, are at or above `known - limit` whatever came after.
@@ -150,26 +180,47 @@ export class TrailCounts {
     const newerThan = (from + 1) * this.stride
     if (!reads.indexHolds && upTo - newerThan > SPAN_ON_LOOP * this.stride) return Effect.fail(readUnitWanted())
     return Effect.flatMap(reads.newestWithTail(after, this.stride, upTo, newerThan, limit), ({ beyond, end, inStride, rows }) => {
+      this.#see(end)
       // A log that grew past `upTo` since the trail was last counted, or a snapshot that does not hold the counted
       // strides settled (a lookup's older than that count, or one beside a transaction still writing below them).
       if (end.settled < after || end.top > upTo) return Effect.fail(readUnitWanted())
       // The statement's snapshot held the next stride settled: its count is final, and later lookups count from there.
       if (end.settled >= after + this.stride && counts.length * this.stride === after) counts.push(known + inStride)
-      return Effect.succeed({ items: rows, total: known + inStride + beyond })
+      const total = known + inStride + beyond
+      trail.lastTotal = total
+      return Effect.succeed({ items: rows, total })
     })
   }
 
   /**
    * The page of `request` (newest first) of the trail `trailKey` names, and its total, read in one read unit's
    * snapshot; it may stop the unit to count or read off the loop, or pause (see above).
+   *
+   * The read that learns the log's end also counts the events after the strides kept, when the log's end last seen
+   * lies within two strides of them; the count serves when the unit's snapshot holds settled just the strides kept,
+   * as it does between two strides' worth of writes. Where reads issued together share a round trip (PostgreSQL),
+   * the page is guessed at in it too: the rows of the page as it was at the trail's last total, `GUESS_MARGIN_ROWS`
+   * more on either side, ranked from a kept stride's count; they serve when the snapshot holds that stride settled
+   * and hold the page at the total read. A later page of a trail read before is then one round trip.
    */
   page<Row>(trailKey: string, request: Page.PageRequest, reads: TrailReads<Row>): Op<Page.Page<Row>> {
     const self = this
     return Effect.gen(function*() {
-      const { settled, top } = yield* reads.top()
+      const trail = self.#trailOf(trailKey)
+      const { counts } = trail
+      const tailAfter = counts.length * self.stride
+      const tailUpTo = tailAfter + 2 * self.stride
+      const endRead: Op<LogEnd & { readonly tail?: number }> = self.#topSeen !== undefined && self.#topSeen <= tailUpTo
+        ? reads.topWithTail(tailAfter, tailUpTo)
+        : reads.top()
+      const guess = reads.readsShareRoundTrip ? self.#guess(trail, request, tailUpTo, reads) : undefined
+      const [end, guessed] = guess === undefined
+        ? [yield* endRead, undefined]
+        : yield* Effect.all([endRead, guess], { concurrency: 2 })
+      self.#see(end)
+      const { settled, top } = end
       // The strides this snapshot holds settled: the only counts it may use, however many are kept.
       const whole = Math.floor(settled / self.stride)
-      const counts = self.#countsOf(trailKey)
       if (counts.length < whole && reads.countPerStride !== undefined) {
         const first = counts.length
         appendStrides(counts, first, whole, yield* reads.countPerStride(first * self.stride, whole * self.stride, self.stride))
@@ -190,14 +241,21 @@ export class TrailCounts {
       const below = counts[whole - 1] ?? 0
       // Bounded by the top, not open-ended: PostgreSQL's generic plan for a read unit prices `position > $n` at a
       // third of the log and scans the client's every event (the read units' plans, PostgresSession.isolation).
-      const total = below + (yield* reads.count(whole * self.stride, top))
+      const afterWhole = end.tail !== undefined && whole * self.stride === tailAfter && top <= tailUpTo
+        ? end.tail
+        : yield* reads.count(whole * self.stride, top)
+      const total = below + afterWhole
+      trail.lastTotal = total
       const offset = Page.offset(request)
-      const end = Math.min(offset + request.limit, total)
-      if (end <= offset) return { items: [], total }
+      const last = Math.min(offset + request.limit, total)
+      if (last <= offset) return { items: [], total }
       // Counted from the oldest, the page is the trail's events [low, high): after the last stride end with at most
       // `low` before it, and at or before the first with at least `high` (the log's end when none has).
-      const low = total - end
+      const low = total - last
       const high = total - offset
+      if (guessed !== undefined && guessed.from < whole && guessed.first <= low && high - guessed.first <= guessed.rows.length) {
+        return { items: guessed.rows.slice(low - guessed.first, high - guessed.first).reverse(), total }
+      }
       const from = lastAtOrBelow(counts, low, whole)
       const after = (from + 1) * self.stride
       const skip = low - (from < 0 ? 0 : counts[from]!)
@@ -218,11 +276,37 @@ export class TrailCounts {
     })
   }
 
+  /**
+   * The rows of the page of `request` as it was at the trail's last total, with `GUESS_MARGIN_ROWS` more on either
+   * side, read from the nearest kept stride's end before them (see `page`); undefined where no page of the trail was
+   * read yet or the page lay past the trail's end.
+   */
+  #guess<Row>(trail: Trail, request: Page.PageRequest, tailUpTo: number, reads: TrailReads<Row>): Op<GuessedRows<Row>> | undefined {
+    const total = trail.lastTotal
+    if (total === undefined) return undefined
+    const offset = Page.offset(request)
+    const last = Math.min(offset + request.limit, total)
+    if (last <= offset) return undefined
+    const { counts } = trail
+    const first = Math.max(0, total - last - GUESS_MARGIN_ROWS)
+    const past = total - offset + GUESS_MARGIN_ROWS
+    const from = lastAtOrBelow(counts, first, counts.length)
+    const to = lastAtOrBelow(counts, past - 1, counts.length) + 1
+    const upTo = to < counts.length ? (to + 1) * this.stride : tailUpTo
+    const skip = first - (from < 0 ? 0 : counts[from]!)
+    return Effect.map(reads.between((from + 1) * this.stride, upTo, past - first, skip), (rows) => ({ from, first, rows }))
+  }
+
+  /** Notes the log's end a read saw. */
+  #see(end: LogEnd): void {
+    this.#topSeen = Math.max(this.#topSeen ?? 0, end.top)
+  }
+
   /** The trail's counts (none yet when it was never read, or forgotten), now its most recently read. */
-  #countsOf(trailKey: string): Array<number> {
-    const counts = this.#trails.get(trailKey) ?? []
-    setRecent(this.#trails, trailKey, counts, MAX_TRAILS)
-    return counts
+  #trailOf(trailKey: string): Trail {
+    const trail = this.#trails.get(trailKey) ?? { counts: [], lastTotal: undefined }
+    setRecent(this.#trails, trailKey, trail, MAX_TRAILS)
+    return trail
   }
 
   /** Counts strides [counts.length, whole) off the event loop: the error the unit stops with (see PageBoundaries.farWalk). */

@@ -325,6 +325,10 @@ const readsOfLog = (
     readonly onLoop?: (after: number, upTo: number) => void
     readonly onLookup?: (after: number) => void
     readonly onFar?: () => void
+    /** Reads issued together share a round trip (PostgreSQL): a later page is guessed at; as `inUnit` when absent. */
+    readonly shareRoundTrip?: boolean
+    /** Told of each read in the unit, by its name in TrailReads. */
+    readonly onRead?: (read: keyof TrailReads<number>) => void
   }
 ): TrailReads<number> => {
   const hidden = options.hidden ?? new Set<number>()
@@ -344,12 +348,21 @@ const readsOfLog = (
     return [...per].map(([k, count]) => ({ stride: k, count }))
   }
   const onLoop = (after: number, upTo: number) => options.onLoop?.(after, upTo)
+  const onRead = (read: keyof TrailReads<number>) => options.onRead?.(read)
   return {
     indexHolds: options.indexHolds,
-    top: () => Effect.sync(end),
-    count: (after, upTo) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).length)),
+    readsShareRoundTrip: options.shareRoundTrip ?? options.inUnit === true,
+    top: () => Effect.sync(() => (onRead("top"), end())),
+    topWithTail: (after, upTo) =>
+      Effect.sync(() => {
+        onRead("topWithTail")
+        onLoop(after, upTo)
+        return { ...end(), tail: held(after, upTo).length }
+      }),
+    count: (after, upTo) => Effect.sync(() => (onRead("count"), onLoop(after, upTo), held(after, upTo).length)),
     newestWithTail: (after, size, upTo, newerThan, limit) =>
       Effect.sync(() => {
+        onRead("newestWithTail")
         onLoop(Math.min(after, newerThan), upTo)
         options.onLookup?.(after)
         return {
@@ -359,9 +372,11 @@ const readsOfLog = (
           end: end()
         }
       }),
-    between: (after, upTo, limit, offset) => Effect.sync(() => (onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
-    atPositions: (positions) => Effect.succeed([...positions].sort((a, b) => b - a)),
-    ...(options.inUnit === true ? { countPerStride: (after: number, upTo: number, size: number) => Effect.sync(() => perStride(after, upTo, size)) } : {}),
+    between: (after, upTo, limit, offset) => Effect.sync(() => (onRead("between"), onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
+    atPositions: (positions) => Effect.sync(() => (onRead("atPositions"), [...positions].sort((a, b) => b - a))),
+    ...(options.inUnit === true
+      ? { countPerStride: (after: number, upTo: number, size: number) => Effect.sync(() => (onRead("countPerStride"), perStride(after, upTo, size))) }
+      : {}),
     ...(options.offLoop
       ? {
         offLoop: {
@@ -411,10 +426,10 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
     { weight: 3, arbitrary: fc.record({ kind: fc.constant("page" as const), page: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 30 })), limit: fc.integer({ min: 1, max: 9 }) }) }
   )
 
-  it.effect("every page and total is the model's slice, through appends, with and without reads off the loop, counting in units of any length", () =>
+  it.effect("every page and total is the model's slice, through appends, with and without reads off the loop, counting in units of any length, later pages guessed at where reads share a round trip", () =>
     Effect.sync(() =>
       fc.assert(
-        fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 3 }), (steps, offLoop, indexHolds, unitSteps) => {
+        fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 3 }), fc.boolean(), (steps, offLoop, indexHolds, unitSteps, shareRoundTrip) => {
           const stride = 4
           const log: Array<boolean> = []
           let passedOnLoop = 0
@@ -424,6 +439,8 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
           const reads = readsOfLog(log, {
             indexHolds,
             offLoop,
+            // Reads share a round trip where statements run in the database, which has no read worker.
+            shareRoundTrip: shareRoundTrip && !offLoop,
             onLoop: (after, upTo) => {
               ticks++
               passedOnLoop = Math.max(passedOnLoop, Math.min(upTo, log.length) - after)
@@ -576,6 +593,62 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
       assert.deepStrictEqual(yield* counts.firstPage("trail", 2, reads), { items: [20, 19], total: 20 })
       assert.deepStrictEqual(yield* counts.firstPage("trail", 2, reads), { items: [20, 19], total: 20 })
       assert.deepStrictEqual(asked, [12, 16])
+    }))
+
+  it.effect("a later page of a trail read before is one round trip where reads share one: the log's end with the events after the kept strides, and the page guessed at beside it (PostgreSQL, PAGE-1)", () =>
+    Effect.gen(function*() {
+      const log: Array<boolean> = Array.from({ length: 30 }, (_, i) => i % 2 === 0)
+      const issued: Array<string> = []
+      const counts = new TrailCounts(4, Number.POSITIVE_INFINITY)
+      const reads = readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true, onRead: (read) => issued.push(read) })
+      const pageOf = (page: number) => {
+        const all = newestFirst(log)
+        return { items: all.slice((page - 1) * 3, page * 3), total: all.length }
+      }
+      // Read first: the log's end, the strides counted, the events after them, the page.
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 2, limit: 3 }, reads), pageOf(2))
+      assert.deepStrictEqual(issued, ["top", "countPerStride", "count", "between"])
+      // One of the trail's events more since, before the next stride's end: the guess at the page as it was at the
+      // last total holds it at the new one, and nothing else is read.
+      log.push(true)
+      issued.length = 0
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 4, limit: 3 }, reads), pageOf(4))
+      assert.deepStrictEqual(issued, ["topWithTail", "between"])
+      // More events than the guess's margin since: its rows no longer hold the page, which is read as before.
+      log.push(...Array.from({ length: 20 }, () => true))
+      issued.length = 0
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 4, limit: 3 }, reads), pageOf(4))
+      assert.deepStrictEqual(issued, ["topWithTail", "between", "countPerStride", "count", "between"])
+    }))
+
+  it.effect("a later page's guess is not used when the unit's snapshot does not hold settled the stride it was ranked from (PostgreSQL, PAGE-1)", () =>
+    Effect.gen(function*() {
+      const log: Array<boolean> = Array.from({ length: 16 }, () => true)
+      const counts = new TrailCounts(4, Number.POSITIVE_INFINITY)
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 2, limit: 2 }, readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true })), {
+        items: [14, 13],
+        total: 16
+      })
+      // A unit that began while position 3's transaction ran: the guess, ranked from the kept count of (0, 12],
+      // would be one event off; the unit reads the page from what its snapshot holds settled.
+      const issued: Array<string> = []
+      const older = readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true, hidden: new Set([3]), settled: () => 2, onRead: (read) => issued.push(read) })
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 2, limit: 2 }, older), { items: [14, 13], total: 15 })
+      assert.deepStrictEqual(issued, ["topWithTail", "between", "count", "between"])
+    }))
+
+  it.effect("where reads do not share a round trip (SQLite), a later page of a trail read before counts the events after the kept strides in the read that learns the log's end, and guesses nothing", () =>
+    Effect.gen(function*() {
+      const log: Array<boolean> = Array.from({ length: 30 }, () => true)
+      const issued: Array<string> = []
+      const counts = new TrailCounts(4, Number.POSITIVE_INFINITY)
+      const reads = readsOfLog(log, { indexHolds: false, offLoop: false, onRead: (read) => issued.push(read) })
+      yield* counts.page("trail", { page: 2, limit: 3 }, reads)
+      log.push(true)
+      issued.length = 0
+      const all = newestFirst(log)
+      assert.deepStrictEqual(yield* counts.page("trail", { page: 3, limit: 3 }, reads), { items: all.slice(6, 9), total: all.length })
+      assert.deepStrictEqual(issued, ["topWithTail", "between"])
     }))
 
   it.effect("a far count that another request's counting overtook meanwhile still adds the strides it counted beyond it", () =>

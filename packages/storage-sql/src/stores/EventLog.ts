@@ -132,6 +132,11 @@ export const store = (
         indexHolds: byEntity ||
           (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
         top: () => Effect.map(first(settledPositions === undefined ? top : top.select(settledPositions.columns())), (row) => endOf(row, "top")),
+        topWithTail: (after, upTo) =>
+          Effect.map(
+            first(top.select([counted(after, upTo).as("trail_tail"), ...(settledPositions?.columns() ?? [])])),
+            (row) => ({ ...endOf(row, "top"), tail: Number(row?.trail_tail ?? 0) })
+          ),
         count: (after, upTo) => Effect.map(first(counted(after, upTo)), countOf),
         newestWithTail: (after, stride, upTo, newerThan, limit) => {
           const newest = db.selectFrom("domain_events").selectAll().where(between(newerThan, upTo)).orderBy("position", "desc").limit(integer(limit))
@@ -160,6 +165,7 @@ export const store = (
           rows(db.selectFrom("domain_events").selectAll().where(between(after, upTo)).orderBy("position", "asc").limit(integer(limit)).offset(integer(offset))),
         atPositions: (positions) =>
           rows(db.selectFrom("domain_events").selectAll().where("position", "in", positions.map(integer)).orderBy("position", "desc")),
+        readsShareRoundTrip: !engine.runsOnEventLoop,
         // Where statements run in the database, a unit counts the strides it lacks in one statement (see TrailCounts).
         ...(engine.runsOnEventLoop ? {} : { countPerStride: (after, upTo, stride) => Effect.map(rows(perStride(after, upTo, stride)), stridesOf) }),
         ...(readOffLoop === undefined ? {} : {

@@ -16,7 +16,9 @@
  *
  * BENCH_PG_URL=postgres://...: the same on a PostgreSQL database created (and dropped) here, instead of the SQLite
  * file. Statements then run in PostgreSQL, off the event loop; what a deep page costs the reader is the database's
- * time and the node's pool.
+ * time and the node's pool. BENCH_PG_DELAY_MS (with BENCH_PG_URL): the server measured reaches PostgreSQL through
+ * delayProxy.mjs, which holds every chunk that many milliseconds each way, as a database on another host would (a
+ * round trip costs twice that more); the seeding goes direct.
  *
  * BENCH_RELAY=built runs dist/main.js with node (run `pnpm build` first); else from source (BenchProcess.fromSource).
  * BENCH_DURATION (seconds per measurement, default 10), BENCH_WARMUP (seconds, default 10).
@@ -27,13 +29,14 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 import pg from "pg"
-import { autocannon, type AutocannonResult, demoOf, grab, type Latency, postgresDatabase, READY, relayCommand, startServer, stopGently, timedFinely } from "./BenchProcess.js"
+import { autocannon, type AutocannonResult, delayProxy, demoOf, grab, type Latency, postgresDatabase, READY, relayCommand, startServer, stopGently, timedFinely } from "./BenchProcess.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 1_000_000)
 const duration = Number(process.env["BENCH_DURATION"] ?? 10)
 const warmup = Number(process.env["BENCH_WARMUP"] ?? 10)
 const built = process.env["BENCH_RELAY"] === "built"
 const pgUrl = process.env["BENCH_PG_URL"]
+const pgDelayMillis = pgUrl === undefined ? 0 : Number(process.env["BENCH_PG_DELAY_MS"] ?? "0")
 const events = process.env["BENCH_LIST"] === "events"
 const command = relayCommand(built)
 const stop = stopGently
@@ -181,6 +184,7 @@ const run = async () => {
     RELAY_RATE_LIMIT: "1000000000"
   }
   let server: ChildProcess | undefined
+  let proxy: ChildProcess | undefined
   try {
     const first = await startServer({ command, logFile: join(directory, "first.log"), ready: READY, env: { ...env, RELAY_DEMO: "always" } })
     const demo = demoOf(first.output)
@@ -189,7 +193,16 @@ const run = async () => {
     if (postgres === undefined) (events ? seedSqliteEvents : seedSqlite)(file, demo.account, rows)
     else await (events ? seedPostgresEvents : seedPostgres)(postgres.url, demo.account, rows)
     const seeded = ((performance.now() - seeding) / 1000).toFixed(1)
-    const started = await startServer({ command, logFile: join(directory, "second.log"), ready: READY, env: { ...env, RELAY_DEMO: "never" } })
+    let database = env.RELAY_DATABASE
+    if (postgres !== undefined && pgDelayMillis > 0) {
+      const delayed = await delayProxy(new URL(postgres.url), pgDelayMillis, join(directory, "delay.log"))
+      proxy = delayed.child
+      const through = new URL(postgres.url)
+      through.hostname = "127.0.0.1"
+      through.port = delayed.port
+      database = through.toString()
+    }
+    const started = await startServer({ command, logFile: join(directory, "second.log"), ready: READY, env: { ...env, RELAY_DATABASE: database, RELAY_DEMO: "never" } })
     server = started.child
     const url = grab(started.output, /listening on (http:\/\/\S+)/)
     const reader = (seconds: number) =>
@@ -206,7 +219,7 @@ const run = async () => {
         headers: demo.headers,
         ...(which === "random" ? { requests: randomPages } : {})
       })
-    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; ${postgres === undefined ? "SQLite file" : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} ${events ? "events" : "transactions"} of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
+    process.stdout.write(`\n${cpus().length} CPUs, ${cpus()[0]?.model ?? "?"}; node ${process.version}; relay ${built ? "built, with node" : "from source"}; ${postgres === undefined ? "SQLite file" : pgDelayMillis > 0 ? `PostgreSQL 15 (local, behind a proxy that holds each chunk ${pgDelayMillis} ms each way)` : "PostgreSQL 15 (local)"}; ${rows.toLocaleString("en")} ${events ? "events" : "transactions"} of one client (seeded in ${seeded} s); ${duration} s each after ${warmup} s of warm-up\n\n`)
     // The first deep page a server serves walks to it; later ones start from what that walk left.
     /** Milliseconds until the whole answer to `target` (a path and query) has arrived. */
     const timed = async (target: string) => {
@@ -267,6 +280,7 @@ const run = async () => {
     ].join("\n"))
   } finally {
     if (server !== undefined) await stop(server)
+    if (proxy !== undefined) await stop(proxy)
     await postgres?.drop()
     rmSync(directory, { recursive: true, force: true })
   }

@@ -24,6 +24,8 @@
  * - on SQLite, one statement each, for `unitMillis`; then, where the file has a read worker, the rest are counted
  *   there in one statement while the event loop serves other requests (the unit stops with a far walk and runs again,
  *   see SqlStorage), else the unit pauses for a turn of the event loop and goes on counting (a walk pause).
+ * A read unit learns the log's end and the trail's events after the strides kept in one statement, and where reads
+ * issued together share a round trip (PostgreSQL) guesses the page beside it (see `page`).
  * A trail's first read counts its whole log once; later reads count what was added since, unless the trail was
  * forgotten meanwhile (`MAX_TRAILS`). Each distinct filter is a trail of its own, a time range's too. A write unit
  * (a redelivery's) reads the trail as before: its own events are not committed, and would be counted if it rolled

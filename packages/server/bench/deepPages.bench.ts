@@ -257,6 +257,16 @@ const run = async () => {
     const [duringMiddle, middle] = await Promise.all([reader(duration).done, deep(duration, "middle")])
     // The same load of the first page, which walks nothing: what any two busy clients cost the reader.
     const [duringFirst, firstPages] = await Promise.all([reader(duration).done, deep(duration, "first")])
+    // A time range no request asked for before (a range that moves with the clock, "the last ten minutes"): each is a
+    // trail of its own, first read here; the trail it cuts (all of the client's events) was read above.
+    const rangeMillis: Array<number> = []
+    if (events) {
+      for (let i = 0; i < 10; i++) {
+        const from = new Date((1_700_000_000 + Math.random() * rows / 1000) * 1000).toISOString()
+        rangeMillis.push(await timed(`${path(2)}&from=${from}`))
+      }
+    }
+    const sortedRanges = [...rangeMillis].sort((a, b) => a - b)
     const readers = [quiet, duringFirstWalks, duringRandom, duringMiddle, duringFirst].map(({ result }) => result)
     const failed = [...readers, random, middle, firstPages].reduce((sum, result) => sum + result.non2xx + result.errors, 0)
     const ratio = (during: { readonly latency: Latency }) => (during.latency.p99 / quiet.latency.p99).toFixed(1)
@@ -275,6 +285,9 @@ const run = async () => {
       "",
       `the middle page, first asked after start: ${firstMiddle} ms, then ${secondMiddle} ms`,
       `first walks: ${walkMillis.length} pages (the middle and three quarters down of ${lists.length} lists) in ${stormMillis.toFixed(0)} ms, each ${Math.min(...walkMillis).toFixed(1)} to ${Math.max(...walkMillis).toFixed(1)} ms`,
+      ...(events
+        ? [`a new time range's first read (page 2 of from=<a time never asked for>, 10 in turn): ${sortedRanges[0]?.toFixed(1)} / ${sortedRanges[4]?.toFixed(1)} / ${sortedRanges[9]?.toFixed(1)} ms (least / median / most)`]
+        : []),
       `reader p99 during / alone: ${ratio(duringFirstWalks)} (first walks), ${ratio(duringRandom)} (pages at random), ${ratio(duringMiddle)} (middle page), ${ratio(duringFirst)} (first page); answers other than 2xx or errors: ${failed}`,
       ""
     ].join("\n"))

@@ -27,7 +27,9 @@
  * A read unit learns the log's end and the trail's events after the strides kept in one statement, and where reads
  * issued together share a round trip (PostgreSQL) guesses the page beside it (see `page`).
  * A trail's first read counts its whole log once; later reads count what was added since, unless the trail was
- * forgotten meanwhile (`MAX_TRAILS`). Each distinct filter is a trail of its own, a time range's too. A write unit
+ * forgotten meanwhile (`MAX_TRAILS`). Each distinct filter is a trail of its own, a time range's too; a time range's
+ * strides are counted from its base trail's stride times, so a new range reads only the strides its edges cut
+ * (StrideTimes). A write unit
  * (a redelivery's) reads the trail as before: its own events are not committed, and would be counted if it rolled
  * back.
  */
@@ -35,6 +37,7 @@ import { Page, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { farWalk, GUESS_MARGIN_ROWS, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
 import { setRecent } from "./RecentlyUsed.js"
+import { StrideTimes } from "./StrideTimes.js"
 import type { Op } from "./SqlUnit.js"
 import * as StorageFailure from "./StorageFailure.js"
 
@@ -154,6 +157,8 @@ export class TrailCounts {
    * (a read worker is SQLite's, where a snapshot holds settled every position it holds).
    */
   readonly #pagePositions = new Map<string, ReadonlyArray<number>>()
+  /** The times of base trails' settled strides, from which a time range's trail is counted (see StrideTimes). */
+  readonly strideTimes = new StrideTimes()
   /** The largest log top a read has seen: where a later page's read expects the log's end (see `page`). */
   #topSeen: number | undefined = undefined
 

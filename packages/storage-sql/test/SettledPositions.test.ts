@@ -107,6 +107,8 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
     const values: Array<unknown> = [clientId]
     if (filter.types !== undefined) (values.push(filter.types), terms.push(`type = any($${values.length})`))
     if (filter.entityId !== undefined) (values.push(filter.entityId), terms.push(`entity_id = $${values.length}`))
+    if (filter.from !== undefined) (values.push(filter.from), terms.push(`at >= $${values.length}`))
+    if (filter.to !== undefined) (values.push(filter.to), terms.push(`at <= $${values.length}`))
     const { rows } = await connection.query(`select id from domain_events where ${terms.join(" and ")} order by position desc`, values)
     return rows.map((row: { readonly id: string }) => row.id)
   }
@@ -114,7 +116,14 @@ describe.skipIf(!isWanted("postgres") || postgresSkipReason !== undefined)("SQL 
   const trailPage = (storage: Storage.Storage["Service"], clientId: string, filter: DomainEvent.TrailFilter, page: Page.PageRequest) =>
     storage.transaction(page.page === 1 ? "lookup" : "read", (unit) => unit.pageEvents(clientId, filter, page))
 
-  const filters: ReadonlyArray<DomainEvent.TrailFilter> = [{}, { types: ["account.created"] }, { entityId: "00000000-0000-7000-9000-000000000003" }]
+  // The time ranges are counted from their base trails' stride times (StrideTimes), which their edges cut.
+  const filters: ReadonlyArray<DomainEvent.TrailFilter> = [
+    {},
+    { types: ["account.created"] },
+    { entityId: "00000000-0000-7000-9000-000000000003" },
+    { from: "2026-01-01T00:00:01.000Z", to: "2026-01-01T00:00:05.500Z" },
+    { types: ["account.created"], from: "2026-01-01T00:00:02.345Z" }
+  ]
 
   /**
    * Every filter's first, middle and last pages and totals on both nodes, against a fresh read; after a node's next

@@ -4,13 +4,14 @@
  */
 import { type DomainEvent, Page, type Storage } from "@custody-relay/core"
 import { Effect } from "effect"
-import { type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
+import { type Compilable, type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
 import {
   countOf,
   emptyPage,
   LIST_TOTAL,
   matchesNothing,
+  type Op,
   pageOf,
   type PendingEvent,
   refuseWrite,
@@ -20,7 +21,8 @@ import {
   TRAIL_IN_STRIDE
 } from "../SqlUnit.js"
 import type { StoreStatements } from "../StoreStatements.js"
-import type { LogEnd, TrailReads } from "../TrailCounts.js"
+import type { RangeReads } from "../StrideTimes.js"
+import type { LogEnd, StrideCounts, TrailReads } from "../TrailCounts.js"
 
 type EventRow = { readonly [Column in keyof Database["domain_events"]]: Column extends "position" ? number | string : Database["domain_events"][Column] }
 
@@ -95,7 +97,7 @@ export const store = (
     if (matchesNothing(filter)) return Effect.succeed(emptyPage)
     const { integer, text } = engine.opaque
     // `clientByRow`: the client is checked on each row read, not sought in the client's index (see the trail's reads).
-    const whereWith = (clientByRow: boolean) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
+    const whereWith = (clientByRow: boolean, filter: DomainEvent.TrailFilter) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
       const terms: Array<Expression<SqlBool>> = []
       if (clientId !== null) terms.push(clientByRow ? eb(engine.checkedPerRow("client_id"), "=", text(clientId)) : eb("client_id", "=", text(clientId)))
       if (filter.id !== undefined) terms.push(eb("id", "=", text(filter.id)))
@@ -111,16 +113,49 @@ export const store = (
       // A record's trail goes through the entity's index, which holds the record's events and no others; SQLite would
       // seek the client's index instead and check the entity on every event of the client (SqlEngine.checkedPerRow).
       const byEntity = filter.entityId !== undefined
-      const trailWhere = whereWith(byEntity)
-      const between = (after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
-        eb.and([trailWhere(eb), eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
+      const trailWhere = whereWith(byEntity, filter)
+      const betweenWhere = (where: typeof trailWhere, after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
+        eb.and([where(eb), eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
+      const between = (after: number, upTo: number) => betweenWhere(trailWhere, after, upTo)
       const counted = (after: number, upTo: number) =>
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
       const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
+      const strideOf = (stride: number) => sql<number | string>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride")
       const perStride = (after: number, upTo: number, stride: number) =>
         db.selectFrom("domain_events")
-          .select((eb) => [sql<number | string>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride"), eb.fn.countAll<number | string>().as("count")])
+          .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count")])
           .where(between(after, upTo)).groupBy(sql`1`)
+      // A time range's trail is counted per stride from its base trail's stride times (StrideTimes).
+      const range = { from: filter.from, to: filter.to }
+      const { from: _from, to: _to, ...baseFilter } = filter
+      const baseWhere = whereWith(byEntity, baseFilter)
+      const rangeReads = (run: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>): RangeReads => ({
+        basePerStride: (after, upTo, stride) =>
+          Effect.map(
+            run(
+              db.selectFrom("domain_events")
+                .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count"), eb.fn.min("at").as("earliest"), eb.fn.max("at").as("latest")])
+                .where(betweenWhere(baseWhere, after, upTo)).groupBy(sql`1`)
+            ),
+            (found) => found.map((row) => ({ stride: Number(row.stride), count: Number(row.count), earliest: row.earliest, latest: row.latest }))
+          ),
+        perStrideWithin: (ranges, stride) =>
+          Effect.map(
+            run(
+              db.selectFrom("domain_events")
+                .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count")])
+                .where((eb) => eb.and([trailWhere(eb), eb.or(ranges.map(([after, upTo]) => eb.and([eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])))]))
+                .groupBy(sql`1`)
+            ),
+            stridesOf
+          )
+      })
+      const timed = filter.from !== undefined || filter.to !== undefined
+      const baseKey = trailKeyOf(clientId, baseFilter)
+      const countedPerStride = (run: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>): StrideCounts =>
+        timed
+          ? (after, upTo, stride) => trailCounts.strideTimes.countPerStride(baseKey, range, rangeReads(run), after, upTo, stride)
+          : (after, upTo, stride) => Effect.map(run(perStride(after, upTo, stride)), stridesOf)
       // The log's end in a statement's snapshot (see TrailCounts.LogEnd), from the row of a statement that selects the
       // top as `topColumn` and what the engine reads beside it (SqlEngine.logSettling).
       const endOf = (row: Readonly<Record<string, unknown>> | undefined, topColumn: string): LogEnd => {
@@ -167,10 +202,10 @@ export const store = (
           rows(db.selectFrom("domain_events").selectAll().where("position", "in", positions.map(integer)).orderBy("position", "desc")),
         readsShareRoundTrip: !engine.runsOnEventLoop,
         // Where statements run in the database, a unit counts the strides it lacks in one statement (see TrailCounts).
-        ...(engine.runsOnEventLoop ? {} : { countPerStride: (after, upTo, stride) => Effect.map(rows(perStride(after, upTo, stride)), stridesOf) }),
+        ...(engine.runsOnEventLoop ? {} : { countPerStride: countedPerStride(rows) }),
         ...(readOffLoop === undefined ? {} : {
           offLoop: {
-            countPerStride: (after, upTo, stride) => Effect.map(readOffLoop(perStride(after, upTo, stride).compile()), stridesOf),
+            countPerStride: countedPerStride((query) => readOffLoop(query.compile())),
             positionsBetween: (after, upTo, limit, offset) =>
               Effect.map(
                 readOffLoop(
@@ -188,7 +223,7 @@ export const store = (
         (page) => ({ items: page.items.map(decode), total: page.total })
       )
     }
-    const where = whereWith(false)
+    const where = whereWith(false, filter)
     const total = db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(where)
     return flushed(pageOf({
       // The page and its total in one statement (see StoreStatements' firstPage).

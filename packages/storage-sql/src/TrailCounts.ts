@@ -63,6 +63,13 @@ export const SPAN_ON_LOOP = 3
  */
 export const MAX_TRAILS = 256
 
+/**
+ * How many time ranges' trails' counts are kept, apart from the other trails' (`MAX_TRAILS`): ranges that move with the
+ * clock are many, and each is counted again from its base trail's stride times (StrideTimes) at the cost of the
+ * strides its edges cut, so they do not push out trails whose counting reads their whole log.
+ */
+export const MAX_RANGE_TRAILS = 64
+
 /** How a trail's events are read in the unit, for `TrailCounts`. */
 export interface TrailReads<Row> {
   /**
@@ -71,6 +78,8 @@ export interface TrailReads<Row> {
    * in the log, and no read needs its span bounded.
    */
   readonly indexHolds: boolean
+  /** Whether the trail is a time range's (its counts kept apart, see `MAX_RANGE_TRAILS`). */
+  readonly timeRange: boolean
   /** The log's end in the unit's snapshot. */
   readonly top: () => Op<LogEnd>
   /**
@@ -152,6 +161,7 @@ interface GuessedRows<Row> {
 
 export class TrailCounts {
   readonly #trails = new Map<string, Trail>()
+  readonly #rangeTrails = new Map<string, Trail>()
   /**
    * Positions of pages read off the loop, by trail and read (see `page`); final, as every one is at or below a top seen
    * (a read worker is SQLite's, where a snapshot holds settled every position it holds).
@@ -177,7 +187,7 @@ export class TrailCounts {
    * counts and may leave the loop (`page`).
    */
   firstPage<Row>(trailKey: string, limit: number, reads: TrailReads<Row>): Op<Page.Page<Row>> {
-    const trail = this.#trailOf(trailKey)
+    const trail = this.#trailOf(trailKey, reads.timeRange)
     const { counts } = trail
     const after = counts.length * this.stride
     const upTo = after + 2 * this.stride
@@ -213,7 +223,7 @@ export class TrailCounts {
   page<Row>(trailKey: string, request: Page.PageRequest, reads: TrailReads<Row>): Op<Page.Page<Row>> {
     const self = this
     return Effect.gen(function*() {
-      const trail = self.#trailOf(trailKey)
+      const trail = self.#trailOf(trailKey, reads.timeRange)
       const { counts } = trail
       const tailAfter = counts.length * self.stride
       const tailUpTo = tailAfter + 2 * self.stride
@@ -310,9 +320,10 @@ export class TrailCounts {
   }
 
   /** The trail's counts (none yet when it was never read, or forgotten), now its most recently read. */
-  #trailOf(trailKey: string): Trail {
-    const trail = this.#trails.get(trailKey) ?? { counts: [], lastTotal: undefined }
-    setRecent(this.#trails, trailKey, trail, MAX_TRAILS)
+  #trailOf(trailKey: string, timeRange: boolean): Trail {
+    const trails = timeRange ? this.#rangeTrails : this.#trails
+    const trail = trails.get(trailKey) ?? { counts: [], lastTotal: undefined }
+    setRecent(trails, trailKey, trail, timeRange ? MAX_RANGE_TRAILS : MAX_TRAILS)
     return trail
   }
 

@@ -14,7 +14,7 @@ import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
 import { farWalkOf, isWalkPause } from "../src/PageBoundaries.js"
-import { isReadUnitWanted, SPAN_ON_LOOP, STRIDE_POSITIONS, TrailCounts, type TrailReads } from "../src/TrailCounts.js"
+import { isReadUnitWanted, MAX_RANGE_TRAILS, MAX_TRAILS, SPAN_ON_LOOP, STRIDE_POSITIONS, TrailCounts, type TrailReads } from "../src/TrailCounts.js"
 import { isWanted, migratedSqliteFile } from "./Dialects.js"
 import { offLoopCounted, withLookupOnNextTurn } from "./EventLoopTurns.js"
 import { queryPlanOf, recording } from "./Recording.js"
@@ -327,6 +327,8 @@ const readsOfLog = (
     readonly onFar?: () => void
     /** Reads issued together share a round trip (PostgreSQL): a later page is guessed at; as `inUnit` when absent. */
     readonly shareRoundTrip?: boolean
+    /** The trail is a time range's (TrailReads.timeRange). */
+    readonly timeRange?: boolean
     /** Told of each read in the unit, by its name in TrailReads. */
     readonly onRead?: (read: keyof TrailReads<number>) => void
   }
@@ -351,6 +353,7 @@ const readsOfLog = (
   const onRead = (read: keyof TrailReads<number>) => options.onRead?.(read)
   return {
     indexHolds: options.indexHolds,
+    timeRange: options.timeRange ?? false,
     readsShareRoundTrip: options.shareRoundTrip ?? options.inUnit === true,
     top: () => Effect.sync(() => (onRead("top"), end())),
     topWithTail: (after, upTo) =>
@@ -649,6 +652,22 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
       const all = newestFirst(log)
       assert.deepStrictEqual(yield* counts.page("trail", { page: 3, limit: 3 }, reads), { items: all.slice(6, 9), total: all.length })
       assert.deepStrictEqual(issued, ["topWithTail", "between"])
+    }))
+
+  it.effect("time ranges' trails are kept apart: however many are read, they push out no other trail's counts", () =>
+    Effect.gen(function*() {
+      const log: Array<boolean> = Array.from({ length: 40 }, () => true)
+      const issued: Array<string> = []
+      const counts = new TrailCounts(4, Number.POSITIVE_INFINITY)
+      const reads = readsOfLog(log, { indexHolds: true, offLoop: false, inUnit: true, onRead: (read) => issued.push(read) })
+      yield* counts.page("trail", { page: 2, limit: 3 }, reads)
+      assert.include(issued, "countPerStride")
+      const ranges = readsOfLog(log, { indexHolds: false, offLoop: false, inUnit: true, timeRange: true })
+      for (let i = 0; i < MAX_TRAILS + MAX_RANGE_TRAILS; i++) yield* counts.page(`range ${i}`, { page: 2, limit: 3 }, ranges)
+      issued.length = 0
+      yield* counts.page("trail", { page: 3, limit: 3 }, reads)
+      assert.notInclude(issued, "countPerStride")
+      assert.notInclude(issued, "count")
     }))
 
   it.effect("a far count that another request's counting overtook meanwhile still adds the strides it counted beyond it", () =>

@@ -166,6 +166,7 @@ export const store = (
         // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
         indexHolds: byEntity ||
           (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
+        timeRange: timed,
         top: () => Effect.map(first(settledPositions === undefined ? top : top.select(settledPositions.columns())), (row) => endOf(row, "top")),
         topWithTail: (after, upTo) =>
           Effect.map(

@@ -32,6 +32,13 @@ export interface StrideTime {
  */
 export const MAX_BASE_TRAILS = 8
 
+/**
+ * How many runs of cut strides one read takes apart (two parameters each); beyond, one read passes from the first cut
+ * stride to the last and keeps only the cut ones' counts. Times far out of order (old events written into a young
+ * log) can cut every other stride, and a statement's parameters are bounded (32,766 on SQLite).
+ */
+export const MAX_CUT_RUNS = 32
+
 /** A time range, its ends inclusive (a trail's `from` and `to`); either may be open. */
 export interface TimeRange {
   readonly from: string | undefined
@@ -92,7 +99,13 @@ export class StrideTimes {
           else cut.push([k * stride, (k + 1) * stride])
         }
       }
-      if (cut.length > 0) counts.push(...(yield* reads.perStrideWithin(cut, stride)))
+      if (cut.length > MAX_CUT_RUNS) {
+        const found = yield* reads.perStrideWithin([[cut[0]![0], cut.at(-1)![1]]], stride)
+        const isCut = (k: number) => cut.some(([after, upTo]) => k * stride >= after && (k + 1) * stride <= upTo)
+        counts.push(...found.filter((row) => isCut(row.stride)))
+      } else if (cut.length > 0) {
+        counts.push(...(yield* reads.perStrideWithin(cut, stride)))
+      }
       return counts
     })
   }

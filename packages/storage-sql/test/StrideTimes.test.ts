@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import { type RangeReads, StrideTimes, type TimeRange, withinRange } from "../src/StrideTimes.js"
+import { MAX_CUT_RUNS, type RangeReads, StrideTimes, type TimeRange, withinRange } from "../src/StrideTimes.js"
 
 /** A log of events: whether each is the base trail's, and its time (a fixed-width text, as `at` is). */
 interface LoggedEvent {
@@ -120,5 +120,20 @@ describe("StrideTimes: a time range's trail counted from its base trail's stride
       const found = Effect.runSync(times.countPerStride("base", range, readsOf(log, range, later), 0, 400, stride))
       assert.deepStrictEqual(later, { base: [], cut: [50, 87] })
       assert.strictEqual(found.reduce((sum, { count }) => sum + count, 0), expected(log, range, 0, 400, stride).reduce((sum, { count }) => sum + count, 0))
+    }))
+
+  it.effect("times far out of order cut many strides apart: one read passes from the first to the last and keeps the cut strides' counts, exact", () =>
+    Effect.sync(() => {
+      const stride = 4
+      // An old event in every other stride of a young log: a recent range cuts each of those strides.
+      const log: Array<LoggedEvent> = Array.from({ length: 8 * (MAX_CUT_RUNS + 10) }, (_, i) => ({ base: true, at: i % 8 === 0 ? timeOf(0) : timeOf(600 + i) }))
+      const range: TimeRange = { from: timeOf(300), to: undefined }
+      const asked: Array<number> = []
+      const reads = readsOf(log, range, { base: [], cut: [] })
+      const counting: RangeReads = { ...reads, perStrideWithin: (ranges, size) => (asked.push(ranges.length), reads.perStrideWithin(ranges, size)) }
+      const times = new StrideTimes()
+      const found = Effect.runSync(times.countPerStride("base", range, counting, 0, log.length, stride))
+      assert.deepStrictEqual(asked, [1])
+      assert.deepStrictEqual([...found].sort((a, b) => a.stride - b.stride), expected(log, range, 0, log.length, stride))
     }))
 })

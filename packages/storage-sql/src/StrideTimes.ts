@@ -1,8 +1,8 @@
 /**
  * The times a trail's settled strides span, so that a time range's trail (`from`, `to`) is counted without reading
  * every event of the log. Each distinct filter is a trail of its own (TrailCounts), and a time range moves with the
- * clock ("the last hour"): counted like the other trails, each new range would read every event of its client in the log,
- * 310 to 630 ms at a million events on PostgreSQL, 180 to 410 ms on SQLite (docs/benchmarks.md).
+ * clock ("the last hour"): counted like the other trails, each new range would read every event of its client in
+ * the log, 310 to 630 ms at a million events on PostgreSQL, 180 to 410 ms on SQLite (docs/benchmarks.md).
  *
  * A time range's trail is its *base* trail (the same filter without the range) cut by time. Per settled stride of the
  * base trail (TrailCounts.STRIDE_POSITIONS positions) this keeps its number of events and the least and greatest `at`

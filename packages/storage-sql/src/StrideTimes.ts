@@ -89,11 +89,13 @@ export class StrideTimes {
       }
       const counts: Array<{ readonly stride: number; readonly count: number }> = []
       const cut: Array<[number, number]> = []
+      const cutStrides = new Set<number>()
       for (let k = first; k < end; k++) {
         const time = times.get(k)!
         const within = withinRange(time, range)
         if (within === "all") counts.push({ stride: k, count: time.count })
         else if (within === "part") {
+          cutStrides.add(k)
           const last = cut.at(-1)
           if (last !== undefined && last[1] === k * stride) last[1] = (k + 1) * stride
           else cut.push([k * stride, (k + 1) * stride])
@@ -101,8 +103,7 @@ export class StrideTimes {
       }
       if (cut.length > MAX_CUT_RUNS) {
         const found = yield* reads.perStrideWithin([[cut[0]![0], cut.at(-1)![1]]], stride)
-        const isCut = (k: number) => cut.some(([after, upTo]) => k * stride >= after && (k + 1) * stride <= upTo)
-        counts.push(...found.filter((row) => isCut(row.stride)))
+        counts.push(...found.filter((row) => cutStrides.has(row.stride)))
       } else if (cut.length > 0) {
         counts.push(...(yield* reads.perStrideWithin(cut, stride)))
       }

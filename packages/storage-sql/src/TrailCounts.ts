@@ -58,6 +58,13 @@ export const STRIDE_POSITIONS = 2_048
 export const SPAN_ON_LOOP = 3
 
 /**
+ * How many strides' positions after the counted strides a read counts in passing: a first page's lookup, and the read
+ * that learns a read unit's log end. Beyond, the log grew more than that since the trail was last counted, and the
+ * read unit counts strides.
+ */
+export const TAIL_STRIDES = 2
+
+/**
  * How many trails' counts are kept (the least recently read are forgotten, and counted again if read again): about
  * 1.1 MB at a million events, 110 MB at a hundred million, were all of them read.
  */
@@ -190,7 +197,7 @@ export class TrailCounts {
     const trail = this.#trailOf(trailKey, reads.timeRange)
     const { counts } = trail
     const after = counts.length * this.stride
-    const upTo = after + 2 * this.stride
+    const upTo = after + TAIL_STRIDES * this.stride
     // The newest `limit` events, counted from the oldest, are at or above `known - limit` whatever came after.
     const known = counts.at(-1) ?? 0
     const from = lastAtOrBelow(counts, known - limit, counts.length)
@@ -226,7 +233,7 @@ export class TrailCounts {
       const trail = self.#trailOf(trailKey, reads.timeRange)
       const { counts } = trail
       const tailAfter = counts.length * self.stride
-      const tailUpTo = tailAfter + 2 * self.stride
+      const tailUpTo = tailAfter + TAIL_STRIDES * self.stride
       const endRead: Op<LogEnd & { readonly tail?: number }> = self.#topSeen !== undefined && self.#topSeen <= tailUpTo
         ? reads.topWithTail(tailAfter, tailUpTo)
         : reads.top()
@@ -263,13 +270,11 @@ export class TrailCounts {
         : yield* reads.count(whole * self.stride, top)
       const total = below + afterWhole
       trail.lastTotal = total
-      const offset = Page.offset(request)
-      const last = Math.min(offset + request.limit, total)
-      if (last <= offset) return { items: [], total }
-      // Counted from the oldest, the page is the trail's events [low, high): after the last stride end with at most
-      // `low` before it, and at or before the first with at least `high` (the log's end when none has).
-      const low = total - last
-      const high = total - offset
+      const ranks = pageRanks(request, total)
+      if (ranks === undefined) return { items: [], total }
+      // The page lies after the last stride end with at most `low` of the trail's events before it, and at or before
+      // the first with at least `high` (the log's end when none has).
+      const { high, low } = ranks
       if (guessed !== undefined && guessed.from < whole && guessed.first <= low && high - guessed.first <= guessed.rows.length) {
         return { items: guessed.rows.slice(low - guessed.first, high - guessed.first).reverse(), total }
       }
@@ -299,14 +304,11 @@ export class TrailCounts {
    * read yet or the page lay past the trail's end.
    */
   #guess<Row>(trail: Trail, request: Page.PageRequest, tailUpTo: number, reads: TrailReads<Row>): Op<GuessedRows<Row>> | undefined {
-    const total = trail.lastTotal
-    if (total === undefined) return undefined
-    const offset = Page.offset(request)
-    const last = Math.min(offset + request.limit, total)
-    if (last <= offset) return undefined
+    const ranks = trail.lastTotal === undefined ? undefined : pageRanks(request, trail.lastTotal)
+    if (ranks === undefined) return undefined
     const { counts } = trail
-    const first = Math.max(0, total - last - GUESS_MARGIN_ROWS)
-    const past = total - offset + GUESS_MARGIN_ROWS
+    const first = Math.max(0, ranks.low - GUESS_MARGIN_ROWS)
+    const past = ranks.high + GUESS_MARGIN_ROWS
     const from = lastAtOrBelow(counts, first, counts.length)
     const to = lastAtOrBelow(counts, past - 1, counts.length) + 1
     const upTo = to < counts.length ? (to + 1) * this.stride : tailUpTo
@@ -376,6 +378,16 @@ const readUnitWanted = (): Storage.StorageError => {
 }
 
 export const isReadUnitWanted = (error: unknown): boolean => error instanceof Storage.StorageError && readUnitsWanted.has(error)
+
+/**
+ * The page of `request` (newest first) counted from the oldest at `total`: the trail's events [low, high); undefined
+ * when the page lies past the trail's end.
+ */
+const pageRanks = (request: Page.PageRequest, total: number): { readonly low: number; readonly high: number } | undefined => {
+  const offset = Page.offset(request)
+  const last = Math.min(offset + request.limit, total)
+  return last <= offset ? undefined : { low: total - last, high: total - offset }
+}
 
 /** The last of the first `length` counts at or below `wanted` (counts never decrease), or -1 when none is. */
 const lastAtOrBelow = (counts: ReadonlyArray<number>, wanted: number, length: number): number => {

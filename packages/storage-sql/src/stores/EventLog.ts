@@ -114,8 +114,10 @@ export const store = (
       // seek the client's index instead and check the entity on every event of the client (SqlEngine.checkedPerRow).
       const byEntity = filter.entityId !== undefined
       const trailWhere = whereWith(byEntity, filter)
+      const positionIn = (eb: ExpressionBuilder<Database, "domain_events">, after: number, upTo: number): Expression<SqlBool> =>
+        eb.and([eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
       const betweenWhere = (where: typeof trailWhere, after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
-        eb.and([where(eb), eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
+        eb.and([where(eb), positionIn(eb, after, upTo)])
       const between = (after: number, upTo: number) => betweenWhere(trailWhere, after, upTo)
       const counted = (after: number, upTo: number) =>
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
@@ -144,17 +146,17 @@ export const store = (
             run(
               db.selectFrom("domain_events")
                 .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count")])
-                .where((eb) => eb.and([trailWhere(eb), eb.or(ranges.map(([after, upTo]) => eb.and([eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])))]))
+                .where((eb) => eb.and([trailWhere(eb), eb.or(ranges.map(([after, upTo]) => positionIn(eb, after, upTo)))]))
                 .groupBy(sql`1`)
             ),
             stridesOf
           )
       })
       const timed = filter.from !== undefined || filter.to !== undefined
-      const baseKey = trailKeyOf(clientId, baseFilter)
       const countedPerStride = (run: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>): StrideCounts =>
         timed
-          ? (after, upTo, stride) => trailCounts.strideTimes.countPerStride(baseKey, range, rangeReads(run), after, upTo, stride)
+          ? (after, upTo, stride) =>
+            trailCounts.strideTimes.countPerStride(trailKeyOf(clientId, baseFilter), range, rangeReads(run), after, upTo, stride)
           : (after, upTo, stride) => Effect.map(run(perStride(after, upTo, stride)), stridesOf)
       // The log's end in a statement's snapshot (see TrailCounts.LogEnd), from the row of a statement that selects the
       // top as `topColumn` and what the engine reads beside it (SqlEngine.logSettling).

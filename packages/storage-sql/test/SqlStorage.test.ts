@@ -773,6 +773,43 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       assert.strictEqual(counted.reads, MAX_FAR_WALKS * Math.floor(rows / 2 / STEP_ROWS_ON_EVENT_LOOP))
     }), 60_000)
 
+  it.live("a later page of a client's audit trail passes over the events it skips in the client's index alone, and reads only its own rows from the table (SQLite query plans, PAGE-4)", () =>
+    Effect.gen(function*() {
+      const { db, issued, storage } = yield* recording(/from "domain_events"/i)
+      const clientId = Ids.ClientId.make(crypto.randomUUID())
+      const entityId = crypto.randomUUID()
+      const events = Array.from({ length: 50 }, (_, n) => ({
+        id: crypto.randomUUID(),
+        type: "account.approved" as const,
+        clientId,
+        entityType: "account" as const,
+        entityId,
+        statusBefore: "pending_approval",
+        statusAfter: "approved",
+        actor: { kind: "operator" as const },
+        at: Records.at(n),
+        data: {}
+      }))
+      yield* storage.transaction("write", (unit) => Effect.forEach(events, (event) => unit.appendEvent(event), { discard: true }))
+      const newestFirst = events.map((event) => event.id).reverse()
+      for (const [filter, deferred] of [[{}, true], [{ types: ["account.approved" as const] }, false]] as const) {
+        issued.length = 0
+        const page = yield* storage.transaction("read", (unit) => unit.pageEvents(clientId, filter, { page: 2, limit: 20 }))
+        assert.deepStrictEqual({ ids: page.items.map((event) => event.id), total: page.total }, { ids: newestFirst.slice(20, 40), total: 50 })
+        const skipping = issued.filter((query) => /\boffset\b/i.test(query.sql))
+        assert.strictEqual(skipping.length, 1, issued.map((query) => query.sql).join("\n"))
+        const details = (yield* queryPlanOf(db, skipping[0]!)).rows.map((row) => row.detail).join(" | ")
+        if (deferred) {
+          // The skipped events' positions from the covering index; the page's rows by position.
+          assert.match(details, /SEARCH domain_events USING COVERING INDEX domain_events_client \(client_id=\? AND position>\? AND position<\?\)/, details)
+          assert.match(details, /SEARCH domain_events USING INTEGER PRIMARY KEY \(rowid=\?\)/, details)
+        } else {
+          // A filter the client's index does not hold reads each event's row to judge it.
+          assert.notMatch(details, /COVERING INDEX/, details)
+        }
+      }
+    }))
+
   it.live("the reads around a boundary use the list's index and never sort (SQLite query plans)", () =>
     Effect.gen(function*() {
       const { db } = yield* migratedSqliteFile("around.db")

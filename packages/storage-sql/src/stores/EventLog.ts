@@ -119,6 +119,9 @@ export const store = (
       const betweenWhere = (where: typeof trailWhere, after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
         eb.and([where(eb), positionIn(eb, after, upTo)])
       const between = (after: number, upTo: number) => betweenWhere(trailWhere, after, upTo)
+      const positionsBetween = (after: number, upTo: number, limit: number, offset: number) =>
+        db.selectFrom("domain_events").select("position").where(between(after, upTo)).orderBy("position", "asc")
+          .limit(integer(limit)).offset(integer(offset))
       const counted = (after: number, upTo: number) =>
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
       const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
@@ -164,10 +167,14 @@ export const store = (
         const at = Number(row?.[topColumn] ?? 0)
         return { top: at, settled: settledPositions === undefined || row === undefined ? at : settledPositions.settledIn(at, row) }
       }
+      // The trail is the client's whole log (or the whole log): no term beyond the client and the position.
+      const wholeLog = !byEntity && filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) &&
+        filter.from === undefined && filter.to === undefined
+      // The client's index (client_id, position) then holds all that a page's skipped events are judged on.
+      const clientOnly = wholeLog && clientId !== null
       const reads: TrailReads<EventRow> = {
         // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
-        indexHolds: byEntity ||
-          (filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) && filter.from === undefined && filter.to === undefined),
+        indexHolds: byEntity || wholeLog,
         timeRange: timed,
         top: () => Effect.map(first(settledPositions === undefined ? top : top.select(settledPositions.columns())), (row) => endOf(row, "top")),
         topWithTail: (after, upTo) =>
@@ -200,7 +207,16 @@ export const store = (
           )
         },
         between: (after, upTo, limit, offset) =>
-          rows(db.selectFrom("domain_events").selectAll().where(between(after, upTo)).orderBy("position", "asc").limit(integer(limit)).offset(integer(offset))),
+          rows(
+            clientOnly
+              // A deferred join: the events a page skips (up to a stride's worth) are passed over in the client's index
+              // alone, and only the page's own rows are read from the table. Measured at a million events, a page
+              // deep in a stride: 155 against 61 µs on SQLite, 0.31 against 0.25 ms on PostgreSQL (docs/benchmarks.md).
+              ? db.selectFrom("domain_events").selectAll()
+                .where("position", "in", positionsBetween(after, upTo, limit, offset))
+                .orderBy("position", "asc")
+              : db.selectFrom("domain_events").selectAll().where(between(after, upTo)).orderBy("position", "asc").limit(integer(limit)).offset(integer(offset))
+          ),
         atPositions: (positions) =>
           rows(db.selectFrom("domain_events").selectAll().where("position", "in", positions.map(integer)).orderBy("position", "desc")),
         readsShareRoundTrip: !engine.runsOnEventLoop,
@@ -211,10 +227,7 @@ export const store = (
             countPerStride: countedPerStride((query) => readOffLoop(query.compile())),
             positionsBetween: (after, upTo, limit, offset) =>
               Effect.map(
-                readOffLoop(
-                  db.selectFrom("domain_events").select("position").where(between(after, upTo)).orderBy("position", "asc")
-                    .limit(integer(limit)).offset(integer(offset)).compile()
-                ),
+                readOffLoop(positionsBetween(after, upTo, limit, offset).compile()),
                 (found) => found.map((row) => Number(row.position))
               )
           }

@@ -210,8 +210,9 @@ export const store = (
           rows(
             clientOnly
               // A deferred join: the events a page skips (up to a stride's worth) are passed over in the client's index
-              // alone, and only the page's own rows are read from the table. Measured at a million events, a page
-              // deep in a stride: 155 against 61 µs on SQLite, 0.31 against 0.25 ms on PostgreSQL (docs/benchmarks.md).
+              // alone, and only the page's own rows are read from the table. Measured at a million events, a page deep
+              // in a stride: 0.31 against 0.25 ms on PostgreSQL, which fetched each skipped row from the heap; on SQLite
+              // 69 against 63 µs, and 155 against 61 once an ANALYZE makes its planner walk the table (docs/benchmarks.md).
               ? db.selectFrom("domain_events").selectAll()
                 .where("position", "in", positionsBetween(after, upTo, limit, offset))
                 .orderBy("position", "asc")

@@ -387,6 +387,16 @@ const usable = (use: Use, boundary: Boundary): boolean =>
 const alwaysKept: Use = { _tag: "Kept", current: () => true }
 
 /**
+ * Where the page of `request` (newest first) lies in a list of `total` rows: its rows counted from the newest
+ * [offset, end), and from the oldest [low, high); none (`end <= offset`) when it lies past the list's end.
+ */
+export const pageRanks = (request: Page.PageRequest, total: number) => {
+  const offset = Page.offset(request)
+  const end = Math.min(offset + request.limit, total)
+  return { offset, end, low: total - end, high: total - offset }
+}
+
+/**
  * The anchor nearest the page [low, high) among `boundaries` (sorted by count) and the list's ends: the oldest end
  * (no key, count 0), the newest end (no key, count total) or a boundary, and how many rows a read from it skips. A
  * read oldest first from an anchor reaches the page when the anchor is at or before `low`; newest first, when it is
@@ -490,11 +500,7 @@ export class PageBoundaries {
     guessed?: GuessedRows<Row>
   ): Op<ReadonlyArray<Row>> {
     const use = this.#bringUpToDate(clientId, sighting, now)
-    const offset = Page.offset(request)
-    const end = Math.min(offset + request.limit, total)
-    // The page's rows, counted from the oldest: [low, high).
-    const low = total - end
-    const high = total - offset
+    const { end, high, low, offset } = pageRanks(request, total)
     const list = this.#listOf(listKey, clientId)
     list.lastTotal = total
     if (guessed !== undefined) {
@@ -526,11 +532,8 @@ export class PageBoundaries {
     const list = this.#lists.get(listKey)
     const total = list?.lastTotal
     if (list === undefined || total === undefined) return undefined
-    const offset = Page.offset(request)
-    const end = Math.min(offset + request.limit, total)
+    const { end, high, low, offset } = pageRanks(request, total)
     if (end <= offset) return undefined
-    const low = total - end
-    const high = total - offset
     const { from, walk, oldestFirst } = nearest(list.boundaries, total, low, high)
     if (walk >= this.stepRows) return undefined
     const margin = GUESS_MARGIN_ROWS

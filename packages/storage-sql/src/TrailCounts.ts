@@ -35,7 +35,7 @@
  */
 import { Page, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
-import { farWalk, GUESS_MARGIN_ROWS, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
+import { farWalk, GUESS_MARGIN_ROWS, pageRanks, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
 import { setRecent } from "./RecentlyUsed.js"
 import { StrideTimes } from "./StrideTimes.js"
 import type { Op } from "./SqlUnit.js"
@@ -270,11 +270,10 @@ export class TrailCounts {
         : yield* reads.count(whole * self.stride, top)
       const total = below + afterWhole
       trail.lastTotal = total
-      const ranks = pageRanks(request, total)
-      if (ranks === undefined) return { items: [], total }
+      const { end: pageEnd, high, low, offset } = pageRanks(request, total)
+      if (pageEnd <= offset) return { items: [], total }
       // The page lies after the last stride end with at most `low` of the trail's events before it, and at or before
       // the first with at least `high` (the log's end when none has).
-      const { high, low } = ranks
       if (guessed !== undefined && guessed.from < whole && guessed.first <= low && high - guessed.first <= guessed.rows.length) {
         return { items: guessed.rows.slice(low - guessed.first, high - guessed.first).reverse(), total }
       }
@@ -305,7 +304,7 @@ export class TrailCounts {
    */
   #guess<Row>(trail: Trail, request: Page.PageRequest, tailUpTo: number, reads: TrailReads<Row>): Op<GuessedRows<Row>> | undefined {
     const ranks = trail.lastTotal === undefined ? undefined : pageRanks(request, trail.lastTotal)
-    if (ranks === undefined) return undefined
+    if (ranks === undefined || ranks.end <= ranks.offset) return undefined
     const { counts } = trail
     const first = Math.max(0, ranks.low - GUESS_MARGIN_ROWS)
     const past = ranks.high + GUESS_MARGIN_ROWS
@@ -378,16 +377,6 @@ const readUnitWanted = (): Storage.StorageError => {
 }
 
 export const isReadUnitWanted = (error: unknown): boolean => error instanceof Storage.StorageError && readUnitsWanted.has(error)
-
-/**
- * The page of `request` (newest first) counted from the oldest at `total`: the trail's events [low, high); undefined
- * when the page lies past the trail's end.
- */
-const pageRanks = (request: Page.PageRequest, total: number): { readonly low: number; readonly high: number } | undefined => {
-  const offset = Page.offset(request)
-  const last = Math.min(offset + request.limit, total)
-  return last <= offset ? undefined : { low: total - last, high: total - offset }
-}
 
 /** The last of the first `length` counts at or below `wanted` (counts never decrease), or -1 when none is. */
 const lastAtOrBelow = (counts: ReadonlyArray<number>, wanted: number, length: number): number => {

@@ -8,6 +8,7 @@ import {
   type Account,
   type ApiUser,
   type Client,
+  type DomainEvent,
   type Idempotency,
   Ids,
   type Ledger,
@@ -20,6 +21,20 @@ import {
 
 /** 2026-01-01T00:00:00.000Z plus `offset` milliseconds. */
 export const at = (offset: number): Timestamp.Timestamp => Timestamp.fromMillis(Date.UTC(2026, 0, 1) + offset)
+
+/** An approval of the account `entityId` by the operator at `at(n)`, an id of its own. */
+export const accountApproved = (clientId: Ids.ClientId, entityId: string, n: number): DomainEvent.DomainEvent => ({
+  id: randomUUID(),
+  type: "account.approved",
+  clientId,
+  entityType: "account",
+  entityId,
+  statusBefore: "pending_approval",
+  statusAfter: "approved",
+  actor: { kind: "operator" },
+  at: at(n),
+  data: {}
+})
 
 export const client = (overrides: Partial<Client.Client> = {}): Client.Client => ({
   id: Ids.ClientId.make(randomUUID()),

@@ -778,18 +778,7 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: deep pages from page bou
       const { db, issued, storage } = yield* recording(/from "domain_events"/i)
       const clientId = Ids.ClientId.make(crypto.randomUUID())
       const entityId = crypto.randomUUID()
-      const events = Array.from({ length: 50 }, (_, n) => ({
-        id: crypto.randomUUID(),
-        type: "account.approved" as const,
-        clientId,
-        entityType: "account" as const,
-        entityId,
-        statusBefore: "pending_approval",
-        statusAfter: "approved",
-        actor: { kind: "operator" as const },
-        at: Records.at(n),
-        data: {}
-      }))
+      const events = Array.from({ length: 50 }, (_, n) => Records.accountApproved(clientId, entityId, n))
       yield* storage.transaction("write", (unit) => Effect.forEach(events, (event) => unit.appendEvent(event), { discard: true }))
       const newestFirst = events.map((event) => event.id).reverse()
       const cases = [

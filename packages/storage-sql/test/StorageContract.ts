@@ -423,18 +423,7 @@ export const suite = (name: string, makeLayer: () => StorageLayer): void =>
         const entityId = Records.account(client.id).id
         // More than SQLite binds in one statement (32,766 values, ten an event).
         const count = 3_500
-        const events = Array.from({ length: count }, (_, n) => ({
-          id: crypto.randomUUID(),
-          type: "account.approved" as const,
-          clientId: client.id,
-          entityType: "account" as const,
-          entityId,
-          statusBefore: "pending_approval",
-          statusAfter: "approved",
-          actor: { kind: "operator" as const },
-          at: Records.at(n),
-          data: {}
-        }))
+        const events = Array.from({ length: count }, (_, n) => Records.accountApproved(client.id, entityId, n))
         yield* write((unit) => Effect.forEach(events, (event) => unit.appendEvent(event), { discard: true }))
         const listed = yield* read((unit) => unit.listEvents({ entityId }, 0, count + 1))
         assert.deepStrictEqual(listed.map((event) => event.id), events.map((event) => event.id))

@@ -357,9 +357,16 @@ const pageFromGuess = <Row>(
     return skip <= offset && end - skip <= rows.length ? rows.slice(offset - skip, end - skip) : undefined
   }
   const { first, oldestFirst, rows } = guessed
-  if (oldestFirst) return first <= low && high - first <= rows.length ? rows.slice(low - first, high - first).reverse() : undefined
+  if (oldestFirst) return pageFromOldest(rows, first, low, high)
   return high <= first && first - low <= rows.length ? rows.slice(first - high, first - low) : undefined
 }
+
+/**
+ * The page [low, high) (counted from the oldest), newest first, out of rows read oldest first whose first has the rank
+ * `first`; undefined when they do not hold all of it.
+ */
+export const pageFromOldest = <Row>(rows: ReadonlyArray<Row>, first: number, low: number, high: number): ReadonlyArray<Row> | undefined =>
+  first <= low && high - first <= rows.length ? rows.slice(low - first, high - first).reverse() : undefined
 
 /** A walk whose steps run off the event loop, from `from` toward a page (see above). */
 interface FarWalk {

@@ -35,7 +35,7 @@
  */
 import { Page, Storage } from "@custody-relay/core"
 import { Effect } from "effect"
-import { farWalk, GUESS_MARGIN_ROWS, pageRanks, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
+import { farWalk, GUESS_MARGIN_ROWS, pageFromOldest, pageRanks, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
 import { setRecent } from "./RecentlyUsed.js"
 import { StrideTimes } from "./StrideTimes.js"
 import type { Op } from "./SqlUnit.js"
@@ -272,16 +272,11 @@ export class TrailCounts {
       trail.lastTotal = total
       const { end: pageEnd, high, low, offset } = pageRanks(request, total)
       if (pageEnd <= offset) return { items: [], total }
+      const fromGuess = guessed !== undefined && guessed.from < whole ? pageFromOldest(guessed.rows, guessed.first, low, high) : undefined
+      if (fromGuess !== undefined) return { items: fromGuess, total }
       // The page lies after the last stride end with at most `low` of the trail's events before it, and at or before
       // the first with at least `high` (the log's end when none has).
-      if (guessed !== undefined && guessed.from < whole && guessed.first <= low && high - guessed.first <= guessed.rows.length) {
-        return { items: guessed.rows.slice(low - guessed.first, high - guessed.first).reverse(), total }
-      }
-      const from = lastAtOrBelow(counts, low, whole)
-      const after = (from + 1) * self.stride
-      const skip = low - (from < 0 ? 0 : counts[from]!)
-      const to = lastAtOrBelow(counts, high - 1, whole) + 1
-      const upTo = to < whole ? (to + 1) * self.stride : top
+      const { after, skip, upTo } = self.#span(counts, whole, low, high, top)
       // The page's positions, once read off the loop, hold whatever was appended since: the page's `limit` events
       // after `after` were all at or below the top then.
       const key = JSON.stringify([trailKey, after, high - low, skip])
@@ -308,11 +303,24 @@ export class TrailCounts {
     const { counts } = trail
     const first = Math.max(0, ranks.low - GUESS_MARGIN_ROWS)
     const past = ranks.high + GUESS_MARGIN_ROWS
-    const from = lastAtOrBelow(counts, first, counts.length)
-    const to = lastAtOrBelow(counts, past - 1, counts.length) + 1
-    const upTo = to < counts.length ? (to + 1) * this.stride : tailUpTo
-    const skip = first - (from < 0 ? 0 : counts[from]!)
-    return Effect.map(reads.between((from + 1) * this.stride, upTo, past - first, skip), (rows) => ({ from, first, rows }))
+    const { after, from, skip, upTo } = this.#span(counts, counts.length, first, past, tailUpTo)
+    return Effect.map(reads.between(after, upTo, past - first, skip), (rows) => ({ from, first, rows }))
+  }
+
+  /**
+   * Where a read of the trail's events [low, high) (counted from the oldest) runs, from the first `length` counts:
+   * after the end of the last stride `from` (-1: the log's start) with at most `low` of them at or below it, skipping
+   * `skip` of them, up to the end of the first stride with at least `high`, or to `end` when none of those has.
+   */
+  #span(counts: ReadonlyArray<number>, length: number, low: number, high: number, end: number) {
+    const from = lastAtOrBelow(counts, low, length)
+    const to = lastAtOrBelow(counts, high - 1, length) + 1
+    return {
+      from,
+      after: (from + 1) * this.stride,
+      skip: low - (from < 0 ? 0 : counts[from]!),
+      upTo: to < length ? (to + 1) * this.stride : end
+    }
   }
 
   /** Notes the log's end a read saw. */

@@ -168,8 +168,7 @@ export const store = (
         return { top: at, settled: settledPositions === undefined || row === undefined ? at : settledPositions.settledIn(at, row) }
       }
       // The trail is the client's whole log (or the whole log): no term beyond the client and the position.
-      const wholeLog = !byEntity && filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0) &&
-        filter.from === undefined && filter.to === undefined
+      const wholeLog = !byEntity && !timed && filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0)
       // The client's index (client_id, position) then holds all that a page's skipped events are judged on.
       const clientOnly = wholeLog && clientId !== null
       const reads: TrailReads<EventRow> = {

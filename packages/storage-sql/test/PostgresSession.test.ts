@@ -5,10 +5,10 @@
  * changes the wrong number of rows fails the unit where its answer arrives and nothing of the unit is kept, and the
  * connection is clean for the next unit. A read unit does not wait for its COMMIT's answer.
  */
-import { Storage } from "@custody-relay/core"
+import { type DomainEvent, Storage } from "@custody-relay/core"
 import { describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
-import { CompiledQuery, Kysely, PostgresDialect } from "kysely"
+import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely"
 import pg from "pg"
 import { assert } from "vitest"
 import { migrateToLatest } from "../src/migrations/migrateToLatest.js"
@@ -19,6 +19,7 @@ import type { PostgresPoolOptions } from "../src/postgres/PoolSettings.js"
 import type { Database } from "../src/schema/Database.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import { LIST_TOTAL, TRAIL_IN_STRIDE } from "../src/SqlUnit.js"
+import { STRIDE_POSITIONS } from "../src/TrailCounts.js"
 import { scopedCountingProxy } from "./CountingProxy.js"
 import { postgresSkipReason, temporaryPostgresDatabase } from "./Dialects.js"
 import * as Records from "./Records.js"
@@ -403,6 +404,60 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       }))
       assert.isTrue(failed._tag === "Failure")
       assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+    })))
+
+  it.live("a trail's counts per stride that read the table (a filter no index holds, a time range) are planned for their values: most of the log is read in one sequential scan; the client's whole log and a record's trail keep a generic plan (PAGE-1, PAGE-4)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db, storage } = yield* throughProxy
+      const client = Records.client()
+      yield* storage.transaction("write", (unit) => unit.insertClient(client))
+      // Three strides and some of the client's events, a millisecond apart: one in three an account's (the record),
+      // the others transactions'.
+      const events = 3 * STRIDE_POSITIONS + 100
+      const record = "00000000-0000-7000-9000-000000000001"
+      yield* Effect.promise(() =>
+        sql`insert into domain_events (id, type, client_id, entity_type, entity_id, actor, at, data)
+          select '00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'),
+            case when i % 3 = 0 then 'funds.reserved' else 'transaction.initiated' end, ${client.id},
+            case when i % 3 = 0 then 'account' else 'transaction' end,
+            case when i % 3 = 0 then ${record} else '00000000-0000-7000-a000-' || lpad(to_hex(i), 12, '0') end,
+            '{"kind":"system"}', to_char(timestamp '2026-01-01' + i * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '{}'
+          from generate_series(1, ${events}::int) as i`.execute(db)
+      )
+      yield* Effect.promise(() => sql`analyze domain_events`.execute(db))
+      const accounts = Math.floor(events / 3)
+      const trails: ReadonlyArray<readonly [DomainEvent.TrailFilter, number]> = [
+        [{ entityType: "transaction" }, events - accounts],
+        [{ types: ["funds.reserved"] }, accounts],
+        [{ from: Records.at(1_000) }, events - 999],
+        [{}, events],
+        [{ entityId: record }, accounts]
+      ]
+      // A later page: a read unit, which counts the trail's strides.
+      for (const [filter, total] of trails) {
+        const page = yield* storage.transaction("read", (unit) => unit.pageEvents(client.id, filter, { page: 2, limit: 20 }))
+        assert.strictEqual(page.total, total, JSON.stringify(filter))
+        assert.lengthOf(page.items, 20)
+      }
+      const counts = (yield* keptPlans(db)).map(({ statement }) => statement).filter((statement) => statement.includes(`as "stride"`))
+      const planned = counts.filter((statement) => statement.includes(`'${client.id}'`))
+      const generic = counts.filter((statement) => !planned.includes(statement))
+      // The entity type's, the types', and the time range's base trail's times, each read once per trail.
+      assert.lengthOf(planned, 3, counts.join("\n"))
+      assert.isDefined(planned.find((text) => text.includes(`min("at")`)), counts.join("\n"))
+      for (const statement of planned) assert.notMatch(statement, /\$\d/, "a value bound as a parameter")
+      for (const [filter, statement] of [["'transaction'", "entity type"], ["'funds.reserved'", "types"]] as const) {
+        const count = planned.find((text) => text.includes(filter))
+        assert.isDefined(count, statement)
+        const plan = (yield* inSession<{ readonly "QUERY PLAN": string }>(db, "read", `explain ${count}`)).map((row) => row["QUERY PLAN"]).join("\n")
+        assert.include(plan, "Seq Scan on domain_events", `${statement}: ${plan}`)
+      }
+      // Bound, on a generic plan: the whole log's (the client's index alone), the record's (the entity's index), and the
+      // time range's within its edge strides (a few strides, asked for each new range).
+      assert.lengthOf(generic, 3, counts.join("\n"))
+      for (const statement of generic) assert.match(statement, /"client_id" = \$1/)
+      assert.isDefined(generic.find((text) => text.includes(`"entity_id" = $2`)), counts.join("\n"))
+      assert.isDefined(generic.find((text) => text.includes(`"at" >= $2`)), counts.join("\n"))
     })))
 
   it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>

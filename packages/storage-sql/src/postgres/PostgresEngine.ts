@@ -7,7 +7,7 @@
  */
 import { CompiledQuery, sql } from "kysely"
 import { LIST_CHANGES_KEPT_MILLIS } from "../PageBoundaries.js"
-import { plainParameters, type SqlEngine } from "../SqlEngine.js"
+import { literalParameters, plainParameters, type SqlEngine } from "../SqlEngine.js"
 import { classifyPostgresError } from "./classifyPostgresError.js"
 import { isolation, postgresAutocommit, postgresSessions } from "./PostgresSession.js"
 import { insertEventsTakingId, PostgresSettledPositions } from "./SettledPositions.js"
@@ -32,6 +32,7 @@ export const PostgresEngine: SqlEngine = {
   autocommit: postgresAutocommit,
   // PostgreSQL plans an unnamed statement with its values each time anyway; nothing to hide from its planner.
   opaque: plainParameters,
+  plannedForValues: literalParameters,
   substringPosition: "strpos",
   locksRowsForWrite: true,
   runsOnEventLoop: false,

@@ -6,6 +6,7 @@ import { type DomainEvent, Page, type Storage } from "@custody-relay/core"
 import { Effect } from "effect"
 import { type Compilable, type Expression, type ExpressionBuilder, sql, type SqlBool } from "kysely"
 import type { Database } from "../schema/Database.js"
+import type { OpaqueParameters } from "../SqlEngine.js"
 import {
   countOf,
   emptyPage,
@@ -95,17 +96,21 @@ export const store = (
   },
   pageEvents(clientId, filter, request) {
     if (matchesNothing(filter)) return Effect.succeed(emptyPage)
-    const { integer, text } = engine.opaque
+    const { integer } = engine.opaque
     // `clientByRow`: the client is checked on each row read, not sought in the client's index (see the trail's reads).
-    const whereWith = (clientByRow: boolean, filter: DomainEvent.TrailFilter) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
+    // `values`: how the filter's values are bound, when not as a list's are (`opaque`, the types and times plain).
+    const whereWith = (clientByRow: boolean, filter: DomainEvent.TrailFilter, values?: OpaqueParameters) =>
+    (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => {
+      const { text } = values ?? engine.opaque
+      const plain = <T extends string>(value: T): Expression<T> | T => values === undefined ? value : values.text(value)
       const terms: Array<Expression<SqlBool>> = []
       if (clientId !== null) terms.push(clientByRow ? eb(engine.checkedPerRow("client_id"), "=", text(clientId)) : eb("client_id", "=", text(clientId)))
       if (filter.id !== undefined) terms.push(eb("id", "=", text(filter.id)))
       if (filter.entityType !== undefined) terms.push(eb("entity_type", "=", text(filter.entityType)))
       if (filter.entityId !== undefined) terms.push(eb("entity_id", "=", text(filter.entityId)))
-      if (filter.types !== undefined && filter.types.length > 0) terms.push(eb("type", "in", [...filter.types]))
-      if (filter.from !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} >= ${filter.from}`)
-      if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${filter.to}`)
+      if (filter.types !== undefined && filter.types.length > 0) terms.push(eb("type", "in", filter.types.map(plain)))
+      if (filter.from !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} >= ${plain(filter.from)}`)
+      if (filter.to !== undefined) terms.push(sql<SqlBool>`${sql.ref("at")} <= ${plain(filter.to)}`)
       return eb.and(terms)
     }
     // One event by id has no trail to count (its unique index answers); a write unit's own events are not committed.
@@ -114,10 +119,10 @@ export const store = (
       // seek the client's index instead and check the entity on every event of the client (SqlEngine.checkedPerRow).
       const byEntity = filter.entityId !== undefined
       const trailWhere = whereWith(byEntity, filter)
-      const positionIn = (eb: ExpressionBuilder<Database, "domain_events">, after: number, upTo: number): Expression<SqlBool> =>
-        eb.and([eb("position", ">", integer(after)), eb("position", "<=", integer(upTo))])
-      const betweenWhere = (where: typeof trailWhere, after: number, upTo: number) => (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> =>
-        eb.and([where(eb), positionIn(eb, after, upTo)])
+      const positionIn = (eb: ExpressionBuilder<Database, "domain_events">, after: number, upTo: number, values = engine.opaque): Expression<SqlBool> =>
+        eb.and([eb("position", ">", values.integer(after)), eb("position", "<=", values.integer(upTo))])
+      const betweenWhere = (where: typeof trailWhere, after: number, upTo: number, values?: OpaqueParameters) =>
+      (eb: ExpressionBuilder<Database, "domain_events">): Expression<SqlBool> => eb.and([where(eb), positionIn(eb, after, upTo, values)])
       const between = (after: number, upTo: number) => betweenWhere(trailWhere, after, upTo)
       const positionsBetween = (after: number, upTo: number, limit: number, offset: number) =>
         db.selectFrom("domain_events").select("position").where(between(after, upTo)).orderBy("position", "asc")
@@ -126,21 +131,31 @@ export const store = (
         db.selectFrom("domain_events").select((eb) => eb.fn.countAll<number | string>().as("total")).where(between(after, upTo))
       const top = db.selectFrom("domain_events").select((eb) => eb.fn.max("position").as("top"))
       const strideOf = (stride: number) => sql<number | string>`(${sql.ref("position")} - 1) / ${sql.lit(stride)}`.as("stride")
+      const timed = filter.from !== undefined || filter.to !== undefined
+      // The trail is the client's whole log (or the whole log): no term beyond the client and the position.
+      const wholeLog = !byEntity && !timed && filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0)
+      // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
+      const indexHolds = byEntity || wholeLog
+      // A trail's first counts per stride that read the table itself (a filter no index holds; the base trail's times
+      // for a time range) bind their values as the engine plans such reads best (SqlEngine.plannedForValues). A time
+      // range's count within its edge strides, asked for each new range, reads a few strides and keeps the list's.
+      const planned = engine.plannedForValues
+      const plannedWhere = whereWith(byEntity, filter, planned)
       const perStride = (after: number, upTo: number, stride: number) =>
         db.selectFrom("domain_events")
           .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count")])
-          .where(between(after, upTo)).groupBy(sql`1`)
+          .where(indexHolds ? between(after, upTo) : betweenWhere(plannedWhere, after, upTo, planned)).groupBy(sql`1`)
       // A time range's trail is counted per stride from its base trail's stride times (StrideTimes).
       const range = { from: filter.from, to: filter.to }
       const { from: _from, to: _to, ...baseFilter } = filter
-      const baseWhere = whereWith(byEntity, baseFilter)
+      const baseWhere = whereWith(byEntity, baseFilter, planned)
       const rangeReads = (run: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>): RangeReads => ({
         basePerStride: (after, upTo, stride) =>
           Effect.map(
             run(
               db.selectFrom("domain_events")
                 .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count"), eb.fn.min("at").as("earliest"), eb.fn.max("at").as("latest")])
-                .where(betweenWhere(baseWhere, after, upTo)).groupBy(sql`1`)
+                .where(betweenWhere(baseWhere, after, upTo, planned)).groupBy(sql`1`)
             ),
             (found) => found.map((row) => ({ stride: Number(row.stride), count: Number(row.count), earliest: row.earliest, latest: row.latest }))
           ),
@@ -155,7 +170,6 @@ export const store = (
             stridesOf
           )
       })
-      const timed = filter.from !== undefined || filter.to !== undefined
       const countedPerStride = (run: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>): StrideCounts =>
         timed
           ? (after, upTo, stride) =>
@@ -167,13 +181,10 @@ export const store = (
         const at = Number(row?.[topColumn] ?? 0)
         return { top: at, settled: settledPositions === undefined || row === undefined ? at : settledPositions.settledIn(at, row) }
       }
-      // The trail is the client's whole log (or the whole log): no term beyond the client and the position.
-      const wholeLog = !byEntity && !timed && filter.entityType === undefined && (filter.types === undefined || filter.types.length === 0)
       // The client's index (client_id, position) then holds all that a page's skipped events are judged on.
       const clientOnly = wholeLog && clientId !== null
       const reads: TrailReads<EventRow> = {
-        // A record's events are few next to the log, whatever else the filter asks; a client's index holds the client.
-        indexHolds: byEntity || wholeLog,
+        indexHolds,
         timeRange: timed,
         top: () => Effect.map(first(settledPositions === undefined ? top : top.select(settledPositions.columns())), (row) => endOf(row, "top")),
         topWithTail: (after, upTo) =>

@@ -148,20 +148,20 @@ const LITERAL_TEXT = /^[\w.:-]*$/
  * Values written into the statement, for PostgreSQL's rare statements that read much of a table (see
  * SqlEngine.plannedForValues).
  *
- * A read unit's statements run on generic plans (PostgresSession's `isolation`), and a generic plan cannot tell a
- * trail that is most of the log from one that is a sliver of it. For the counts of a client that owns most of the log,
- * with a filter no index holds, the generic plan walks the log's key and fetches the rows one by one through the shared
+ * A read unit's statements run on generic plans (PostgresSession's `isolation`), and a generic plan cannot tell a trail
+ * that is most of the log from one that is a sliver of it. For the counts of a client that owns most of the log, with a
+ * filter no index holds, the generic plan walks the log's key and fetches the rows one by one through the shared
  * buffers, which a scan of that kind is free to fill: at a million events and the default 128 MB, one count pushed
  * every other page out of the cache (the indexes, the accounts) and took 247 to 415 ms. Planned for its values, the
  * same count reads the table in one sequential scan, which PostgreSQL keeps to a ring of 32 buffers (the cache stayed
  * as it was), in 164 to 269 ms; for a client with a sliver of the log the planner picks the client's index
- * (docs/benchmarks.md, "a trail's first count planned for its values"). Each such statement has a text of its own,
- * planned at its run: these counts run once per trail and node, then once per 2,048 new events of the trail, and the
- * planning is nothing beside the count.
+ * (docs/benchmarks.md, "a trail's first count planned for its values, and no JIT for generic plans"). Each such
+ * statement has a text of its own, planned at its run: these counts run once per trail and node, then once per 2,048
+ * new events of the trail, and the planning is nothing beside the count.
  *
  * Only the forms the relay writes (ids, event types, instants, positions) are written in; any other value (an
- * embedder's filter the HTTP layer did not check) is bound as a parameter, so the statement still answers exactly,
- * on a plan that does not know that value.
+ * embedder's filter the HTTP layer did not check) is bound as a parameter, so the statement still answers exactly, on a
+ * plan that does not know that value.
  */
 export const literalParameters: OpaqueParameters = {
   text: <T extends string>(value: T) => (LITERAL_TEXT.test(value) ? sql.lit(value) : sql.val(value)),

@@ -406,6 +406,41 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
     })))
 
+  it.live("statements on generic plans (a read unit's, a first page's round trip) are never compiled by JIT, even where the server would compile every statement; write units and other lookups keep the server's setting, and nothing stays set on the connection", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { db } = yield* throughProxy
+      const jitIn = (mode: Storage.UnitMode) => Effect.map(inSession<{ readonly jit: string }>(db, mode, "show jit"), (rows) => rows[0]?.jit)
+      const serverDefault = yield* jitIn("lookup")
+      assert.strictEqual(yield* jitIn("read"), "off")
+      assert.strictEqual(yield* jitIn("write"), serverDefault)
+      // A first page's round trip: the setting holds for its statements and ends with it.
+      const firstPage = yield* Effect.gen(function*() {
+        const session = yield* PostgresEngine.sessions(db)("lookup")
+        const [, shown] = yield* Effect.all([
+          session.execute(CompiledQuery.raw(`select 1 as "${LIST_TOTAL}"`)),
+          session.execute(CompiledQuery.raw("show jit") as CompiledQuery<{ readonly jit: string }>)
+        ], { concurrency: 2 })
+        yield* session.commit
+        yield* session.release
+        return shown.rows[0]?.jit
+      })
+      assert.strictEqual(firstPage, "off")
+      assert.strictEqual(yield* jitIn("lookup"), serverDefault)
+      // Where the server can compile (PostgreSQL built with LLVM), and would compile every statement (the pool's one
+      // connection told so for the rest of its session), a read unit's statement still runs uncompiled.
+      const [compiles] = yield* inSession<{ readonly available: boolean }>(db, "lookup", "select pg_jit_available() and current_setting('jit')::bool as available")
+      if (compiles?.available !== true) return
+      yield* inSession(db, "write", "select set_config('jit_above_cost', '0', false)")
+      const explained = (mode: Storage.UnitMode) =>
+        Effect.map(
+          inSession<{ readonly "QUERY PLAN": unknown }>(db, mode, "explain (analyze, format json) select count(*) from generate_series(1, 10) as i where i % 2 = 0"),
+          (rows) => JSON.stringify(rows[0]?.["QUERY PLAN"])
+        )
+      assert.include(yield* explained("lookup"), `"JIT"`)
+      assert.notInclude(yield* explained("read"), `"JIT"`)
+      yield* inSession(db, "write", "select set_config('jit_above_cost', '100000', false)")
+    })))
+
   it.live("a trail's counts per stride that read the table (a filter no index holds, a time range) are planned for their values: most of the log is read in one sequential scan; the client's whole log and a record's trail keep a generic plan (PAGE-1, PAGE-4)", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db, storage } = yield* throughProxy

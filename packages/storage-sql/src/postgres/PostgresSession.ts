@@ -54,20 +54,33 @@ export const pipelineOn = (db: Kysely<Database>, support: PipelineSupport): void
 }
 
 /**
+ * What a unit sets, local to its transaction, for statements that run on generic plans (a read unit's, and a lookup's
+ * round trip that reads a first page): `plan_cache_mode` (see `isolation` and `plannedOnce` on why), and no JIT
+ * compilation. A generic plan's costs are estimates for values it does not know, and PostgreSQL compiles a statement's
+ * expressions at every run once its plan costs more than `jit_above_cost` (100,000 by default): a step of a transaction
+ * list's walk (StoreStatements' `everyKey`) was priced at 315,908 at a million rows, and each run spent 19.5 ms
+ * compiling for 2 ms of work, nine tenths of a first walk's time (docs/benchmarks.md, "a trail's first count planned
+ * for its values, and no JIT for generic plans"). No statement of the relay reads enough to repay a compilation.
+ * `set_config(..., true)` is `SET LOCAL` in one statement, which the extended protocol needs (one command a Parse),
+ * without the warning `SET LOCAL` writes outside a transaction block.
+ */
+const ON_GENERIC_PLANS = "select set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)"
+
+/**
  * How each unit begins (see PostgresEngine on why), for these sessions and for kysely's; `then`: what a unit sets for
  * its own statements after BEGIN.
  *
- * A read unit's statements run on generic plans. They are later pages of lists, the keys of a walk, a list's changes
- * and its total, and reads by id: each has one plan whatever its values (the index that holds its equality columns
- * and its order). The list reads bind their LIMIT and OFFSET, and under the default `plan_cache_mode` PostgreSQL
- * prices a generic plan's unknown LIMIT at a tenth of the rows, finds it dearer than a plan for the values at hand,
- * and so plans the statement again at every run: 0.1 to 0.5 ms a statement, half of what a deep page cost the
- * database (docs/benchmarks.md, "a read unit's statements planned once"). Write units and lookups keep the default:
- * a write's statements are by id and settle on a generic plan after five runs anyway. A lookup that reads a list's
- * first page is the exception (see `plannedOnce`).
+ * A read unit's statements run on generic plans (ON_GENERIC_PLANS). They are later pages of lists, the keys of a walk,
+ * a list's changes and its total, and reads by id: each has one plan whatever its values (the index that holds its
+ * equality columns and its order). The list reads bind their LIMIT and OFFSET, and under the default
+ * `plan_cache_mode` PostgreSQL prices a generic plan's unknown LIMIT at a tenth of the rows, finds it dearer than a plan
+ * for the values at hand, and so plans the statement again at every run: 0.1 to 0.5 ms a statement, half of what a
+ * deep page cost the database (docs/benchmarks.md, "a read unit's statements planned once"). Write units and lookups
+ * keep the default: a write's statements are by id and settle on a generic plan after five runs anyway. A lookup that
+ * reads a list's first page is the exception (see `plannedOnce`).
  */
 export const isolation = {
-  read: { level: "repeatable read", accessMode: "read only", then: "set local plan_cache_mode = force_generic_plan" },
+  read: { level: "repeatable read", accessMode: "read only", then: ON_GENERIC_PLANS },
   write: { level: "read committed", accessMode: undefined, then: undefined }
 } as const
 
@@ -75,14 +88,13 @@ export const isolation = {
  * Sent before the statements of a lookup's round trip that reads a list's first page (the page with its total, in
  * the column `list_total`, StoreStatements' `firstPage`; the audit trail's with its counts, `trail_in_stride`): that
  * statement binds its LIMIT too, and under the default it was planned at every run, which doubled what it cost the
- * database (docs/benchmarks.md, "a list's first page planned once"). A lookup opens no transaction, but the server runs a pipeline up to its Sync as one implicit
- * transaction, so a setting local to the transaction holds for the statements after it and ends with the round trip,
- * whether it succeeds or fails: nothing is left on the pooled connection. `SET LOCAL` outside an explicit transaction
- * block would warn in the server's log at every request; `set_config(..., true)` is the same setting without the
- * warning. Lookups by id and a list's other reads in a lookup (the outbox's due entries, whose plan may depend on the
- * due time) keep the default.
+ * database (docs/benchmarks.md, "a list's first page planned once"). A lookup opens no transaction, but the server
+ * runs a pipeline up to its Sync as one implicit transaction, so a setting local to the transaction holds for the
+ * statements after it and ends with the round trip, whether it succeeds or fails: nothing is left on the pooled
+ * connection. Lookups by id and a list's other reads in a lookup (the outbox's due entries, whose plan may depend on
+ * the due time) keep the default.
  */
-const plannedOnce: PipelineStatement = { sql: "select set_config('plan_cache_mode', 'force_generic_plan', true)", parameters: [] }
+const plannedOnce: PipelineStatement = { sql: ON_GENERIC_PLANS, parameters: [] }
 const FIRST_PAGE_MARKS = [`as "${LIST_TOTAL}"`, `as "${TRAIL_IN_STRIDE}"`]
 const readsFirstPage = (statement: PipelineStatement): boolean => FIRST_PAGE_MARKS.some((mark) => statement.sql.includes(mark))
 

@@ -59,9 +59,10 @@ export interface SqlEngine {
   /**
    * How a statement that reads a large part of a table once binds its values: an audit trail's counts per stride
    * where the trail's filter or its times are not in an index (EventLog), so that the table itself is read. Written
-   * into the statement on PostgreSQL (see {@link literalParameters}); as `opaque` on SQLite.
+   * into the statement on PostgreSQL (see {@link literalParameters}); absent on SQLite, whose planner keeps no
+   * statistics to weigh values against (the relay runs no ANALYZE): such statements bind as a list's do.
    */
-  readonly plannedForValues: OpaqueParameters
+  readonly plannedForValues?: OpaqueParameters
   /** The engine's `position of needle in haystack` function; both take (haystack, needle) and answer 0 for none. */
   readonly substringPosition: "instr" | "strpos"
   readonly classify: (cause: unknown) => Storage.StorageError
@@ -156,7 +157,8 @@ const LITERAL_TEXT = /^[\w.:-]*$/
  * same count reads the table in one sequential scan, which PostgreSQL keeps to a ring of 32 buffers (the cache stayed
  * as it was), in 164 to 269 ms; for a client with a sliver of the log the planner picks the client's index
  * (docs/benchmarks.md, "a trail's first count planned for its values, and no JIT for generic plans"). Each such
- * statement has a text of its own, planned at its run: these counts run once per trail and node, then once per 2,048
+ * statement has a text of its own, parsed and planned at its run and kept by name like any other until statements
+ * used more recently push it out (PreparedStatements): these counts run once per trail and node, then once per 2,048
  * new events of the trail, and the planning is nothing beside the count.
  *
  * Only the forms the relay writes (ids, event types, instants, positions) are written in; any other value (an
@@ -164,7 +166,7 @@ const LITERAL_TEXT = /^[\w.:-]*$/
  * plan that does not know that value.
  */
 export const literalParameters: OpaqueParameters = {
-  text: <T extends string>(value: T) => (LITERAL_TEXT.test(value) ? sql.lit(value) : sql.val(value)),
+  text: <T extends string>(value: T) => (typeof value === "string" && LITERAL_TEXT.test(value) ? sql.lit(value) : sql.val(value)),
   integer: (value) => (Number.isSafeInteger(value) ? sql.lit(value) : sql.val(value))
 }
 

@@ -20,6 +20,7 @@ const compiled = (text: string, position: number) =>
 
 describe("values written into a statement (PostgreSQL's counts planned for their values)", () => {
   it("an id, an event type, an instant and a position are written in, and the statement binds nothing", () => {
+    assert.include(compiled("", -3).sql, `"client_id" = '' and "position" > -3`)
     for (const text of ["01a22ffd-1cc9-7227-9ef7-2b7133303efc", "funds.reserved", "2026-01-31T12:00:00.000Z", "transaction"]) {
       const query = compiled(text, 4_096)
       assert.include(query.sql, `"client_id" = '${text}'`)
@@ -34,7 +35,8 @@ describe("values written into a statement (PostgreSQL's counts planned for their
       assert.notInclude(query.sql, text)
       assert.deepStrictEqual(query.parameters, [text])
     }
-    const fractional = compiled("a", 1.5)
-    assert.deepStrictEqual(fractional.parameters, [1.5])
+    for (const position of [1.5, 2 ** 53, 1e21, Number.NaN]) assert.deepStrictEqual(compiled("a", position).parameters, [position])
+    // A number where a string was promised (a caller without type checks) is not written in as a number.
+    assert.deepStrictEqual(compiled(5 as unknown as string, 1).parameters, [5])
   })
 })

@@ -30,7 +30,7 @@ export const PostgresEngine: SqlEngine = {
   // BEGIN with the first statement, writes with the next one (see PostgresSession).
   sessions: (db) => postgresSessions(db, PostgresEngine),
   autocommit: postgresAutocommit,
-  // PostgreSQL plans an unnamed statement with its values each time anyway; nothing to hide from its planner.
+  // Its planner does not plan a statement again when another value is bound (SqlEngine.castParameters).
   opaque: plainParameters,
   plannedForValues: literalParameters,
   substringPosition: "strpos",

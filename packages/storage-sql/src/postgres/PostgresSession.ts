@@ -59,7 +59,7 @@ export const pipelineOn = (db: Kysely<Database>, support: PipelineSupport): void
  * compilation. A generic plan's costs are estimates for values it does not know, and PostgreSQL compiles a statement's
  * expressions at every run once its plan costs more than `jit_above_cost` (100,000 by default): a step of a transaction
  * list's walk (StoreStatements' `everyKey`) was priced at 315,908 at a million rows, and each run spent 19.5 ms
- * compiling for 2 ms of work, nine tenths of a first walk's time (docs/benchmarks.md, "a trail's first count planned
+ * compiling for 2.1 ms of work, nine tenths of a first walk's time (docs/benchmarks.md, "a trail's first count planned
  * for its values, and no JIT for generic plans"). No statement of the relay reads enough to repay a compilation.
  * `set_config(..., true)` is `SET LOCAL` in one statement, which the extended protocol needs (one command a Parse),
  * without the warning `SET LOCAL` writes outside a transaction block.

@@ -19,8 +19,6 @@ export const SqliteEngine: SqlEngine = {
   // Through the driver, which takes the write lock in turn with the units (WriteLockDriver).
   autocommit: kyselyAutocommit,
   opaque: castParameters,
-  // Its planner keeps no statistics (the relay runs no ANALYZE) to weigh the values against.
-  plannedForValues: castParameters,
   substringPosition: "instr",
   locksRowsForWrite: false,
   runsOnEventLoop: true,

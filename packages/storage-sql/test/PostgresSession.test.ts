@@ -504,6 +504,21 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       }
     })))
 
+  it.live("an instance used only through pipelined units ends its pool when destroyed, as one kysely used does: no connection is left open until the pool's idle timeout", () =>
+    Effect.gen(function*() {
+      const { url } = yield* temporaryPostgresDatabase
+      const db = yield* Effect.promise(() => openPostgres({ connectionString: url, pool: { max: 1 } }))
+      // Kysely's own driver never ran a statement here, so kysely alone would not end the pool.
+      assert.deepStrictEqual(yield* inSession<{ readonly one: number }>(db, "lookup", "select 1 as one"), [{ one: 1 }])
+      yield* Effect.promise(() => db.destroy())
+      const after = yield* Effect.exit(inSession(db, "lookup", "select 1 as one"))
+      const error = Exit.isFailure(after) ? Cause.squash(after.cause) : undefined
+      assert.isTrue(error instanceof Storage.StorageError && error.isUnavailable, String(error))
+      assert.include(error instanceof Storage.StorageError ? error.message : "", "after calling end on the pool")
+      // Destroying again changes nothing and does not fail.
+      yield* Effect.promise(() => db.destroy())
+    }).pipe(Effect.scoped))
+
   it.live("on a kysely instance built elsewhere, units run through kysely's transactions, one statement per round trip", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db: migrated, proxy } = yield* throughProxy

@@ -52,7 +52,7 @@ export const pgParts = async (settings: Pick<PgParts, "preparedStatements" | "re
  * waiting: the rate limiter's own bound (`rateLimitTimeoutMillis`) answers the request, and would leave a connection
  * behind at each count the database does not answer.
  */
-const boundedForKysely = (pool: pg.Pool, replyTimeoutMillis: number): PostgresPool => ({
+const boundedForKysely = (pool: pg.Pool, replyTimeoutMillis: number, end: () => Promise<void>): PostgresPool => ({
   options: pool.options,
   connect: async (): Promise<PostgresPoolClient> => {
     const client = await pool.connect()
@@ -76,7 +76,7 @@ const boundedForKysely = (pool: pg.Pool, replyTimeoutMillis: number): PostgresPo
       release: (destroy) => client.release(unanswered ?? destroy)
     }
   },
-  end: () => pool.end()
+  end
 })
 
 /**
@@ -121,7 +121,14 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   pool.on("connect", (client) => {
     client.on("error", () => undefined)
   })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedForKysely(pool, settings.replyTimeoutMillis) }) })
+  // Ended once, by whichever asks first: kysely's driver ends the pool on destroy only if it ever ran a statement of its
+  // own (it initialises on the first), so an instance used through pipelined units alone would keep its idle
+  // connections open, and a process waiting on them alive, until the pool's idle timeout.
+  let ended: Promise<void> | undefined
+  const end = () => (ended ??= pool.end())
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedForKysely(pool, settings.replyTimeoutMillis, end) }) })
+  const destroy = db.destroy.bind(db)
+  db.destroy = () => destroy().then(end)
   pipelineOn(db, { pool, parts })
   return db
 }

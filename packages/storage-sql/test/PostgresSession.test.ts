@@ -280,8 +280,9 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       yield* session.release
       return answer.rows as ReadonlyArray<R>
     })
-  const planCacheModeIn = (db: Kysely<Database>, mode: Storage.UnitMode) =>
-    Effect.map(inSession<{ readonly plan_cache_mode: string }>(db, mode, "show plan_cache_mode"), (rows) => rows[0]?.plan_cache_mode)
+  /** The value of the server's `setting` in a session opened in `mode` on `db`. */
+  const settingIn = (db: Kysely<Database>, mode: Storage.UnitMode, setting: "plan_cache_mode" | "jit") =>
+    Effect.map(inSession<Readonly<Record<string, string>>>(db, mode, `show ${setting}`), (rows) => rows[0]?.[setting])
   /** The statements the pool's one connection keeps prepared, with how often each ran on a generic plan and on one for its values. */
   const keptPlans = (db: Kysely<Database>) =>
     inSession<{ readonly statement: string; readonly generic_plans: string; readonly custom_plans: string }>(
@@ -307,9 +308,9 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
   it.live("a read unit's statements run on generic plans, each planned once per connection; write units and lookups keep the server's default", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db, proxy, storage } = yield* throughProxy
-      assert.strictEqual(yield* planCacheModeIn(db, "read"), "force_generic_plan")
-      assert.strictEqual(yield* planCacheModeIn(db, "write"), "auto")
-      assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+      assert.strictEqual(yield* settingIn(db, "read", "plan_cache_mode"), "force_generic_plan")
+      assert.strictEqual(yield* settingIn(db, "write", "plan_cache_mode"), "auto")
+      assert.strictEqual(yield* settingIn(db, "lookup", "plan_cache_mode"), "auto")
       // Later pages of a list, each in a read unit. pg_prepared_statements is the connection's own, and the pool has
       // one: every statement with a LIMIT or an OFFSET ran on its generic plan, never planned again for its values
       // (under the default, each would have been planned for its values at every run).
@@ -332,8 +333,9 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
         Effect.sync(() => new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: proxy.url, max: 1 }) }) })),
         (other) => Effect.promise(() => other.destroy())
       )
-      assert.strictEqual(yield* planCacheModeIn(elsewhere, "read"), "force_generic_plan")
-      assert.strictEqual(yield* planCacheModeIn(elsewhere, "write"), "auto")
+      assert.strictEqual(yield* settingIn(elsewhere, "read", "plan_cache_mode"), "force_generic_plan")
+      assert.strictEqual(yield* settingIn(elsewhere, "read", "jit"), "off")
+      assert.strictEqual(yield* settingIn(elsewhere, "write", "plan_cache_mode"), "auto")
     })))
 
   it.live("rows read through a pipeline are the rows pg's own query reads: every column in order, each type parsed as pg parses it, nulls kept", () =>
@@ -394,7 +396,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
       assert.lengthOf(byId, 1)
       assert.isAbove(Number(byId[0]!.custom_plans), 0)
       // Nothing stays set on the pooled connection, after a round trip that succeeded or one that failed.
-      assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+      assert.strictEqual(yield* settingIn(db, "lookup", "plan_cache_mode"), "auto")
       const failed = yield* Effect.exit(Effect.gen(function*() {
         const session = yield* PostgresEngine.sessions(db)("lookup")
         yield* Effect.all([
@@ -403,18 +405,17 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
         ], { concurrency: 2 })
       }))
       assert.isTrue(failed._tag === "Failure")
-      assert.strictEqual(yield* planCacheModeIn(db, "lookup"), "auto")
+      assert.strictEqual(yield* settingIn(db, "lookup", "plan_cache_mode"), "auto")
     })))
 
   it.live("statements on generic plans (a read unit's, a first page's round trip) are never compiled by JIT, even where the server would compile every statement; write units and other lookups keep the server's setting, and nothing stays set on the connection", () =>
     Effect.scoped(Effect.gen(function*() {
       const { db } = yield* throughProxy
-      const jitIn = (mode: Storage.UnitMode) => Effect.map(inSession<{ readonly jit: string }>(db, mode, "show jit"), (rows) => rows[0]?.jit)
       // JIT on for the session of the pool's one connection, whatever the server's default.
       yield* inSession(db, "write", "select set_config('jit', 'on', false)")
-      assert.strictEqual(yield* jitIn("lookup"), "on")
-      assert.strictEqual(yield* jitIn("read"), "off")
-      assert.strictEqual(yield* jitIn("write"), "on")
+      assert.strictEqual(yield* settingIn(db, "lookup", "jit"), "on")
+      assert.strictEqual(yield* settingIn(db, "read", "jit"), "off")
+      assert.strictEqual(yield* settingIn(db, "write", "jit"), "on")
       // A first page's round trip: the setting holds for its statements and ends with it.
       const firstPage = yield* Effect.gen(function*() {
         const session = yield* PostgresEngine.sessions(db)("lookup")
@@ -427,7 +428,7 @@ describe.skipIf(postgresSkipReason !== undefined)("PostgreSQL units of work, pip
         return shown.rows[0]?.jit
       })
       assert.strictEqual(firstPage, "off")
-      assert.strictEqual(yield* jitIn("lookup"), "on")
+      assert.strictEqual(yield* settingIn(db, "lookup", "jit"), "on")
       // Where the server can compile (PostgreSQL built with LLVM), and would compile every statement (the pool's one
       // connection told so for the rest of its session), a read unit's statement still runs uncompiled.
       const [compiles] = yield* inSession<{ readonly available: boolean }>(db, "lookup", "select pg_jit_available() as available")

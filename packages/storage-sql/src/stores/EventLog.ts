@@ -139,25 +139,25 @@ export const store = (
       // A trail's first counts per stride that read the table itself (a filter no index holds; the base trail's times
       // for a time range) bind their values as the engine plans such reads best (SqlEngine.plannedForValues). A time
       // range's count within its edge strides, asked for each new range, reads a few strides and keeps the list's.
-      const planned = engine.plannedForValues
-      const plannedWhere = whereWith(byEntity, filter, planned)
+      const countValues = indexHolds ? undefined : engine.plannedForValues
+      const countWhere = whereWith(byEntity, filter, countValues)
       // A record's base trail is held by the entity's index, however many of its events a time range keeps.
-      const basePlanned = byEntity ? undefined : planned
+      const baseValues = byEntity ? undefined : engine.plannedForValues
       const perStride = (after: number, upTo: number, stride: number) =>
         db.selectFrom("domain_events")
           .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count")])
-          .where(indexHolds ? between(after, upTo) : betweenWhere(plannedWhere, after, upTo, planned)).groupBy(sql`1`)
+          .where(betweenWhere(countWhere, after, upTo, countValues)).groupBy(sql`1`)
       // A time range's trail is counted per stride from its base trail's stride times (StrideTimes).
       const range = { from: filter.from, to: filter.to }
       const { from: _from, to: _to, ...baseFilter } = filter
-      const baseWhere = whereWith(byEntity, baseFilter, basePlanned)
+      const baseWhere = whereWith(byEntity, baseFilter, baseValues)
       const rangeReads = (run: <R>(query: Compilable<R>) => Op<ReadonlyArray<R>>): RangeReads => ({
         basePerStride: (after, upTo, stride) =>
           Effect.map(
             run(
               db.selectFrom("domain_events")
                 .select((eb) => [strideOf(stride), eb.fn.countAll<number | string>().as("count"), eb.fn.min("at").as("earliest"), eb.fn.max("at").as("latest")])
-                .where(betweenWhere(baseWhere, after, upTo, basePlanned)).groupBy(sql`1`)
+                .where(betweenWhere(baseWhere, after, upTo, baseValues)).groupBy(sql`1`)
             ),
             (found) => found.map((row) => ({ stride: Number(row.stride), count: Number(row.count), earliest: row.earliest, latest: row.latest }))
           ),

@@ -10,7 +10,9 @@ import { AccountId, TransactionId, WhitelistedAddressId } from "./Ids.js"
 import { operation } from "./Operation.js"
 import * as Page from "./Page.js"
 import { authorize, type ClientPrincipal, type Principal, requireOwned } from "./Principal.js"
+import { InvalidRequest } from "./RelayError.js"
 import * as Storage from "./Storage.js"
+import * as Timestamp from "./Timestamp.js"
 
 export type RecordWithTrail = "account" | "transaction" | "whitelisted_address"
 
@@ -26,6 +28,38 @@ const requireRecord = (unit: Storage.StorageUnit, caller: ClientPrincipal, recor
   }
 }
 
+const requireInstant = (field: "from" | "to", value: string) => {
+  const instant = Timestamp.parse(value)
+  return instant === undefined ? Effect.fail(InvalidRequest.field(field, Timestamp.WRITTEN_HINT)) : Effect.succeed(instant)
+}
+
+const isEntityType = (value: string): value is DomainEvent.EntityType => (DomainEvent.entityTypes as ReadonlyArray<string>).includes(value)
+const isEventType = (value: string): value is DomainEvent.EventType => (DomainEvent.eventTypes as ReadonlyArray<string>).includes(value)
+
+/**
+ * The filter in the forms storage compares, or a 400 naming the field. Storage compares instants as text, so a time
+ * is brought to its one written form first: `from: "2026-01-31T12:00:00Z"` must take in an event at
+ * 12:00:00.000Z, which as text sorts before it. HTTP's query decoding has done this already; an embedder's filter
+ * through the Promise facade or the core arrives here as written, and a value that names nothing is refused
+ * rather than answered with an empty trail.
+ */
+const checkedFilter = Effect.fnUntraced(function*(filter: DomainEvent.TrailFilter) {
+  const { entityId, entityType, from, to, types } = filter
+  if (entityType !== undefined && !isEntityType(entityType)) {
+    return yield* InvalidRequest.field("entityType", `must be one of ${DomainEvent.entityTypes.join(", ")}`)
+  }
+  if (types !== undefined && !(Array.isArray(types) && types.every(isEventType))) {
+    return yield* InvalidRequest.field("types", `must be a list of event types, each one of ${DomainEvent.eventTypes.join(", ")}`)
+  }
+  const checked: DomainEvent.TrailFilter = {
+    ...filter,
+    ...(entityId === undefined ? {} : { entityId: yield* requireUuid("entityId", entityId) }),
+    ...(from === undefined ? {} : { from: yield* requireInstant("from", from) }),
+    ...(to === undefined ? {} : { to: yield* requireInstant("to", to) })
+  }
+  return checked
+})
+
 const envelope = (found: Page.Page<DomainEvent.LoggedEvent>, page: Page.PageRequest) =>
   Page.envelope({ items: found.items.map(DomainEvent.toView), total: found.total }, page)
 
@@ -36,6 +70,7 @@ export const list = operation("AuditTrail.list")(function*(
   page: Page.PageRequest
 ) {
   const caller = yield* authorize(principal, "auditTrail.list")
+  filter = yield* checkedFilter(filter)
   const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.pageEvents(caller.clientId, filter, page))
   return envelope(found, page)
 })
@@ -70,6 +105,7 @@ export const acrossClients = operation("AuditTrail.acrossClients")(function*(
   filter: DomainEvent.TrailFilter,
   page: Page.PageRequest
 ) {
+  filter = yield* checkedFilter(filter)
   const found = yield* Storage.run(Storage.unitForPage(page), (unit) => unit.pageEvents(null, filter, page))
   return envelope(found, page)
 })

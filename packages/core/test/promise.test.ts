@@ -98,6 +98,8 @@ describe("Promise facade", () => {
       const mine = await relay.auditTrail(me, { types: ["account.created"] })
       assert.deepStrictEqual(mine.items.map((e) => e.entityId), [first.id])
       assert.isAtLeast((await relay.administration.auditTrail({ entityId: first.id })).total, 1)
+      // A filter is checked as HTTP checks its query: a time that names no instant is refused, not an empty trail.
+      assert.instanceOf(await relay.auditTrail(me, { from: "yesterday" }).catch((e: unknown) => e), PromiseRelayError.InvalidRequest)
     } finally {
       await relay.dispose()
     }

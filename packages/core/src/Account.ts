@@ -6,6 +6,7 @@
  */
 import { Schema, Struct } from "effect"
 import { AccountId, ClientId } from "./Ids.js"
+import { FilterText, FilterValues } from "./Input.js"
 import { DecimalString } from "./Money.js"
 import * as StateMachine from "./StateMachine.js"
 import { Text } from "./Text.js"
@@ -104,6 +105,15 @@ export interface AccountFilter {
   readonly roles?: ReadonlyArray<AccountRole>
   readonly status?: AccountStatus
 }
+
+/** An AccountFilter as an untyped caller passes it, checked as HTTP checks its query (the Promise facade decodes it). */
+export const AccountFilterInput = Schema.Struct({
+  search: Schema.optionalKey(FilterText(255)),
+  assetId: Schema.optionalKey(FilterText(64)),
+  workspace: Schema.optionalKey(Workspace),
+  roles: Schema.optionalKey(FilterValues(AccountRole)),
+  status: Schema.optionalKey(AccountStatus)
+})
 
 export const toView = (account: Account, availableBalanceCad: string): AccountView => ({
   id: account.id,

@@ -53,6 +53,8 @@ const checkedFilter = Effect.fnUntraced(function*(filter: DomainEvent.TrailFilte
   }
   const checked: DomainEvent.TrailFilter = {
     ...filter,
+    // Each type once: a repeated one would only lengthen the statement's `IN` list, without end from an embedder.
+    ...(types === undefined ? {} : { types: [...new Set(types)] }),
     ...(entityId === undefined ? {} : { entityId: yield* requireUuid("entityId", entityId) }),
     ...(from === undefined ? {} : { from: yield* requireInstant("from", from) }),
     ...(to === undefined ? {} : { to: yield* requireInstant("to", to) })

@@ -23,6 +23,20 @@ export const toInvalidRequest = (error: Schema.SchemaError): InvalidRequest => {
   return new InvalidRequest({ message, issues })
 }
 
+/**
+ * The most values one list filter takes, a repeated query parameter or an array an embedder passes: a statement's
+ * `IN` list stays far below what a database binds.
+ */
+export const MAX_FILTER_VALUES = 50
+
+const isWellFormed = Schema.makeFilter<string>((s) => (s.isWellFormed() ? undefined : "must be well-formed text"))
+
+/** Text a list filter compares: at most `maxLength` UTF-16 units, as HTTP counts a query value, and well formed. */
+export const FilterText = (maxLength: number) => Schema.String.check(Schema.isMaxLength(maxLength), isWellFormed)
+
+/** Several values of one list filter, at most MAX_FILTER_VALUES. */
+export const FilterValues = <S extends Schema.Top>(item: S) => Schema.Array(item).check(Schema.isMaxLength(MAX_FILTER_VALUES))
+
 /** A decoder for `schema` that reports every issue and fails with InvalidRequest. */
 export const decoder = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
   const decode = Schema.decodeUnknownResult(schema)

@@ -11,6 +11,7 @@
  */
 import { Schema, Struct } from "effect"
 import { AccountId, ApiUserId, ClientId, TransactionId, UuidInput } from "./Ids.js"
+import { FilterText } from "./Input.js"
 import { DecimalString } from "./Money.js"
 import * as StateMachine from "./StateMachine.js"
 import { Timestamp } from "./Timestamp.js"
@@ -215,6 +216,13 @@ export interface TransactionFilter {
   readonly assetType?: string
   readonly group?: StatusGroup
 }
+
+/** A TransactionFilter as an untyped caller passes it, checked as HTTP checks its query (the Promise facade decodes it). */
+export const TransactionFilterInput = Schema.Struct({
+  accountId: Schema.optionalKey(FilterText(64)),
+  assetType: Schema.optionalKey(FilterText(64)),
+  group: Schema.optionalKey(Schema.Literals(statusGroups))
+})
 
 export const approvalsOf = (tx: Transaction): Approvals => {
   const approvals = tx.decisions.filter((d) => d.decision === "approve")

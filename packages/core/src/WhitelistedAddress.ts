@@ -5,6 +5,7 @@
  */
 import { Schema, Struct } from "effect"
 import { ClientId, WhitelistedAddressId } from "./Ids.js"
+import { FilterText, FilterValues } from "./Input.js"
 import * as StateMachine from "./StateMachine.js"
 import { Text } from "./Text.js"
 import { Timestamp } from "./Timestamp.js"
@@ -67,6 +68,12 @@ export interface WhitelistFilter {
   readonly assetTypes?: ReadonlyArray<string>
   readonly statuses?: ReadonlyArray<WhitelistStatus>
 }
+
+/** A WhitelistFilter as an untyped caller passes it, checked as HTTP checks its query (the Promise facade decodes it). */
+export const WhitelistFilterInput = Schema.Struct({
+  assetTypes: Schema.optionalKey(FilterValues(FilterText(64))),
+  statuses: Schema.optionalKey(FilterValues(WhitelistStatus))
+})
 
 export const toView = (entry: WhitelistedAddress): WhitelistedAddressView => ({
   id: entry.id,

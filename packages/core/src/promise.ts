@@ -35,6 +35,9 @@ const decodeAccountDecision = decoder(Account.AccountDecisionInput)
 const decodeTransfer = decoder(Transaction.TransferInput)
 const decodeCreateWhitelisted = decoder(WhitelistedAddress.CreateWhitelistedAddressInput)
 const decodePage = decoder(Page.PageRequest)
+const decodeAccountFilter = decoder(Account.AccountFilterInput)
+const decodeTransactionFilter = decoder(Transaction.TransactionFilterInput)
+const decodeWhitelistFilter = decoder(WhitelistedAddress.WhitelistFilterInput)
 const decodeNewSubscription = decoder(Webhook.NewSubscriptionInput)
 const decodeRedeliver = decoder(Webhook.RedeliverInput)
 
@@ -99,7 +102,7 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
     authenticate: (keyId: string, secret: string) => run(Authentication.authenticate(keyId, secret)),
     accounts: {
       list: (principal: Principal, filter: Account.AccountFilter = {}, page?: Page.PageRequest) =>
-        withPage(page, (p) => Accounts.list(principal, filter, p)),
+        withPage(page, (p) => Effect.flatMap(decodeAccountFilter(filter), (f) => Accounts.list(principal, f, p))),
       get: (principal: Principal, id: string) => run(Accounts.get(principal, id)),
       create: (principal: Principal, input: CreateAccountInput, options?: CommandOptions) =>
         run(keyed("accounts.create", principal, input, options, Effect.flatMap(decodeCreateAccount(input), (i) => Accounts.create(principal, i)))),
@@ -114,7 +117,7 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
     },
     transactions: {
       list: (principal: Principal, filter: Transaction.TransactionFilter = {}, page?: Page.PageRequest) =>
-        withPage(page, (p) => Transactions.list(principal, filter, p)),
+        withPage(page, (p) => Effect.flatMap(decodeTransactionFilter(filter), (f) => Transactions.list(principal, f, p))),
       get: (principal: Principal, id: string) => run(Transactions.get(principal, id)),
       status: (principal: Principal, id: string) => run(Transactions.status(principal, id)),
       calculateFee: (principal: Principal, input: TransferInput, options?: CommandOptions) =>
@@ -135,7 +138,7 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
     },
     whitelistedAddresses: {
       list: (principal: Principal, filter: WhitelistedAddress.WhitelistFilter = {}, page?: Page.PageRequest) =>
-        withPage(page, (p) => WhitelistedAddresses.list(principal, filter, p)),
+        withPage(page, (p) => Effect.flatMap(decodeWhitelistFilter(filter), (f) => WhitelistedAddresses.list(principal, f, p))),
       get: (principal: Principal, id: string) => run(WhitelistedAddresses.get(principal, id)),
       create: (principal: Principal, input: CreateWhitelistedAddressInput, options?: CommandOptions) =>
         run(keyed("whitelistedAddresses.create", principal, input, options, Effect.flatMap(decodeCreateWhitelisted(input), (i) => WhitelistedAddresses.create(principal, i)))),

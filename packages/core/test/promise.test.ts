@@ -126,6 +126,41 @@ describe("Promise facade", () => {
     await relay.dispose()
   })
 
+  it("GEN-5XX-1 ACC-LIST-1 TXN-LIST-1 WL-LIST-1: a list's filter is decoded as HTTP decodes its query: a value that names nothing is refused, not an empty page", async () => {
+    const relay = createRelay()
+    try {
+      const client = await relay.administration.createClient()
+      const key = await relay.administration.createApiUser({ clientId: client.id, permissions: Permission.permissionNames })
+      const me = await relay.authenticate(key.keyId, key.secret)
+      await relay.accounts.create(me, { name: "Treasury", workspace: "custody", assetId: "BTC" })
+      // What an untyped caller may pass; each names its field.
+      const refusals: ReadonlyArray<readonly [string, Promise<unknown>]> = [
+        ["workspace", relay.accounts.list(me, { workspace: "vault" } as never)],
+        ["roles.0", relay.accounts.list(me, { roles: ["admin"] } as never)],
+        ["status", relay.accounts.list(me, { status: "ACTIVE" } as never)],
+        ["search", relay.accounts.list(me, { search: 5 } as never)],
+        ["search", relay.accounts.list(me, { search: "x".repeat(256) })],
+        ["assetId", relay.accounts.list(me, { assetId: "lone\ud800" })],
+        ["group", relay.transactions.list(me, { group: "done" } as never)],
+        ["assetType", relay.transactions.list(me, { assetType: "B".repeat(65) })],
+        ["statuses.0", relay.whitelistedAddresses.list(me, { statuses: ["pending"] } as never)],
+        ["assetTypes", relay.whitelistedAddresses.list(me, { assetTypes: Array.from({ length: 51 }, () => "BTC") })],
+        ["assetTypes", relay.whitelistedAddresses.list(me, { assetTypes: "BTC" } as never)]
+      ]
+      for (const [field, call] of refusals) {
+        const refused = await call.catch((e: unknown) => e)
+        assert.instanceOf(refused, RelayError.InvalidRequest, field)
+        assert.deepStrictEqual((refused as RelayError.InvalidRequest).issues.map((i) => i.path.join(".")), [field])
+      }
+      // The same filters with values that name something answer as before.
+      assert.strictEqual((await relay.accounts.list(me, { workspace: "custody", roles: ["custody"], status: "pending_approval", search: "treas" })).total, 1)
+      assert.strictEqual((await relay.transactions.list(me, { group: "pending", assetType: "BTC" })).total, 0)
+      assert.strictEqual((await relay.whitelistedAddresses.list(me, { statuses: ["PENDING"], assetTypes: Array.from({ length: 50 }, () => "BTC") })).total, 0)
+    } finally {
+      await relay.dispose()
+    }
+  })
+
   it("manages webhook subscriptions: deliveries signed and logged, redelivered, disabled, and the operator's view without secrets", async () => {
     const posted: Array<{ readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly body: string }> = []
     const transport = Layer.succeed(Webhooks.WebhookTransport, Webhooks.WebhookTransport.of({

@@ -4,7 +4,7 @@
  * receives the decoded record, typed. Single-valued parameters given twice, non-integer or out-of-range pages
  * (PAGE-3) and values outside an enumeration are 400 with the parameter named in `details`.
  */
-import { Ids, Page, RelayError, Timestamp } from "@custody-relay/core"
+import { Ids, Input, Page, RelayError, Timestamp } from "@custody-relay/core"
 import { Result } from "effect"
 
 export interface QueryParameter<A> {
@@ -99,7 +99,7 @@ export const oneOf = <const V extends string>(options: {
   }, undefined)
 })
 
-const MAX_VALUES = 50
+const MAX_VALUES = Input.MAX_FILTER_VALUES
 
 const splitValues = (values: ReadonlyArray<string>): ReadonlyArray<string> =>
   values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v.length > 0)

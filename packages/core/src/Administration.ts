@@ -3,21 +3,41 @@
  * revocation and permission changes. These run with the embedder's authority, not a principal's; expose them
  * only to your back office.
  */
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option, Redacted, Result, Schema } from "effect"
 import { requireUuid } from "./Accounts.js"
 import * as ApiUser from "./ApiUser.js"
 import type { Client } from "./Client.js"
 import * as DomainEvent from "./DomainEvent.js"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
-import type { Permission } from "./Permission.js"
+import * as Permission from "./Permission.js"
 import type { RateLimitPolicy } from "./RateLimiter.js"
 import { InvalidRequest, NotFound } from "./RelayError.js"
 import * as Settings from "./Settings.js"
 import * as Storage from "./Storage.js"
+import { Text } from "./Text.js"
 import * as Timestamp from "./Timestamp.js"
 
+/**
+ * A client's or an API user's name as an operator gives it: shown to the client (an API user's name is the actor in
+ * a transaction's approvals), so held to the rules of text a client writes (Text), at most 100 characters.
+ */
+const Name = Text(1, 100)
+const decodeName = Schema.decodeUnknownResult(Name)
+
+const requireName = (name: unknown) =>
+  Result.isSuccess(decodeName(name))
+    ? Effect.succeed(name as string)
+    : Effect.fail(InvalidRequest.field("name", "must be 1 to 100 characters of text without control or bidirectional override characters"))
+
+/** The permissions to grant, each once, or a 400 naming the first unknown one. */
+const requirePermissions = (names: ReadonlyArray<Permission.Permission>) => {
+  const refusal = Permission.refusalOf(names)
+  return refusal === undefined ? Effect.succeed([...new Set(names)]) : Effect.fail(InvalidRequest.field("permissions", refusal))
+}
+
 export const createClient = operation("Administration.createClient")(function*(name?: string) {
+  if (name !== undefined) yield* requireName(name)
   const id = ClientId.make(yield* (yield* Ids).next)
   const client: Client = { id, name: name ?? `client-${id.slice(-12)}`, createdAt: yield* Timestamp.now }
   yield* Storage.run("write", (unit) =>
@@ -45,7 +65,7 @@ export const getClient = operation("Administration.getClient")(function*(id: str
 export interface NewApiUser {
   /** Null makes a credential that is not client-scoped (it is refused on every client operation). */
   readonly clientId: string | null
-  readonly permissions: ReadonlyArray<Permission>
+  readonly permissions: ReadonlyArray<Permission.Permission>
   /** The actor name shown in a transaction's approvals; defaults to one derived from the id. */
   readonly name?: string
   /** The credential's own request budget; when absent, the one set for new API users, else the deployment's. */
@@ -55,11 +75,13 @@ export interface NewApiUser {
 /** Creates an API user and returns its credential: the only time the secret exists outside the caller's hands. */
 export const createApiUser = operation("Administration.createApiUser")(function*(input: NewApiUser) {
   const clientId = input.clientId === null ? null : ClientId.make(yield* requireUuid("clientId", input.clientId))
+  const permissions = yield* requirePermissions(input.permissions)
+  if (input.name !== undefined) yield* requireName(input.name)
   const id = ApiUserId.make(yield* (yield* Ids).next)
   const credential = yield* ApiUser.generateCredential
   const secretHash = (yield* ApiUser.SecretDigest)(Redacted.value(credential.secret))
   const now = yield* Timestamp.now
-  yield* Storage.run("write", (unit) => createApiUserIn(unit, input, clientId, id, credential.keyId, secretHash, now))
+  yield* Storage.run("write", (unit) => createApiUserIn(unit, { ...input, permissions }, clientId, id, credential.keyId, secretHash, now))
   return { apiUserId: id, keyId: credential.keyId, secret: credential.secret } satisfies ApiUser.IssuedCredential
 })
 
@@ -81,7 +103,7 @@ const createApiUserIn = Effect.fnUntraced(function*(
     return yield* new NotFound({ resource: "client", id: clientId })
   }
   const name = input.name ?? `api-user-${id.slice(-12)}`
-  const permissions = [...new Set(input.permissions)]
+  const permissions = input.permissions
   yield* DomainEvent.append(unit, {
     type: "api_user.created",
     clientId,
@@ -159,8 +181,9 @@ export const revokeApiUser = operation("Administration.revokeApiUser")(function*
 
 /** Replaces an API user's permissions; the next request already sees them (AUTH-PERM-2). */
 export const setPermissions = operation("Administration.setPermissions")(
-  function*(id: string, permissions: ReadonlyArray<Permission>) {
-    return yield* updateApiUser(id, (user, now) => ({ ...user, permissions: [...new Set(permissions)], updatedAt: now }))
+  function*(id: string, permissions: ReadonlyArray<Permission.Permission>) {
+    const granted = yield* requirePermissions(permissions)
+    return yield* updateApiUser(id, (user, now) => ({ ...user, permissions: granted, updatedAt: now }))
   }
 )
 
@@ -196,6 +219,7 @@ export const listApiUsers = operation("Administration.listApiUsers")(function*(c
 
 /** The API user with this id or key id (the key id is what an operator has at hand): NotFound otherwise. */
 export const findApiUser = operation("Administration.findApiUser")(function*(idOrKeyId: string) {
+  if (typeof idOrKeyId !== "string") return yield* InvalidRequest.field("apiUserId", "must be an API user id or a key id")
   const found = idOrKeyId.startsWith(ApiUser.KEY_ID_PREFIX)
     ? yield* Storage.run("read", (unit) => unit.findApiUserByKeyId(idOrKeyId))
     : yield* Storage.run("read", (unit) => Effect.flatMap(requireUuid("apiUserId", idOrKeyId), (id) => unit.getApiUser(ApiUserId.make(id))))

@@ -44,6 +44,7 @@ const isEventType = (value: string): value is DomainEvent.EventType => (DomainEv
  * rather than answered with an empty trail.
  */
 const checkedFilter = Effect.fnUntraced(function*(filter: DomainEvent.TrailFilter) {
+  if (typeof filter !== "object" || filter === null) return yield* InvalidRequest.field("filter", "must be an object")
   const { entityId, entityType, from, to, types } = filter
   if (entityType !== undefined && !isEntityType(entityType)) {
     return yield* InvalidRequest.field("entityType", `must be one of ${DomainEvent.entityTypes.join(", ")}`)

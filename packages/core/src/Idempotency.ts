@@ -21,6 +21,14 @@ import { IdempotencyKeyReused } from "./RelayError.js"
 import * as Storage from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
+
+/** What a caller's key must be, the same over HTTP (the Idempotency-Key header) and through the Promise facade. */
+export const KEY_RULE = "must be 1 to 255 visible ASCII characters"
+
+/** Whether a caller's key keeps KEY_RULE. */
+export const isValidKey = (key: unknown): key is string => typeof key === "string" && KEY_PATTERN.test(key)
+
 /** A kept result: the key, what request it was for, and the command's encoded result. */
 export const IdempotencyRecord = Schema.Struct({
   /** Whose key it is: keys of different callers never meet. */

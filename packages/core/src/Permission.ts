@@ -26,6 +26,20 @@ export const permissionNames = [
 export const Permission = Schema.Literals(permissionNames)
 export type Permission = typeof Permission.Type
 
+const known: ReadonlySet<unknown> = new Set(permissionNames)
+const listed = permissionNames.map((p) => `"${p}"`).join(", ")
+
+/**
+ * Why these names cannot be granted, or undefined when each is one of permissionNames. An operator who misspells a
+ * permission hears so, rather than holding a credential short of what was meant (the operator CLI and
+ * Administration both ask here).
+ */
+export const refusalOf = (names: unknown): string | undefined => {
+  if (!Array.isArray(names)) return `must be a list of permission names; the permissions are: ${listed}`
+  const unknown: unknown = names.find((name) => !known.has(name))
+  return unknown === undefined ? undefined : `unknown permission ${JSON.stringify(unknown) ?? String(unknown)}; the permissions are: ${listed}`
+}
+
 /** Every operation a principal (an API user of a client) can run, and the permission it needs. */
 export const requiredPermission = {
   "accounts.list": "View custody account",

@@ -18,6 +18,7 @@ import * as Authentication from "./Authentication.js"
 import type * as DomainEvent from "./DomainEvent.js"
 import * as Idempotency from "./Idempotency.js"
 import { decoder } from "./Input.js"
+import { InvalidRequest } from "./RelayError.js"
 import * as OutboxWorker from "./OutboxWorker.js"
 import * as Page from "./Page.js"
 import type { Permission } from "./Permission.js"
@@ -68,9 +69,11 @@ const keyed = <A, E, R>(
   input: unknown,
   options: CommandOptions | undefined,
   command: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
+): Effect.Effect<A, E | InvalidRequest, R> =>
   options?.idempotencyKey === undefined
     ? command
+    : !Idempotency.isValidKey(options.idempotencyKey)
+    ? Effect.fail(InvalidRequest.field("idempotencyKey", Idempotency.KEY_RULE))
     : Idempotency.withKey(
       command,
       new Idempotency.CommandKey(principal.keyId, options.idempotencyKey, `${operationName}\n${JSON.stringify(input)}`)

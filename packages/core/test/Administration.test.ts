@@ -4,7 +4,7 @@
  * request on, AUTH-401-1).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Administration, Authentication, Storage } from "@custody-relay/core"
+import { Administration, Authentication, type Ids, Storage } from "@custody-relay/core"
 import { Effect, Exit, Redacted } from "effect"
 import { layer, newClient } from "./TestWorld.js"
 
@@ -54,5 +54,33 @@ describe("Administration", () => {
       assert.include(yield* refusal(Administration.findApiUser("crk_00000000000000000000000000000000")), "NotFound")
       assert.include(yield* refusal(Administration.findApiUser("not-an-id")), "InvalidRequest")
       assert.include(yield* refusal(Administration.listApiUsers("not-an-id")), "InvalidRequest")
+    }).pipe(Effect.provide(layer())))
+  it.effect("AUTH-PERM-1: a permission that does not exist, or a name a client should not be shown, is refused and nothing is written", () =>
+    Effect.gen(function*() {
+      const clientId = yield* newClient
+      const issued = yield* Administration.createApiUser({ clientId, permissions: ["View custody account"] })
+      const before = yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000))
+      // What an untyped caller (the Promise facade, a script) may pass; the types forbid each one.
+      const misspelt = ["View custody account", "Approve custody account"] as never
+      const attempts: ReadonlyArray<Effect.Effect<unknown, unknown, Storage.Storage | Ids.Ids>> = [
+        Administration.createApiUser({ clientId, permissions: misspelt }),
+        Administration.createApiUser({ clientId, permissions: "View custody account" as never }),
+        Administration.setPermissions(issued.apiUserId, misspelt)
+      ]
+      for (const attempt of attempts) {
+        const why = yield* refusal(attempt)
+        assert.include(why, "InvalidRequest")
+        assert.include(why, "permissions")
+      }
+      for (const name of ["x".repeat(101), "", "trusted\u202eknab", "bell\u0007", 5 as never]) {
+        assert.include(yield* refusal(Administration.createApiUser({ clientId, permissions: [], name })), "InvalidRequest", JSON.stringify(name))
+        assert.include(yield* refusal(Administration.createClient(name)), "InvalidRequest", JSON.stringify(name))
+      }
+      assert.include(yield* refusal(Administration.findApiUser(5 as never)), "InvalidRequest")
+      // Nothing was written: no user, no client, no event, and the user keeps what it was granted.
+      assert.deepStrictEqual(yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000)), before)
+      assert.deepStrictEqual((yield* Administration.findApiUser(issued.apiUserId)).permissions, ["View custody account"])
+      // Names within the rules, emoji and all, are kept as given.
+      assert.strictEqual((yield* Administration.createClient("Acme 🪙 Treasury")).name, "Acme 🪙 Treasury")
     }).pipe(Effect.provide(layer())))
 })

@@ -152,6 +152,15 @@ describe("Promise facade", () => {
         assert.instanceOf(refused, RelayError.InvalidRequest, field)
         assert.deepStrictEqual((refused as RelayError.InvalidRequest).issues.map((i) => i.path.join(".")), [field])
       }
+      // A filter that is not an object, and an idempotency key HTTP's header would refuse; neither command runs.
+      assert.instanceOf(await relay.auditTrail(me, null as never).catch((e: unknown) => e), RelayError.InvalidRequest)
+      for (const idempotencyKey of ["k".repeat(256), "", "with space", 5 as never]) {
+        const refused = await relay.accounts.create(me, { name: "Keyed", workspace: "custody", assetId: "BTC" }, { idempotencyKey })
+          .catch((e: unknown) => e)
+        assert.instanceOf(refused, RelayError.InvalidRequest, JSON.stringify(idempotencyKey))
+        assert.deepStrictEqual((refused as RelayError.InvalidRequest).issues.map((i) => i.path.join(".")), ["idempotencyKey"])
+      }
+      assert.strictEqual((await relay.accounts.list(me, { search: "Keyed" })).total, 0)
       // The same filters with values that name something answer as before.
       assert.strictEqual((await relay.accounts.list(me, { workspace: "custody", roles: ["custody"], status: "pending_approval", search: "treas" })).total, 1)
       assert.strictEqual((await relay.transactions.list(me, { group: "pending", assetType: "BTC" })).total, 0)

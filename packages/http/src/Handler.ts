@@ -227,7 +227,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const key = route.method === "POST" ? request.header(Idempotency.HEADER) : null
     if (key === null) return yield* work
     if (!Idempotency.isValidKey(key)) {
-      return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, "must be 1 to 255 visible ASCII characters")
+      return yield* RelayError.InvalidRequest.field(Idempotency.HEADER, Idempotency.KEY_RULE)
     }
     return yield* Idempotency.run(principal.keyId, key, Idempotency.fingerprint(request.method, request.pathname, text), work)
   })

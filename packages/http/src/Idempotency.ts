@@ -17,10 +17,9 @@ import type { Reply } from "./Reply.js"
 
 export const HEADER = "idempotency-key"
 export const REPLAYED_HEADER = "idempotent-replayed"
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
-
-/** A key is 1 to 255 visible ASCII characters. */
-export const isValidKey = (key: string): boolean => KEY_PATTERN.test(key)
+/** A key's rule is the core's (Idempotency.KEY_RULE), for the header and the Promise facade alike. */
+export const isValidKey: (key: string) => boolean = Idempotency.isValidKey
+export const KEY_RULE = Idempotency.KEY_RULE
 
 /**
  * Digest of what makes two requests "the same": method, path and the exact body (SHA-256, lowercase hex). Computed

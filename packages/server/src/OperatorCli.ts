@@ -91,10 +91,8 @@ const adminOptions = {
 } as const
 
 const permissionsOf = (names: ReadonlyArray<string> | undefined): Array<Permission.Permission> => {
-  const known = Permission.permissionNames as ReadonlyArray<string>
-  for (const name of names ?? []) {
-    if (!known.includes(name)) throw new RelayRefusal(`unknown permission "${name}"; the permissions are: ${known.map((p) => `"${p}"`).join(", ")}`)
-  }
+  const refusal = Permission.refusalOf(names ?? [])
+  if (refusal !== undefined) throw new RelayRefusal(refusal)
   return (names ?? []) as Array<Permission.Permission>
 }
 

@@ -11,7 +11,7 @@ import * as DomainEvent from "./DomainEvent.js"
 import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { operation } from "./Operation.js"
 import * as Permission from "./Permission.js"
-import type { RateLimitPolicy } from "./RateLimiter.js"
+import { MAX_LIMIT, MAX_WINDOW_SECONDS, RateLimitPolicyInput, type RateLimitPolicy } from "./RateLimiter.js"
 import { InvalidRequest, NotFound } from "./RelayError.js"
 import * as Settings from "./Settings.js"
 import * as Storage from "./Storage.js"
@@ -34,6 +34,16 @@ const requireName = (name: unknown) =>
 const requirePermissions = (names: ReadonlyArray<Permission.Permission>) => {
   const refusal = Permission.refusalOf(names)
   return refusal === undefined ? Effect.succeed([...new Set(names)]) : Effect.fail(InvalidRequest.field("permissions", refusal))
+}
+
+const decodeRateLimit = Schema.decodeUnknownResult(RateLimitPolicyInput)
+
+/** A request budget as RateLimitPolicyInput has it (only its two numbers kept), or a 400 naming `rateLimit`. */
+const requireRateLimit = (policy: unknown): Effect.Effect<RateLimitPolicy, InvalidRequest> => {
+  const decoded = decodeRateLimit(policy, { onExcessProperty: "ignore" })
+  return Result.isSuccess(decoded)
+    ? Effect.succeed({ limit: decoded.success.limit, windowSeconds: decoded.success.windowSeconds })
+    : Effect.fail(InvalidRequest.field("rateLimit", `limit must be a whole number from 1 to ${MAX_LIMIT} and windowSeconds one from 1 to ${MAX_WINDOW_SECONDS}`))
 }
 
 export const createClient = operation("Administration.createClient")(function*(name?: string) {
@@ -77,11 +87,12 @@ export const createApiUser = operation("Administration.createApiUser")(function*
   const clientId = input.clientId === null ? null : ClientId.make(yield* requireUuid("clientId", input.clientId))
   const permissions = yield* requirePermissions(input.permissions)
   if (input.name !== undefined) yield* requireName(input.name)
+  const rateLimit = input.rateLimit === undefined ? undefined : yield* requireRateLimit(input.rateLimit)
   const id = ApiUserId.make(yield* (yield* Ids).next)
   const credential = yield* ApiUser.generateCredential
   const secretHash = (yield* ApiUser.SecretDigest)(Redacted.value(credential.secret))
   const now = yield* Timestamp.now
-  yield* Storage.run("write", (unit) => createApiUserIn(unit, { ...input, permissions }, clientId, id, credential.keyId, secretHash, now))
+  yield* Storage.run("write", (unit) => createApiUserIn(unit, { ...input, permissions, ...(rateLimit === undefined ? {} : { rateLimit }) }, clientId, id, credential.keyId, secretHash, now))
   return { apiUserId: id, keyId: credential.keyId, secret: credential.secret } satisfies ApiUser.IssuedCredential
 })
 
@@ -164,13 +175,10 @@ const updateApiUserIn = Effect.fnUntraced(function*(
  * kept with the data, so every node creates them alike. Existing API users keep theirs.
  */
 export const setRateLimitForNewApiUsers = operation("Administration.setRateLimitForNewApiUsers")(function*(
-  policy: RateLimitPolicy
+  given: RateLimitPolicy
 ) {
-  if (!Number.isInteger(policy.limit) || policy.limit < 1 || !Number.isInteger(policy.windowSeconds) || policy.windowSeconds < 1) {
-    return yield* InvalidRequest.field("rateLimit", "limit and windowSeconds must be positive integers")
-  }
-  yield* Storage.run("write", (unit) =>
-    unit.putSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS, JSON.stringify({ limit: policy.limit, windowSeconds: policy.windowSeconds })))
+  const policy = yield* requireRateLimit(given)
+  yield* Storage.run("write", (unit) => unit.putSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS, JSON.stringify(policy)))
   return policy
 })
 

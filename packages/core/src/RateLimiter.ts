@@ -4,12 +4,27 @@
  * `layerMemory` counts in-process; a store shared by several nodes (the SQL adapter's database, Redis) counts there,
  * a turn's counts together (`countedTogether`).
  */
-import { Clock, Context, Effect, Exit, Layer } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Schema } from "effect"
 
 export interface RateLimitPolicy {
   readonly limit: number
   readonly windowSeconds: number
 }
+
+/** The largest budget a policy grants in one window. */
+export const MAX_LIMIT = 1_000_000_000
+/** The longest window a policy counts in: a day. */
+export const MAX_WINDOW_SECONDS = 86_400
+
+/**
+ * A policy as an operator or an embedder gives it: whole numbers, at least 1, at most MAX_LIMIT requests in a window
+ * of at most MAX_WINDOW_SECONDS. Every store counts such a policy alike (a fractional, zero or non-finite number
+ * would make one store refuse every request and another refuse none).
+ */
+export const RateLimitPolicyInput = Schema.Struct({
+  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_LIMIT })),
+  windowSeconds: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_WINDOW_SECONDS }))
+})
 
 export interface RateLimitDecision {
   readonly allowed: boolean

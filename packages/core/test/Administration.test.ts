@@ -83,4 +83,39 @@ describe("Administration", () => {
       // Names within the rules, emoji and all, are kept as given.
       assert.strictEqual((yield* Administration.createClient("Acme 🪙 Treasury")).name, "Acme 🪙 Treasury")
     }).pipe(Effect.provide(layer())))
+  it.effect("LIM-RATE-2: a request budget outside whole numbers from 1 (at most a day's window) is refused and nothing is written", () =>
+    Effect.gen(function*() {
+      const clientId = yield* newClient
+      const before = yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000))
+      // What an untyped caller may pass. Kept, each would count differently in each store: memory keeps Infinity (no
+      // budget at all), JSON turns it into null (every request refused), a zero window divides by zero.
+      const budgets = [
+        { limit: 0, windowSeconds: 60 },
+        { limit: 1.5, windowSeconds: 60 },
+        { limit: Infinity, windowSeconds: 60 },
+        { limit: Number.NaN, windowSeconds: 60 },
+        { limit: 1_000_000_001, windowSeconds: 60 },
+        { limit: "100", windowSeconds: 60 },
+        { limit: 100, windowSeconds: 0 },
+        { limit: 100, windowSeconds: 86_401 },
+        { limit: 100 },
+        "100/minute",
+        null
+      ] as ReadonlyArray<unknown> as ReadonlyArray<never>
+      for (const rateLimit of budgets) {
+        const created = yield* refusal(Administration.createApiUser({ clientId, permissions: [], rateLimit }))
+        assert.include(created, "InvalidRequest", JSON.stringify(rateLimit))
+        assert.include(created, "rateLimit", JSON.stringify(rateLimit))
+        assert.include(yield* refusal(Administration.setRateLimitForNewApiUsers(rateLimit)), "InvalidRequest", JSON.stringify(rateLimit))
+      }
+      assert.deepStrictEqual(yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000)), before)
+      assert.deepStrictEqual(yield* Administration.listApiUsers(clientId), [])
+      // A budget within the rules is kept as its two numbers, whatever else the object carries.
+      const given = { limit: 1_000_000_000, windowSeconds: 86_400, burst: 5 } as never
+      const issued = yield* Administration.createApiUser({ clientId, permissions: [], rateLimit: given })
+      assert.deepStrictEqual((yield* Administration.findApiUser(issued.apiUserId)).rateLimit, { limit: 1_000_000_000, windowSeconds: 86_400 })
+      assert.deepStrictEqual(yield* Administration.setRateLimitForNewApiUsers({ limit: 1, windowSeconds: 1, burst: 5 } as never), { limit: 1, windowSeconds: 1 })
+      const next = yield* Administration.createApiUser({ clientId, permissions: [] })
+      assert.deepStrictEqual((yield* Administration.findApiUser(next.apiUserId)).rateLimit, { limit: 1, windowSeconds: 1 })
+    }).pipe(Effect.provide(layer())))
 })

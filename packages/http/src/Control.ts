@@ -12,6 +12,7 @@ import {
   Asset,
   CustodyProvider,
   Permission,
+  RateLimiter,
   type Relay,
   RelayConfig,
   RelayError,
@@ -69,10 +70,7 @@ const Permissions = Schema.Struct({ permissions: Schema.Array(Permission.Permiss
 const Credit = Schema.Struct({ amount: Schema.String.check(Schema.isMaxLength(128)) })
 const WhitelistChange = Schema.Struct({ status: Schema.Literals(["APPROVED", "REJECTED", "ARCHIVED"]) })
 const Advance = Schema.Struct({ to: Schema.Literals(["completed", "failed"]) })
-const RateLimit = Schema.Struct({
-  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000_000 })),
-  windowSeconds: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 86_400 }))
-})
+const RateLimit = RateLimiter.RateLimitPolicyInput
 const Fault = Schema.Struct({ calculateFee: Schema.Literals(["none", "unsupported", "error"]) })
 
 type Call = (

@@ -5,7 +5,7 @@
  * the deployment default. Counting itself is the core's RateLimiter port, so several nodes share budgets when they
  * share a store.
  */
-import { EmbedderOptions, type Principal, type RateLimiter } from "@custody-relay/core"
+import { EmbedderOptions, type Principal, RateLimiter } from "@custody-relay/core"
 
 export interface RateLimitOptions extends RateLimiter.RateLimitPolicy {
   /** Policies for particular key ids, e.g. a partner with a higher budget. */
@@ -21,8 +21,8 @@ export interface RateLimitPolicies {
 
 /** `policy` with each number checked: a RangeError naming the setting otherwise (core EmbedderOptions). */
 const checked = (setting: string, policy: RateLimiter.RateLimitPolicy): RateLimiter.RateLimitPolicy => ({
-  limit: EmbedderOptions.wholeNumber(`${setting}.limit`, policy.limit, 1),
-  windowSeconds: EmbedderOptions.wholeNumber(`${setting}.windowSeconds`, policy.windowSeconds, 1)
+  limit: EmbedderOptions.wholeNumber(`${setting}.limit`, policy.limit, 1, RateLimiter.MAX_LIMIT),
+  windowSeconds: EmbedderOptions.wholeNumber(`${setting}.windowSeconds`, policy.windowSeconds, 1, RateLimiter.MAX_WINDOW_SECONDS)
 })
 
 /** The policies of `options` (an entry given as `undefined` keeps its default), each checked. */

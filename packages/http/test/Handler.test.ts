@@ -507,7 +507,10 @@ describe("the options an embedder passes in code", () => {
       [{ config: { webhookDeliveryRetentionSeconds: -1 } }, /config\.webhookDeliveryRetentionSeconds/],
       [{ outbox: { concurrency: 0 } }, /outbox\.concurrency must be a whole number at least 1, got 0/],
       [{ outbox: { concurrency: Number.NaN } }, /outbox\.concurrency/],
-      [{ rateLimit: { limit: 100, windowSeconds: 0 } }, /rateLimit\.windowSeconds must be a whole number at least 1, got 0/],
+      [{ rateLimit: { limit: 100, windowSeconds: 0 } }, /rateLimit\.windowSeconds must be a whole number from 1 to 86400, got 0/],
+      // The same bounds as a budget the operator gives an API user (core RateLimiter.RateLimitPolicyInput).
+      [{ rateLimit: { limit: 100, windowSeconds: 86_401 } }, /rateLimit\.windowSeconds must be a whole number from 1 to 86400, got 86401/],
+      [{ rateLimit: { limit: Infinity, windowSeconds: 60 } }, /rateLimit\.limit must be a whole number from 1 to 1000000000, got Infinity/],
       [{ rateLimit: { limit: Number.NaN, windowSeconds: 60 } }, /rateLimit\.limit/],
       [{ rateLimit: { limit: 10, windowSeconds: 60, perKey: { crk_partner: { limit: 0, windowSeconds: 60 } } } }, /rateLimit\.perKey\[crk_partner\]\.limit/],
       [{ maxBodyBytes: Number.NaN }, /maxBodyBytes must be a whole number at least 1, got NaN/],

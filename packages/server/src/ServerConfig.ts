@@ -2,7 +2,7 @@
  * The server's configuration from the environment, checked at start-up so a typo stops the process with a clear
  * message instead of running with a default nobody chose.
  */
-import { OutboxWorker, RelayConfig } from "@custody-relay/core"
+import { OutboxWorker, RateLimiter, RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
 import { DEFAULT_REQUEST_TIMEOUT_MILLIS } from "@custody-relay/http/node"
 import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
@@ -120,8 +120,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     host: env["HOST"] || "127.0.0.1",
     database: env["RELAY_DATABASE"] || DEFAULT_DATABASE,
     rateLimit: {
-      limit: integer(env, "RELAY_RATE_LIMIT", DEFAULT_RATE_LIMIT.limit, 1, 1_000_000_000),
-      windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", DEFAULT_RATE_LIMIT.windowSeconds, 1, 86_400)
+      limit: integer(env, "RELAY_RATE_LIMIT", DEFAULT_RATE_LIMIT.limit, 1, RateLimiter.MAX_LIMIT),
+      windowSeconds: integer(env, "RELAY_RATE_WINDOW_SECONDS", DEFAULT_RATE_LIMIT.windowSeconds, 1, RateLimiter.MAX_WINDOW_SECONDS)
     },
     rateLimitStore: env["RELAY_RATE_LIMIT_STORE"] ? oneOf(env, "RELAY_RATE_LIMIT_STORE", ["database", "memory", "redis", "synced"], "memory") : undefined,
     rateLimitSyncMillis: integer(env, "RELAY_RATE_LIMIT_SYNC_MILLIS", DEFAULT_RATE_LIMIT_SYNC_MILLIS, 10, 3_600_000),

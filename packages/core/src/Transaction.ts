@@ -85,6 +85,18 @@ export const subStatusAfter: Record<TransactionEvent, string | null> = {
 /** Sub-statuses a failure may name, for providers that say why. */
 export const failureSubStatuses = ["PROVIDER_ERROR", "TIMED_OUT", "INSUFFICIENT_FUNDS_AT_PROVIDER", "DROPPED_BY_NETWORK"] as const
 
+/**
+ * The events a custody provider reports on a transfer it holds (`Transactions.applyProviderEvent`). The client's and
+ * the approvers' own events (quorumReached, reject, cancel) are not among them: a report never stands in for a
+ * decision.
+ */
+export const providerEvents = ["providerApprove", "providerReject", "broadcast", "confirm", "fail"] as const satisfies ReadonlyArray<TransactionEvent>
+export type ProviderEvent = (typeof providerEvents)[number]
+
+/** Where an operator may move a pending transaction at once (`Transactions.advanceTo`, the control protocol's advance). */
+export const AdvanceTarget = Schema.Literals(["completed", "failed"])
+export type AdvanceTarget = typeof AdvanceTarget.Type
+
 export const DestinationType = Schema.Literals(["internal", "external"])
 export type DestinationType = typeof DestinationType.Type
 

@@ -4,7 +4,7 @@
  * place where a transaction changes state and where balances follow: initiation reserves, a failed-group ending
  * releases, completion settles and credits an internal destination. No balance can go negative.
  */
-import { Effect, Option, Result } from "effect"
+import { Effect, Option, Result, Schema } from "effect"
 import * as Account from "./Account.js"
 import { requireUuid } from "./Accounts.js"
 import { type Asset, requireAsset } from "./Asset.js"
@@ -435,7 +435,10 @@ const decideIn = Effect.fnUntraced(function*(
 export const approve = decide("approve")
 export const reject = decide("reject")
 
-export type ProviderEvent = "providerApprove" | "providerReject" | "broadcast" | "confirm" | "fail"
+export type ProviderEvent = Transaction.ProviderEvent
+
+const isProviderEvent = (event: unknown): event is ProviderEvent => (Transaction.providerEvents as ReadonlyArray<unknown>).includes(event)
+const isFailureSubStatus = (subStatus: unknown) => (Transaction.failureSubStatuses as ReadonlyArray<unknown>).includes(subStatus)
 
 /**
  * The custody provider reports progress on a transaction it was given (or fails one it holds): the entry point of
@@ -447,8 +450,12 @@ export const applyProviderEvent = operation("Transactions.applyProviderEvent")(f
   subStatus?: string
 ) {
   id = yield* requireUuid("id", id)
-  if (subStatus !== undefined && event === "fail" && !(Transaction.failureSubStatuses as ReadonlyArray<string>).includes(subStatus)) {
-    return yield* InvalidRequest.field("subStatus", `must be one of ${Transaction.failureSubStatuses.join(", ")}`)
+  if (!isProviderEvent(event)) {
+    return yield* InvalidRequest.field("event", `must be one of ${Transaction.providerEvents.join(", ")}`)
+  }
+  // Only a failure says why, in words the interface lists; every other step shows its own (Transaction.subStatusAfter).
+  if (subStatus !== undefined && !(event === "fail" && isFailureSubStatus(subStatus))) {
+    return yield* InvalidRequest.field("subStatus", `is given only with fail, as one of ${Transaction.failureSubStatuses.join(", ")}`)
   }
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) => applyEventTo(unit, id, event, now, DomainEvent.provider, subStatus))
@@ -491,8 +498,13 @@ const towardCompletion: Partial<Record<Transaction.TransactionStatus, Transactio
  * then the provider's steps) or to FAILED, in one unit of work. For simulations and the test control protocol.
  * A transaction that is no longer pending is refused (TransitionNotAllowed).
  */
-export const advanceTo = operation("Transactions.advanceTo")(function*(id: string, target: "completed" | "failed") {
+const isAdvanceTarget = Schema.is(Transaction.AdvanceTarget)
+
+export const advanceTo = operation("Transactions.advanceTo")(function*(id: string, target: Transaction.AdvanceTarget) {
   id = yield* requireUuid("id", id)
+  if (!isAdvanceTarget(target)) {
+    return yield* InvalidRequest.field("to", `must be one of ${Transaction.AdvanceTarget.literals.join(", ")}`)
+  }
   const now = yield* Timestamp.now
   return yield* Storage.run("write", (unit) => advanceIn(unit, id, target, now))
 })
@@ -500,7 +512,7 @@ export const advanceTo = operation("Transactions.advanceTo")(function*(id: strin
 const advanceIn = Effect.fnUntraced(function*(
   unit: Storage.StorageUnit,
   id: string,
-  target: "completed" | "failed",
+  target: Transaction.AdvanceTarget,
   now: Timestamp.Timestamp
 ) {
   let tx = yield* findAny(unit, id)

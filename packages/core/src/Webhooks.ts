@@ -264,6 +264,8 @@ const rotateIn = Effect.fnUntraced(function*(
 type FindSubscription = (unit: Storage.StorageUnit) => Effect.Effect<Webhook.WebhookSubscription, NotFound | InvalidRequest | Storage.StorageError>
 
 const toggle = Effect.fnUntraced(function*(find: FindSubscription, enabled: boolean) {
+  // A JavaScript caller's "false" is truthy: kept, it would leave on what was meant off, in memory and on SQLite alike.
+  if (typeof enabled !== "boolean") return yield* InvalidRequest.field("enabled", "must be true or false")
   const now = yield* Timestamp.now
   return yield* Idempotency.write(Webhook.SubscriptionView, (unit) => Effect.map(toggleIn(unit, find, enabled, now), toView))
 })
@@ -299,8 +301,9 @@ export const listOfClient = operation("Webhooks.listOfClient")(function*(clientI
 /** The operator turns any client's subscription on or off (administration, no principal). */
 export const setEnabledByOperator = operation("Webhooks.setEnabledByOperator")(function*(id: string, enabled: boolean) {
   return yield* toggle((unit) =>
-    Effect.flatMap(unit.getWebhookSubscription(id), (found) =>
-      Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "webhook_subscription", id }))), enabled)
+    Effect.flatMap(requireUuid("id", id), (canonical) =>
+      Effect.flatMap(unit.getWebhookSubscription(canonical), (found) =>
+        Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new NotFound({ resource: "webhook_subscription", id: canonical })))), enabled)
 })
 
 /** The delivery log of a subscription, newest first (no payload: the audit trail has the events). */

@@ -135,7 +135,7 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       reject: (principal: Principal, id: string, options?: CommandOptions) =>
         run(keyed("transactions.reject", principal, id, options, Transactions.reject(principal, id))),
       cancel: (id: string) => run(Transactions.cancel(id)),
-      advanceTo: (id: string, target: "completed" | "failed") => run(Transactions.advanceTo(id, target)),
+      advanceTo: (id: string, target: Transaction.AdvanceTarget) => run(Transactions.advanceTo(id, target)),
       applyProviderEvent: (id: string, event: Transactions.ProviderEvent, subStatus?: string) =>
         run(Transactions.applyProviderEvent(id, event, subStatus))
     },
@@ -214,8 +214,12 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
         const worker = runtime.runFork(OutboxWorker.run(options))
         return () => runtime.runPromise(Fiber.interrupt(worker)).then(() => undefined)
       },
-      /** One round of the worker: what is due now is carried out; answers how many entries. */
-      runDue: (options?: OutboxWorker.WorkerOptions) => run(OutboxWorker.runDue(options))
+      /**
+       * One round of the worker: what is due now is carried out; answers how many entries. Options as `start`'s, over
+       * the defaults; a number that would break the worker rejects with a RangeError naming it.
+       */
+      runDue: (options: Partial<OutboxWorker.WorkerOptions> = {}) =>
+        Promise.resolve(options).then(OutboxWorker.optionsOf).then((settings) => run(OutboxWorker.runDue(settings)))
     },
     /** Releases the runtime and the resources its layer holds (e.g. database connections). */
     dispose: () => runtime.dispose()

@@ -22,7 +22,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({
       kind: fc.constant("provider" as const),
-      event: fc.constantFrom<Transactions.ProviderEvent>("providerApprove", "providerReject", "broadcast", "confirm", "fail")
+      event: fc.constantFrom(...Transaction.providerEvents)
     })
   },
   { weight: 1, arbitrary: fc.constant({ kind: "cancel" as const }) },

@@ -247,6 +247,42 @@ describe("Transactions", () => {
       assert.strictEqual((yield* Transactions.inspect(id)).status, "COMPLETED")
     }).pipe(Effect.provide(layer())))
 
+  it.effect("TXN-FLOW-1: a provider's report never stands in for an approver's decision, and an advance names its target; a refusal changes nothing", () =>
+    Effect.gen(function*() {
+      const p = yield* principalOf(yield* newClient)
+      const source = yield* activeAccount(p, "BTC", "1", 2)
+      const destination = yield* activeAccount(p, "BTC")
+      const { id } = yield* Transactions.initiate(p, transfer(source, destination, "0.5"))
+      const before = yield* Transactions.inspect(id)
+      const balance = (yield* Accounts.get(p, source)).availableBalance
+      // What an untyped caller (the Promise facade, a provider's callback receiver in JavaScript) may pass; the types
+      // forbid each one. Taken, "quorumReached" sent the transfer to the provider with none of its two approvals, and
+      // "fail" as an advance's target (for "failed") completed it.
+      const refused: ReadonlyArray<readonly [Effect.Effect<unknown, { readonly _tag: string }, Relay.RelayServices>, string]> = [
+        [Transactions.applyProviderEvent(id, "quorumReached" as never), "event"],
+        [Transactions.applyProviderEvent(id, "cancel" as never), "event"],
+        [Transactions.applyProviderEvent(id, "reject" as never), "event"],
+        [Transactions.applyProviderEvent(id, "toString" as never), "event"],
+        [Transactions.applyProviderEvent(id, "fail", "x".repeat(10_000)), "subStatus"],
+        [Transactions.applyProviderEvent(id, "fail", 5 as never), "subStatus"],
+        [Transactions.applyProviderEvent(id, "providerReject", "BLOCKED_BY_A_FRIEND"), "subStatus"],
+        [Transactions.advanceTo(id, "fail" as never), "to"],
+        [Transactions.advanceTo(id, "complete" as never), "to"],
+        [Transactions.advanceTo(id, undefined as never), "to"]
+      ]
+      for (const [attempt, field] of refused) {
+        const exit = yield* Effect.exit(attempt)
+        assert.strictEqual(failureTag(exit), "InvalidRequest", field)
+        assert.include(JSON.stringify(failureOf(exit)), `"${field}"`)
+      }
+      assert.deepStrictEqual(yield* Transactions.inspect(id), before)
+      assert.strictEqual((yield* Accounts.get(p, source)).availableBalance, balance)
+      assert.strictEqual(yield* OutboxWorker.drain(), 0)
+      // The provider's own steps still take their words: a failure says why, in the interface's words.
+      const failed = yield* Transactions.applyProviderEvent(id, "fail", "DROPPED_BY_NETWORK")
+      assert.deepStrictEqual([failed.status, failed.subStatus], ["FAILED", "DROPPED_BY_NETWORK"])
+    }).pipe(Effect.provide(layer())))
+
   it.effect("TXN-FLOW-1: a transfer whose quorum is reached is the provider's: a cancel is refused and its funds stay reserved until the provider's word", () =>
     Effect.gen(function*() {
       const p = yield* principalOf(yield* newClient)

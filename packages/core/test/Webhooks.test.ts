@@ -116,3 +116,23 @@ describe("Webhooks.redeliver", () => {
       }
     }).pipe(Effect.provide(layer())))
 })
+
+describe("Webhooks.setEnabled", () => {
+  it.effect("a subscription is turned on or off by true or false only: a JavaScript caller's \"false\" (truthy) is refused and changes nothing", () =>
+    Effect.gen(function*() {
+      const clientId = yield* newClient
+      const principal = yield* principalOf(clientId)
+      const subscription = yield* Webhooks.subscribe(principal, { url: "https://hooks.example.com/relay", eventTypes: ["account.approved"] })
+      for (const enabled of ["false", 0, null, undefined, "true"] as ReadonlyArray<unknown> as ReadonlyArray<never>) {
+        for (const attempt of [Webhooks.setEnabled(principal, subscription.id, enabled), Webhooks.setEnabledByOperator(subscription.id, enabled)]) {
+          const refused = failureOf(yield* Effect.exit(attempt))
+          assert.strictEqual(refused?._tag, "InvalidRequest", JSON.stringify(enabled))
+          assert.strictEqual(refused?.message, "enabled: must be true or false")
+        }
+      }
+      assert.strictEqual((yield* Webhooks.get(principal, subscription.id)).enabled, true)
+      assert.strictEqual((yield* Webhooks.setEnabledByOperator(subscription.id.toUpperCase(), false)).enabled, false)
+      assert.strictEqual(failureOf(yield* Effect.exit(Webhooks.setEnabledByOperator("not-an-id", true)))?._tag, "InvalidRequest")
+      assert.strictEqual((yield* Webhooks.setEnabled(principal, subscription.id, true)).enabled, true)
+    }).pipe(Effect.provide(layer())))
+})

@@ -206,12 +206,20 @@ describe("Promise facade", () => {
 
       const event = (await relay.auditTrail(me, { types: ["account.created"], entityId: account.id })).items[0]!
       assert.deepStrictEqual(await relay.webhooks.redeliver(me, subscribed.id, { eventId: event.id }), { redelivered: 1 })
-      await relay.outbox.runDue()
+      // Options over the defaults, as `start` takes them; a number that would break the worker rejects, naming it.
+      const refused = await relay.outbox.runDue({ concurrency: 0 }).catch((e: unknown) => e)
+      assert.instanceOf(refused, RangeError)
+      assert.match(String(refused), /outbox\.concurrency must be a whole number at least 1, got 0/)
+      assert.strictEqual(posted.length, 1)
+      assert.strictEqual(await relay.outbox.runDue({ batch: 1 }), 1)
       assert.strictEqual(posted.length, 2)
       assert.strictEqual(posted[1]!.headers["webhook-id"], delivered.headers["webhook-id"])
 
       const rotated = await relay.webhooks.rotateSecret(me, subscribed.id)
       assert.notStrictEqual(rotated.secret, subscribed.secret)
+      // @ts-expect-error: "false" is not a boolean (a JavaScript caller's, truthy) and is refused rather than kept
+      assert.instanceOf(await relay.webhooks.setEnabled(me, subscribed.id, "false").catch((e: unknown) => e), RelayError.InvalidRequest)
+      assert.isTrue((await relay.webhooks.get(me, subscribed.id)).enabled)
       assert.isFalse((await relay.webhooks.setEnabled(me, subscribed.id, false)).enabled)
       assert.instanceOf(await relay.webhooks.redeliver(me, subscribed.id, { eventId: event.id }).catch((e: unknown) => e), RelayError.TransitionNotAllowed)
       // The operator's view of the client: never a secret; and it turns the subscription back on.

@@ -69,7 +69,7 @@ const NewApiUser = Schema.Struct({
 const Permissions = Schema.Struct({ permissions: Schema.Array(Permission.Permission) })
 const Credit = Schema.Struct({ amount: Schema.String.check(Schema.isMaxLength(128)) })
 const WhitelistChange = Schema.Struct({ status: Schema.Literals(["APPROVED", "REJECTED", "ARCHIVED"]) })
-const Advance = Schema.Struct({ to: Schema.Literals(["completed", "failed"]) })
+const Advance = Schema.Struct({ to: Transaction.AdvanceTarget })
 const RateLimit = RateLimiter.RateLimitPolicyInput
 const Fault = Schema.Struct({ calculateFee: Schema.Literals(["none", "unsupported", "error"]) })
 

@@ -84,6 +84,9 @@ export interface NewApiUser {
 
 /** Creates an API user and returns its credential: the only time the secret exists outside the caller's hands. */
 export const createApiUser = operation("Administration.createApiUser")(function*(input: NewApiUser) {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return yield* InvalidRequest.field("input", "must be an object with clientId and permissions")
+  }
   const clientId = input.clientId === null ? null : ClientId.make(yield* requireUuid("clientId", input.clientId))
   const permissions = yield* requirePermissions(input.permissions)
   if (input.name !== undefined) yield* requireName(input.name)

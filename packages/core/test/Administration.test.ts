@@ -55,7 +55,7 @@ describe("Administration", () => {
       assert.include(yield* refusal(Administration.findApiUser("not-an-id")), "InvalidRequest")
       assert.include(yield* refusal(Administration.listApiUsers("not-an-id")), "InvalidRequest")
     }).pipe(Effect.provide(layer())))
-  it.effect("AUTH-PERM-1: a permission that does not exist, or a name a client should not be shown, is refused and nothing is written", () =>
+  it.effect("AUTH-PERM-1: a permission that does not exist, a name a client should not be shown, or no description of the user at all is refused and nothing is written", () =>
     Effect.gen(function*() {
       const clientId = yield* newClient
       const issued = yield* Administration.createApiUser({ clientId, permissions: ["View custody account"] })
@@ -77,6 +77,12 @@ describe("Administration", () => {
         assert.include(yield* refusal(Administration.createClient(name)), "InvalidRequest", JSON.stringify(name))
       }
       assert.include(yield* refusal(Administration.findApiUser(5 as never)), "InvalidRequest")
+      // No description of the new user at all: a 400 naming what is missing, not a TypeError from reading its fields.
+      for (const input of [undefined, null, "ops", []] as ReadonlyArray<unknown> as ReadonlyArray<never>) {
+        const why = yield* refusal(Administration.createApiUser(input))
+        assert.include(why, "InvalidRequest", JSON.stringify(input))
+        assert.include(why, "clientId and permissions", JSON.stringify(input))
+      }
       // Nothing was written: no user, no client, no event, and the user keeps what it was granted.
       assert.deepStrictEqual(yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000)), before)
       assert.deepStrictEqual((yield* Administration.findApiUser(issued.apiUserId)).permissions, ["View custody account"])

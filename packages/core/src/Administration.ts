@@ -145,7 +145,12 @@ const changeEvent = (before: ApiUser.ApiUser, after: ApiUser.ApiUser) =>
     ? { type: "api_user.revoked" as const, data: {} }
     : after.secretHash !== before.secretHash
     ? { type: "api_user.secret_rotated" as const, data: {} }
+    : !samePolicy(after.rateLimit, before.rateLimit)
+    ? { type: "api_user.rate_limit_changed" as const, data: { before: before.rateLimit ?? null, after: after.rateLimit ?? null } }
     : { type: "api_user.permissions_changed" as const, data: { before: before.permissions, after: after.permissions } }
+
+const samePolicy = (a: RateLimitPolicy | undefined, b: RateLimitPolicy | undefined) =>
+  a === b || (a !== undefined && b !== undefined && a.limit === b.limit && a.windowSeconds === b.windowSeconds)
 
 const updateApiUser = Effect.fnUntraced(function*(id: string, change: (user: ApiUser.ApiUser, now: Timestamp.Timestamp) => ApiUser.ApiUser) {
   id = yield* requireUuid("apiUserId", id)
@@ -183,6 +188,22 @@ export const setRateLimitForNewApiUsers = operation("Administration.setRateLimit
   const policy = yield* requireRateLimit(given)
   yield* Storage.run("write", (unit) => unit.putSetting(Settings.RATE_LIMIT_FOR_NEW_API_USERS, JSON.stringify(policy)))
   return policy
+})
+
+/**
+ * Gives an API user a request budget of its own (LIM-RATE-2), or, with null, returns it to the one every API user
+ * without its own gets (the deployment's, or the handler's per-key option). Every node counts the user's next request
+ * against it (the user is read again once it changes, as for permissions: AUTH-PERM-2). A window of the same length
+ * keeps its count, so a lower limit refuses at once what is over it; a window of another length starts at zero.
+ * Setting the budget the user already has writes nothing.
+ */
+export const setRateLimit = operation("Administration.setRateLimit")(function*(id: string, given: RateLimitPolicy | null) {
+  const rateLimit = given === null ? undefined : yield* requireRateLimit(given)
+  return yield* updateApiUser(id, (user, now) => {
+    if (samePolicy(user.rateLimit, rateLimit)) return user
+    const { rateLimit: _, ...rest } = user
+    return { ...rest, ...(rateLimit === undefined ? {} : { rateLimit }), updatedAt: now }
+  })
 })
 
 /** Revokes a credential: from the next request on it is refused with 401. Revoking twice changes nothing. */

@@ -42,6 +42,7 @@ export const apiUser = (caller: { readonly apiUserId: ApiUserId; readonly name: 
 const Funds = Schema.Struct({ accountId: Schema.String, amount: DecimalString, transactionId: Schema.NullOr(Schema.String) })
 const TransactionStep = Schema.Struct({ subStatus: Schema.NullOr(Schema.String) })
 const Nothing = Schema.Struct({})
+const RateLimitData = Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int })
 
 interface EventKind<E extends EntityType, S extends Schema.Top> {
   readonly entity: E
@@ -68,6 +69,11 @@ export const catalogue = {
     "api_user",
     "An API user's permissions were replaced.",
     Schema.Struct({ before: Schema.Array(Schema.String), after: Schema.Array(Schema.String) })
+  ),
+  "api_user.rate_limit_changed": kind(
+    "api_user",
+    "An API user was given a request budget of its own, or returned (null) to the one API users without their own get.",
+    Schema.Struct({ before: Schema.NullOr(RateLimitData), after: Schema.NullOr(RateLimitData) })
   ),
   "account.created": kind(
     "account",

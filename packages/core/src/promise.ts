@@ -23,6 +23,7 @@ import * as OutboxWorker from "./OutboxWorker.js"
 import * as Page from "./Page.js"
 import type { Permission } from "./Permission.js"
 import type { Principal } from "./Principal.js"
+import type { RateLimitPolicy } from "./RateLimiter.js"
 import * as Relay from "./Relay.js"
 import * as Transaction from "./Transaction.js"
 import * as Transactions from "./Transactions.js"
@@ -82,6 +83,7 @@ const keyed = <A, E, R>(
 const firstPage: Page.PageRequest = { page: Page.DEFAULT_PAGE, limit: Page.DEFAULT_LIMIT }
 
 export type { Principal }
+export type { RateLimitPolicy } from "./RateLimiter.js"
 /** The refusals a call may reject with, as classes: `error instanceof RelayError.NotFound` works. */
 export * as RelayError from "./RelayError.js"
 export type { AccountFilter } from "./Account.js"
@@ -161,6 +163,9 @@ export const createRelay = <E>(layer: Layer.Layer<Relay.RelayServices, E> = Rela
       revokeApiUser: (apiUserId: string) => run(Effect.asVoid(Administration.revokeApiUser(apiUserId))),
       setPermissions: (apiUserId: string, permissions: ReadonlyArray<Permission>) =>
         run(Effect.asVoid(Administration.setPermissions(apiUserId, permissions))),
+      /** The API user's own request budget from its next request on, or with null the one users without their own get. */
+      setRateLimit: (apiUserId: string, rateLimit: RateLimitPolicy | null) =>
+        run(Effect.asVoid(Administration.setRateLimit(apiUserId, rateLimit))),
       /** A new secret for the same key id; the old one is refused from the next request on. Returned once. */
       rotateSecret: (apiUserId: string) =>
         run(Effect.map(Administration.rotateSecret(apiUserId), (issued) => ({

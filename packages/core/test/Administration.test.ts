@@ -124,4 +124,42 @@ describe("Administration", () => {
       const next = yield* Administration.createApiUser({ clientId, permissions: [] })
       assert.deepStrictEqual((yield* Administration.findApiUser(next.apiUserId)).rateLimit, { limit: 1, windowSeconds: 1 })
     }).pipe(Effect.provide(layer())))
+
+  it.effect("LIM-RATE-2 AUTH-PERM-2: an API user's own budget is set, changed and taken away, each change one event and applied to its next request; the same budget again, or one out of bounds, writes nothing", () =>
+    Effect.gen(function*() {
+      const clientId = yield* newClient
+      const issued = yield* Administration.createApiUser({ clientId, permissions: ["View custody account"] })
+      const secret = Redacted.value(issued.secret)
+      const budgetOnNextRequest = Effect.map(Authentication.authenticate(issued.keyId, secret), (principal) => principal.rateLimit)
+      assert.isUndefined(yield* budgetOnNextRequest)
+
+      yield* Administration.setRateLimit(issued.apiUserId, { limit: 5000, windowSeconds: 60 })
+      assert.deepStrictEqual(yield* budgetOnNextRequest, { limit: 5000, windowSeconds: 60 })
+      yield* Administration.setRateLimit(issued.apiUserId, { limit: 2, windowSeconds: 3600, burst: 9 } as never)
+      assert.deepStrictEqual((yield* Administration.findApiUser(issued.keyId)).rateLimit, { limit: 2, windowSeconds: 3600 })
+      assert.deepStrictEqual(yield* budgetOnNextRequest, { limit: 2, windowSeconds: 3600 })
+
+      const written = yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000))
+      yield* Administration.setRateLimit(issued.apiUserId, { limit: 2, windowSeconds: 3600 })
+      for (const rateLimit of [{ limit: 0, windowSeconds: 60 }, { limit: 10, windowSeconds: 86_401 }, { limit: Infinity, windowSeconds: 60 }, "2/hour", undefined]) {
+        const why = yield* refusal(Administration.setRateLimit(issued.apiUserId, rateLimit as never))
+        assert.include(why, "InvalidRequest", JSON.stringify(rateLimit))
+        assert.include(why, "rateLimit", JSON.stringify(rateLimit))
+      }
+      assert.include(yield* refusal(Administration.setRateLimit("not-an-id", null)), "InvalidRequest")
+      assert.include(yield* refusal(Administration.setRateLimit("01a2343b-bf11-7602-aeec-1bbee3d93a95", null)), "NotFound")
+      assert.deepStrictEqual(yield* Storage.run("read", (unit) => unit.listEvents({}, 0, 1000)), written)
+      assert.deepStrictEqual(yield* budgetOnNextRequest, { limit: 2, windowSeconds: 3600 })
+
+      yield* Administration.setRateLimit(issued.apiUserId, null)
+      assert.isUndefined((yield* Administration.findApiUser(issued.apiUserId)).rateLimit)
+      assert.isUndefined(yield* budgetOnNextRequest)
+      const events = yield* Storage.run("read", (unit) => unit.listEvents({ entityId: issued.apiUserId }, 0, 10))
+      assert.deepStrictEqual(events.map((event) => [event.type, event.data, event.actor]), [
+        ["api_user.created", { keyId: issued.keyId, name: `api-user-${issued.apiUserId.slice(-12)}`, permissions: ["View custody account"] }, { kind: "operator" }],
+        ["api_user.rate_limit_changed", { before: null, after: { limit: 5000, windowSeconds: 60 } }, { kind: "operator" }],
+        ["api_user.rate_limit_changed", { before: { limit: 5000, windowSeconds: 60 }, after: { limit: 2, windowSeconds: 3600 } }, { kind: "operator" }],
+        ["api_user.rate_limit_changed", { before: { limit: 2, windowSeconds: 3600 }, after: null }, { kind: "operator" }]
+      ])
+    }).pipe(Effect.provide(layer())))
 })

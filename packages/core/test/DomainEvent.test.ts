@@ -26,6 +26,7 @@ describe("DomainEvent", () => {
       const { principal: admin, issued } = yield* newPrincipal(client, undefined, "admin")
       const approver = yield* principalOf(client, ["Approve transaction"], "approver")
       yield* Administration.setPermissions(issued.apiUserId, [...admin.permissions].reverse())
+      yield* Administration.setRateLimit(issued.apiUserId, { limit: 100, windowSeconds: 60 })
       const other = yield* newPrincipal(client, ["View custody account"])
       yield* Administration.rotateSecret(other.issued.apiUserId)
       yield* Administration.revokeApiUser(other.issued.apiUserId)

@@ -68,6 +68,12 @@ describe("Promise facade", () => {
       const fresh = await relay.authenticate(admin.keyId, admin.secret)
       const refused = await relay.accounts.list(fresh).catch((e: unknown) => e)
       assert.instanceOf(refused, RelayError.PermissionDenied)
+      // LIM-RATE-2: a budget of its own, read at authentication like the permissions, and taken away with null.
+      await relay.administration.setRateLimit(admin.apiUserId, { limit: 50, windowSeconds: 10 })
+      assert.deepStrictEqual((await relay.authenticate(admin.keyId, admin.secret)).rateLimit, { limit: 50, windowSeconds: 10 })
+      assert.instanceOf(await relay.administration.setRateLimit(admin.apiUserId, { limit: 0, windowSeconds: 10 }).catch((e: unknown) => e), RelayError.InvalidRequest)
+      await relay.administration.setRateLimit(admin.apiUserId, null)
+      assert.isUndefined((await relay.authenticate(admin.keyId, admin.secret)).rateLimit)
       await relay.administration.revokeApiUser(admin.apiUserId)
       assert.instanceOf(await relay.authenticate(admin.keyId, admin.secret).catch((e: unknown) => e), RelayError.Unauthenticated)
     } finally {

@@ -54,9 +54,11 @@ ready before traffic.
   admin clients create [--name NAME]
   admin clients list
   admin api-users create --client CLIENT_ID --permission NAME [--permission NAME ...] [--all-permissions] [--name NAME]
+                        [--limit N --window SECONDS]
   admin api-users list [--client CLIENT_ID]
   admin api-users show KEY_ID|API_USER_ID
   admin api-users permissions KEY_ID|API_USER_ID (--set NAME [--set NAME ...] | --add NAME [--add NAME ...] | --remove NAME [--remove NAME ...])
+  admin api-users rate-limit KEY_ID|API_USER_ID (--limit N --window SECONDS | --default)
   admin api-users revoke KEY_ID|API_USER_ID
   admin api-users rotate-secret KEY_ID|API_USER_ID
   admin webhooks list --client CLIENT_ID
@@ -68,8 +70,11 @@ Every admin command takes:
   --help                this text
 
 A secret is printed once, by create and rotate-secret: hand it to its owner, it cannot be shown again.
-Permission names are the interface's, quoted: --permission "View custody account". Exit codes: 0 done,
-1 refused (unknown id, unknown permission name, revoked user), 2 usage error.
+Permission names are the interface's, quoted: --permission "View custody account". --limit and --window give an
+API user a request budget of its own (at most N requests in each window of SECONDS, 1 to 86400); without them it
+gets the one set for new API users, else the deployment's (RELAY_RATE_LIMIT). rate-limit changes it, or with
+--default takes it away; the running server counts the user's next request against the new one. Exit codes: 0 done,
+1 refused (unknown id, unknown permission name, revoked user, a budget out of bounds), 2 usage error.
 `
 }
 
@@ -87,7 +92,10 @@ const adminOptions = {
   "all-permissions": { type: "boolean" },
   set: { type: "string", multiple: true },
   add: { type: "string", multiple: true },
-  remove: { type: "string", multiple: true }
+  remove: { type: "string", multiple: true },
+  limit: { type: "string" },
+  window: { type: "string" },
+  default: { type: "boolean" }
 } as const
 
 const permissionsOf = (names: ReadonlyArray<string> | undefined): Array<Permission.Permission> => {
@@ -95,6 +103,21 @@ const permissionsOf = (names: ReadonlyArray<string> | undefined): Array<Permissi
   if (refusal !== undefined) throw new RelayRefusal(refusal)
   return (names ?? []) as Array<Permission.Permission>
 }
+
+/**
+ * The budget --limit and --window give, or undefined when neither is given. Their numbers are the core's to check
+ * (Administration.requireRateLimit: whole, within bounds); text that is not a number reaches it as NaN and is refused
+ * there with the same message.
+ */
+const budgetOf = (values: { readonly limit?: string | undefined; readonly window?: string | undefined }) => {
+  if (values.limit === undefined && values.window === undefined) return undefined
+  if (values.limit === undefined || values.window === undefined) throw new UsageError("give --limit N and --window SECONDS together")
+  const number = (text: string) => (text.trim() === "" ? Number.NaN : Number(text))
+  return { limit: number(values.limit), windowSeconds: number(values.window) }
+}
+
+const budgetText = (rateLimit: { readonly limit: number; readonly windowSeconds: number } | undefined) =>
+  rateLimit === undefined ? "the default" : `${rateLimit.limit} a ${rateLimit.windowSeconds} s window`
 
 /** A refusal the CLI itself makes before reaching the core (exit 1, like the core's refusals). */
 class RelayRefusal extends Error {}
@@ -157,7 +180,13 @@ const admin = async (args: ReadonlyArray<string>, io: CliIo): Promise<number> =>
         if (values.client === undefined) throw new UsageError("admin api-users create needs --client CLIENT_ID")
         const permissions = values["all-permissions"] === true ? [...Permission.permissionNames] : permissionsOf(values.permission)
         if (permissions.length === 0) throw new UsageError("give at least one --permission NAME, or --all-permissions")
-        const issued = await run(runtime, Administration.createApiUser({ clientId: values.client, permissions, ...(values.name === undefined ? {} : { name: values.name }) }))
+        const rateLimit = budgetOf(values)
+        const issued = await run(runtime, Administration.createApiUser({
+          clientId: values.client,
+          permissions,
+          ...(values.name === undefined ? {} : { name: values.name }),
+          ...(rateLimit === undefined ? {} : { rateLimit })
+        }))
         const secret = Redacted.value(issued.secret)
         print(
           { apiUserId: issued.apiUserId, keyId: issued.keyId, secret, permissions },
@@ -169,13 +198,16 @@ const admin = async (args: ReadonlyArray<string>, io: CliIo): Promise<number> =>
         const users = await run(runtime, Administration.listApiUsers(values.client))
         print(
           users,
-          table([["KEY ID", "API USER ID", "CLIENT", "NAME", "STATE", "PERMISSIONS"], ...users.map((user) => [user.keyId, user.id, user.clientId ?? "(none)", user.name, user.revokedAt === null ? "active" : "revoked", user.permissions.join("; ")])])
+          table([
+            ["KEY ID", "API USER ID", "CLIENT", "NAME", "STATE", "RATE LIMIT", "PERMISSIONS"],
+            ...users.map((user) => [user.keyId, user.id, user.clientId ?? "(none)", user.name, user.revokedAt === null ? "active" : "revoked", budgetText(user.rateLimit), user.permissions.join("; ")])
+          ])
         )
         return 0
       }
       case "api-users show": {
         const user = await run(runtime, Administration.findApiUser(needTarget()))
-        print(user, `${user.keyId}  ${user.id}\n  client: ${user.clientId ?? "(none)"}\n  name: ${user.name}\n  state: ${user.revokedAt === null ? "active" : `revoked at ${user.revokedAt}`}\n  permissions: ${user.permissions.join("; ") || "(none)"}\n`)
+        print(user, `${user.keyId}  ${user.id}\n  client: ${user.clientId ?? "(none)"}\n  name: ${user.name}\n  state: ${user.revokedAt === null ? "active" : `revoked at ${user.revokedAt}`}\n  rate limit: ${budgetText(user.rateLimit)}\n  permissions: ${user.permissions.join("; ") || "(none)"}\n`)
         return 0
       }
       case "api-users permissions": {
@@ -189,6 +221,14 @@ const admin = async (args: ReadonlyArray<string>, io: CliIo): Promise<number> =>
           : user.permissions.filter((permission) => !permissionsOf(values.remove).includes(permission))
         const updated = await run(runtime, Administration.setPermissions(user.id, next))
         print(Administration.apiUserView(updated), `${updated.keyId}: ${updated.permissions.join("; ") || "(no permission)"}\n`)
+        return 0
+      }
+      case "api-users rate-limit": {
+        const rateLimit = budgetOf(values)
+        if ((rateLimit === undefined) === (values.default !== true)) throw new UsageError("give either --limit N --window SECONDS, or --default")
+        const user = await run(runtime, Administration.findApiUser(needTarget()))
+        const updated = await run(runtime, Administration.setRateLimit(user.id, rateLimit ?? null))
+        print(Administration.apiUserView(updated), `${updated.keyId}: rate limit ${budgetText(updated.rateLimit)}, from its next request on\n`)
         return 0
       }
       case "api-users revoke": {

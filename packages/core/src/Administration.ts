@@ -192,10 +192,12 @@ export const setRateLimitForNewApiUsers = operation("Administration.setRateLimit
 
 /**
  * Gives an API user a request budget of its own (LIM-RATE-2), or, with null, returns it to the one every API user
- * without its own gets (the deployment's, or the handler's per-key option). Every node counts the user's next request
- * against it (the user is read again once it changes, as for permissions: AUTH-PERM-2). A window of the same length
- * keeps its count, so a lower limit refuses at once what is over it; a window of another length starts at zero.
- * Setting the budget the user already has writes nothing.
+ * without its own gets (the deployment's; an embedder's per-key option in the HTTP handler comes before either).
+ * Every node counts the user's next request against it (the user is read again once it changes, as for permissions:
+ * AUTH-PERM-2). A window of the same length keeps its count, so a lower limit refuses at once what is over it. One of
+ * another length counts in windows of its own; whether the first of them starts from what the old window counted
+ * depends on the store (RateLimiter), so for that one window the budget is approximate. Setting the budget the user
+ * already has writes nothing.
  */
 export const setRateLimit = operation("Administration.setRateLimit")(function*(id: string, given: RateLimitPolicy | null) {
   const rateLimit = given === null ? undefined : yield* requireRateLimit(given)

@@ -1,7 +1,8 @@
 /**
  * Which rate-limit policy applies to which API key (LIM-RATE-1, LIM-RATE-2): fixed overrides per key id from the
  * deployment's configuration, else the credential's own budget (kept with it in storage, so every node applies the
- * same: `ApiUser.rateLimit`, given to API users created after `Administration.setRateLimitForNewApiUsers`), else
+ * same: `ApiUser.rateLimit`, given at creation, by `Administration.setRateLimitForNewApiUsers` to API users created
+ * after it, or later by `Administration.setRateLimit`), else
  * the deployment default. Counting itself is the core's RateLimiter port, so several nodes share budgets when they
  * share a store.
  */

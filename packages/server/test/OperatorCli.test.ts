@@ -120,8 +120,9 @@ const scenario = (name: string, database: () => Promise<string>) =>
       const server = await startServer({ RELAY_DATABASE: url, RELAY_DEMO: "never", RELAY_RATE_LIMIT: "500", RELAY_RATE_WINDOW_SECONDS: "60" })
       try {
         const client = json<{ id: string }>(await cli(url, "admin", "clients", "create", "--json"))
+        // A day's window: the test's requests all fall in one (unless it runs across midnight UTC).
         const user = json<{ keyId: string; secret: string }>(
-          await cli(url, "admin", "api-users", "create", "--client", client.id, "--permission", "View custody account", "--limit", "1000", "--window", "60", "--json")
+          await cli(url, "admin", "api-users", "create", "--client", client.id, "--permission", "View custody account", "--limit", "1000", "--window", "86400", "--json")
         )
         const get = async () => {
           const response = await fetch(`${server.url}/relay/v1/accounts`, { headers: { "x-api-key": user.keyId, "x-api-secret": user.secret } })
@@ -129,15 +130,18 @@ const scenario = (name: string, database: () => Promise<string>) =>
           return [response.status, response.headers.get("x-ratelimit-limit"), response.headers.get("x-ratelimit-remaining")]
         }
         assert.deepStrictEqual(await get(), [200, "1000", "999"])
-        assert.include((await cli(url, "admin", "api-users", "show", user.keyId)).stdout, "rate limit: 1000 a 60 s window")
+        assert.include((await cli(url, "admin", "api-users", "show", user.keyId)).stdout, "rate limit: 1000 a 86400 s window")
 
-        const lowered = await cli(url, "admin", "api-users", "rate-limit", user.keyId, "--limit", "2", "--window", "3600")
-        assert.deepStrictEqual([lowered.code, lowered.stdout], [0, `${user.keyId}: rate limit 2 a 3600 s window, from its next request on\n`])
-        // A window of another length counts from zero; past the budget, 429.
-        assert.deepStrictEqual(await get(), [200, "2", "1"])
-        assert.deepStrictEqual(await get(), [200, "2", "0"])
-        assert.deepStrictEqual(await get(), [429, "2", "0"])
-        assert.include((await cli(url, "admin", "api-users", "list", "--client", client.id)).stdout, "2 a 3600 s window")
+        const lowered = await cli(url, "admin", "api-users", "rate-limit", user.keyId, "--limit", "4", "--window", "86400")
+        assert.deepStrictEqual([lowered.code, lowered.stdout], [0, `${user.keyId}: rate limit 4 a 86400 s window, from its next request on\n`])
+        // The window keeps its count: the next request is the second (the third where it runs twice, on an API user kept
+        // from before the change: Authentication.onKept), so it leaves 2 (or 1), each one after one fewer, then 429.
+        const [status, limit, remaining] = await get()
+        assert.deepStrictEqual([status, limit], [200, "4"])
+        assert.oneOf(remaining, ["2", "1"])
+        for (let left = Number(remaining) - 1; left >= 0; left--) assert.deepStrictEqual(await get(), [200, "4", String(left)])
+        assert.deepStrictEqual(await get(), [429, "4", "0"])
+        assert.include((await cli(url, "admin", "api-users", "list", "--client", client.id)).stdout, "4 a 86400 s window")
 
         // Refused, and the budget stands: out of bounds or not a number (exit 1), or an incomplete invocation (exit 2).
         for (const [args, code] of [[["--limit", "0", "--window", "60"], 1], [["--limit", "ten", "--window", "60"], 1], [["--limit", "5", "--window", "86401"], 1], [["--limit", "5"], 2], [[], 2], [["--default", "--limit", "5", "--window", "60"], 2]] as const) {
@@ -145,7 +149,7 @@ const scenario = (name: string, database: () => Promise<string>) =>
           assert.strictEqual(refused.code, code, `${args.join(" ")}: ${refused.stderr}`)
           if (code === 1) assert.include(refused.stderr, "rateLimit: limit must be a whole number from 1", args.join(" "))
         }
-        assert.deepStrictEqual(await get(), [429, "2", "0"])
+        assert.deepStrictEqual(await get(), [429, "4", "0"])
 
         const restored = json<{ rateLimit?: unknown }>(await cli(url, "admin", "api-users", "rate-limit", user.keyId, "--default", "--json"))
         assert.isUndefined(restored.rateLimit)

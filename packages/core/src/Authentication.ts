@@ -73,7 +73,8 @@ export const authenticated = <A, E, R>(
  * row changed stops before committing: nothing of the request happened, so it is authenticated afresh and run again.
  * A program that ended before any unit confirmed it (a refusal before storage, say) ran no statement, so its answer
  * stands only if the API user read now gives the same principal; otherwise the program runs again on that one.
- * Either way the request is counted twice against its key's rate limit (the limiter is no unit of work). A program
+ * Either way it is one request: the limiter is no unit of work, so an adapter that counts it against its key's rate
+ * limit keeps its count for the second run (the HTTP handler does: RateLimitPolicies.countAgain). A program
  * that ended because the database did not answer (its unit, or its rate-limit count) ends so: its answer says nothing
  * of the caller's permissions, and a read of the API user would wait for the same database again (against one that
  * stopped answering, another whole bound before the 503).

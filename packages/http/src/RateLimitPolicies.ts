@@ -7,6 +7,7 @@
  * share a store.
  */
 import { EmbedderOptions, type Principal, RateLimiter } from "@custody-relay/core"
+import { Clock, Effect } from "effect"
 
 export interface RateLimitOptions extends RateLimiter.RateLimitPolicy {
   /** Policies for particular key ids, e.g. a partner with a higher budget. */
@@ -35,6 +36,40 @@ export const make = (options: RateLimitOptions | undefined): RateLimitPolicies =
     policyFor: (principal) => configured.get(principal.keyId) ?? principal.rateLimit ?? deploymentDefault
   }
 }
+
+/**
+ * The count a request took in its key's window, kept for a second run of the same request: the core runs a request
+ * again when the API user it ran on changed meanwhile (Authentication.onKept), and that run is the same request, not
+ * another one to count against the budget.
+ */
+export interface Counted {
+  readonly keyId: string
+  readonly windowSeconds: number
+  readonly resetAt: number
+  readonly count: number
+}
+
+/** What `decision` counted, when that is known exactly: a request let through (a refused one is over the limit by an unknown amount). */
+export const countedOf = (keyId: string, policy: RateLimiter.RateLimitPolicy, decision: RateLimiter.RateLimitDecision): Counted | undefined =>
+  decision.allowed ? { keyId, windowSeconds: policy.windowSeconds, resetAt: decision.resetAt, count: decision.limit - decision.remaining } : undefined
+
+/**
+ * The decision for a second run of a request that `counted` counted: on that count, under the policy the run has now
+ * (a lowered limit applies at once), while the run falls in the same window; counted anew in a window of another
+ * length or a later one.
+ */
+export const countAgain = (
+  limiter: RateLimiter.RateLimiter["Service"],
+  keyId: string,
+  policy: RateLimiter.RateLimitPolicy,
+  counted: Counted
+): Effect.Effect<RateLimiter.RateLimitDecision> =>
+  Effect.flatMap(Clock.currentTimeMillis, (nowMillis) => {
+    const { resetAt } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
+    return counted.keyId === keyId && counted.windowSeconds === policy.windowSeconds && counted.resetAt === resetAt
+      ? Effect.succeed(RateLimiter.decide(counted.count, policy, resetAt, nowMillis))
+      : limiter.consume(keyId, policy)
+  })
 
 /** The X-RateLimit-* headers of an authenticated answer. */
 export const headers = (decision: RateLimiter.RateLimitDecision): Record<string, string> => ({

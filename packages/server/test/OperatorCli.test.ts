@@ -134,12 +134,12 @@ const scenario = (name: string, database: () => Promise<string>) =>
 
         const lowered = await cli(url, "admin", "api-users", "rate-limit", user.keyId, "--limit", "4", "--window", "86400")
         assert.deepStrictEqual([lowered.code, lowered.stdout], [0, `${user.keyId}: rate limit 4 a 86400 s window, from its next request on\n`])
-        // The window keeps its count: the next request is the second (the third where it runs twice, on an API user kept
-        // from before the change: Authentication.onKept), so it leaves 2 (or 1), each one after one fewer, then 429.
-        const [status, limit, remaining] = await get()
-        assert.deepStrictEqual([status, limit], [200, "4"])
-        assert.oneOf(remaining, ["2", "1"])
-        for (let left = Number(remaining) - 1; left >= 0; left--) assert.deepStrictEqual(await get(), [200, "4", String(left)])
+        // The window keeps its count: the next request is its second, two left, then 429. On PostgreSQL that request
+        // runs twice, first on the API user as the server kept it, then on the changed one (Authentication.onKept),
+        // and is still counted once.
+        assert.deepStrictEqual(await get(), [200, "4", "2"])
+        assert.deepStrictEqual(await get(), [200, "4", "1"])
+        assert.deepStrictEqual(await get(), [200, "4", "0"])
         assert.deepStrictEqual(await get(), [429, "4", "0"])
         assert.include((await cli(url, "admin", "api-users", "list", "--client", client.id)).stdout, "4 a 86400 s window")
 

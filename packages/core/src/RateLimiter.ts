@@ -34,6 +34,11 @@ export interface RateLimitDecision {
   readonly resetAt: number
   /** Whole seconds until the window ends (at least 1). */
   readonly retryAfterSeconds: number
+  /**
+   * The requests the window has counted, this one included, where the store says (every store here does, through
+   * `decide`): what a second run of the same request is decided on (the HTTP handler's RateLimitPolicies.countAgain).
+   */
+  readonly count?: number
 }
 
 export class RateLimiter extends Context.Service<RateLimiter, {
@@ -73,7 +78,8 @@ export const decide = (count: number, policy: RateLimitPolicy, resetAt: number, 
   limit: policy.limit,
   remaining: Math.max(0, policy.limit - count),
   resetAt,
-  retryAfterSeconds: Math.max(1, Math.ceil(resetAt - nowMillis / 1000))
+  retryAfterSeconds: Math.max(1, Math.ceil(resetAt - nowMillis / 1000)),
+  count
 })
 
 /** The counts one turn took in one window of one key, for a shared store to add in one go. */

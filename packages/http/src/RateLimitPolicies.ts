@@ -49,9 +49,14 @@ export interface Counted {
   readonly count: number
 }
 
-/** What `decision` counted, when that is known exactly: a request let through (a refused one is over the limit by an unknown amount). */
-export const countedOf = (keyId: string, policy: RateLimiter.RateLimitPolicy, decision: RateLimiter.RateLimitDecision): Counted | undefined =>
-  decision.allowed ? { keyId, windowSeconds: policy.windowSeconds, resetAt: decision.resetAt, count: decision.limit - decision.remaining } : undefined
+/**
+ * What `decision` counted: its count, or for a store that does not say, what its headers tell exactly (a request let
+ * through; one refused is over the limit by an amount they do not give, and a second run of it is counted anew).
+ */
+export const countedOf = (keyId: string, policy: RateLimiter.RateLimitPolicy, decision: RateLimiter.RateLimitDecision): Counted | undefined => {
+  const count = decision.count ?? (decision.allowed ? decision.limit - decision.remaining : undefined)
+  return count === undefined ? undefined : { keyId, windowSeconds: policy.windowSeconds, resetAt: decision.resetAt, count }
+}
 
 /**
  * The decision for a second run of a request that `counted` counted: on that count, under the policy the run has now

@@ -4,7 +4,8 @@
  * protocol's limit for keys created afterwards.
  */
 import { describe, expect, it } from "vitest"
-import { Ids, type Principal } from "@custody-relay/core"
+import { Ids, type Principal, RateLimiter } from "@custody-relay/core"
+import { Clock, Effect } from "effect"
 import * as RateLimitPolicies from "../src/RateLimitPolicies.js"
 import { allPermissions, type Call, makeFixture, record } from "./RelayFixture.js"
 
@@ -84,6 +85,39 @@ describe("rate limits", () => {
     expect(policies.policyFor(principal("crk_own", { limit: 3, windowSeconds: 5 }))).toEqual({ limit: 3, windowSeconds: 5 })
     expect(policies.policyFor(principal("crk_other"))).toEqual({ limit: 1000, windowSeconds: 60 })
     expect(RateLimitPolicies.make(undefined).policyFor(principal("crk_any"))).toEqual(RateLimitPolicies.DEFAULT_POLICY)
+  })
+
+  it("LIM-RATE-1: a request run a second time (its API user changed meanwhile) is decided on the count its first run took, under the budget it has now", async () => {
+    let counts = 0
+    const limiter: RateLimiter.RateLimiter["Service"] = {
+      consume: (_key, policy) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          counts++
+          const { resetAt } = RateLimiter.windowOf(now, policy.windowSeconds)
+          return RateLimiter.decide(counts, policy, resetAt, now)
+        })
+    }
+    // A day's window, so that every count here falls in one (unless the test runs across midnight UTC).
+    const day = (limit: number) => ({ limit, windowSeconds: 86_400 })
+    const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
+    for (let n = 0; n < 3; n++) await run(limiter.consume("crk_a", day(3)))
+    // The fourth request is refused; run again on a user whose budget was raised, it is let through on that count.
+    const refused = await run(limiter.consume("crk_a", day(3)))
+    expect([refused.allowed, refused.count]).toEqual([false, 4])
+    const counted = RateLimitPolicies.countedOf("crk_a", day(3), refused)
+    const again = await run(RateLimitPolicies.countAgain(limiter, "crk_a", day(10), counted!))
+    expect([again.allowed, again.limit, again.remaining, counts]).toEqual([true, 10, 6, 4])
+    // Run again under a lowered budget, the same count is refused.
+    expect((await run(RateLimitPolicies.countAgain(limiter, "crk_a", day(2), counted!))).allowed).toBe(false)
+    expect(counts).toBe(4)
+    // A window of another length is another window: counted there.
+    await run(RateLimitPolicies.countAgain(limiter, "crk_a", { limit: 10, windowSeconds: 60 }, counted!))
+    expect(counts).toBe(5)
+    // A store that does not say its count: a request let through tells it by its headers, a refused one does not.
+    const { count: _, ...silent } = RateLimiter.decide(2, day(3), refused.resetAt, Date.now())
+    expect(RateLimitPolicies.countedOf("crk_b", day(3), silent)?.count).toBe(2)
+    const { count: __, ...silentRefusal } = RateLimiter.decide(9, day(3), refused.resetAt, Date.now())
+    expect(RateLimitPolicies.countedOf("crk_b", day(3), silentRefusal)).toBeUndefined()
   })
 
   it("LIM-RATE-2: the control protocol's PUT /rate-limit applies to API users created afterwards only", async () => {

@@ -10,6 +10,7 @@ import { base64urlnopad } from "@scure/base"
 import { Context, Effect, Redacted, Schema } from "effect"
 import { ApiUserId, ClientId } from "./Ids.js"
 import { Permission } from "./Permission.js"
+import { RateLimitPolicy } from "./RateLimiter.js"
 import { Timestamp } from "./Timestamp.js"
 
 /** Every key id begins with this prefix, so a leaked key id is recognisable in logs and by secret scanners. */
@@ -32,7 +33,7 @@ export const ApiUser = Schema.Struct({
    * This credential's own request budget, when it has one: kept with the credential, so every node that
    * authenticates it applies the same budget (LIM-RATE-1). Absent: the deployment's policy.
    */
-  rateLimit: Schema.optionalKey(Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int })),
+  rateLimit: Schema.optionalKey(RateLimitPolicy),
   createdAt: Timestamp,
   updatedAt: Timestamp
 })

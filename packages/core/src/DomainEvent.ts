@@ -13,6 +13,7 @@ import { ApiUserId, ClientId, Ids } from "./Ids.js"
 import { DecimalString } from "./Money.js"
 import type { OutboxStore } from "./Outbox.js"
 import type * as Page from "./Page.js"
+import { RateLimitPolicy } from "./RateLimiter.js"
 import type { StorageError } from "./Storage.js"
 import * as Timestamp from "./Timestamp.js"
 import { fanOut, readAheadFanOut, type WebhookStore } from "./Webhook.js"
@@ -42,7 +43,6 @@ export const apiUser = (caller: { readonly apiUserId: ApiUserId; readonly name: 
 const Funds = Schema.Struct({ accountId: Schema.String, amount: DecimalString, transactionId: Schema.NullOr(Schema.String) })
 const TransactionStep = Schema.Struct({ subStatus: Schema.NullOr(Schema.String) })
 const Nothing = Schema.Struct({})
-const RateLimitData = Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int })
 
 interface EventKind<E extends EntityType, S extends Schema.Top> {
   readonly entity: E
@@ -73,7 +73,7 @@ export const catalogue = {
   "api_user.rate_limit_changed": kind(
     "api_user",
     "An API user was given a request budget of its own, or returned (null) to the one API users without their own get.",
-    Schema.Struct({ before: Schema.NullOr(RateLimitData), after: Schema.NullOr(RateLimitData) })
+    Schema.Struct({ before: Schema.NullOr(RateLimitPolicy), after: Schema.NullOr(RateLimitPolicy) })
   ),
   "account.created": kind(
     "account",

@@ -11,6 +11,9 @@ export interface RateLimitPolicy {
   readonly windowSeconds: number
 }
 
+/** A policy as it is kept (an API user's own budget, and the events that change it): its two whole numbers. */
+export const RateLimitPolicy = Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int })
+
 /** The largest budget a policy grants in one window. */
 export const MAX_LIMIT = 1_000_000_000
 /** The longest window a policy counts in: a day. */

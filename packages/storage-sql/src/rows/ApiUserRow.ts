@@ -1,5 +1,5 @@
 /** An API user as an `api_users` row and back; its permissions travel as a JSON array, decoded on the way in. */
-import { type ApiUser, Permission } from "@custody-relay/core"
+import { type ApiUser, Permission, RateLimiter } from "@custody-relay/core"
 import { Schema } from "effect"
 import type { ApiUsersTable } from "../schema/Database.js"
 
@@ -25,7 +25,7 @@ const decodePermissions = (text: string): ReadonlyArray<Permission.Permission> =
 }
 
 const decodeRateLimit = Schema.decodeUnknownSync(
-  Schema.fromJsonString(Schema.Struct({ limit: Schema.Int, windowSeconds: Schema.Int }))
+  Schema.fromJsonString(RateLimiter.RateLimitPolicy)
 )
 
 export const encode = (user: ApiUser.ApiUser): ApiUsersTable => ({

@@ -109,7 +109,7 @@ interface RequestState {
   /** Why the request was answered 503: the storage error's message, one line, for the request's own line. */
   unavailable?: string
   /** The request's count against its key's budget, so that a second run of it is not counted again. */
-  counted?: RateLimitPolicies.Counted | undefined
+  counted?: RateLimitPolicies.Counted
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
@@ -213,7 +213,7 @@ export const makeHandler = <E = never>(options: HandlerOptions<E> = {}): RelayHa
     const decision = yield* (state.counted === undefined
       ? limiter.consume(principal.keyId, policy)
       : RateLimitPolicies.countAgain(limiter, principal.keyId, policy, state.counted))
-    state.counted = RateLimitPolicies.countedOf(principal.keyId, policy, decision)
+    state.counted = { policy, decision }
     state.rateHeaders = RateLimitPolicies.headers(decision)
     if (!decision.allowed) return yield* new RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
 

@@ -38,41 +38,38 @@ export const make = (options: RateLimitOptions | undefined): RateLimitPolicies =
 }
 
 /**
- * The count a request took in its key's window, kept for a second run of the same request: the core runs a request
- * again when the API user it ran on changed meanwhile (Authentication.onKept), and that run is the same request, not
- * another one to count against the budget.
+ * A request's count against its key's budget: the decision and the policy it was made under, kept for a second run of
+ * the same request. The core runs a request again when the API user it ran on changed meanwhile
+ * (Authentication.onKept), and that run is the same request, not another one to count against the budget.
  */
 export interface Counted {
-  readonly keyId: string
-  readonly windowSeconds: number
-  readonly resetAt: number
-  readonly count: number
+  readonly policy: RateLimiter.RateLimitPolicy
+  readonly decision: RateLimiter.RateLimitDecision
 }
 
 /**
- * What `decision` counted: its count, or for a store that does not say, what its headers tell exactly (a request let
- * through; one refused is over the limit by an amount they do not give, and a second run of it is counted anew).
+ * The requests a decision counted in its window: its count, or for a store that does not say, what its headers tell
+ * exactly (a request let through; one refused is over the limit by an amount they do not give).
  */
-export const countedOf = (keyId: string, policy: RateLimiter.RateLimitPolicy, decision: RateLimiter.RateLimitDecision): Counted | undefined => {
-  const count = decision.count ?? (decision.allowed ? decision.limit - decision.remaining : undefined)
-  return count === undefined ? undefined : { keyId, windowSeconds: policy.windowSeconds, resetAt: decision.resetAt, count }
-}
+const countOf = (decision: RateLimiter.RateLimitDecision): number | undefined =>
+  decision.count ?? (decision.allowed ? decision.limit - decision.remaining : undefined)
 
 /**
- * The decision for a second run of a request that `counted` counted: on that count, under the policy the run has now
- * (a lowered limit applies at once), while the run falls in the same window; counted anew in a window of another
- * length or a later one.
+ * The decision for a second run of the request `earlier` counted: on that count, under the policy the run has now (a
+ * lowered limit applies at once), while the run falls in the same window; counted anew in a window of another length
+ * or a later one, or when the count is not known.
  */
 export const countAgain = (
   limiter: RateLimiter.RateLimiter["Service"],
   keyId: string,
   policy: RateLimiter.RateLimitPolicy,
-  counted: Counted
+  earlier: Counted
 ): Effect.Effect<RateLimiter.RateLimitDecision> =>
   Effect.flatMap(Clock.currentTimeMillis, (nowMillis) => {
     const { resetAt } = RateLimiter.windowOf(nowMillis, policy.windowSeconds)
-    return counted.keyId === keyId && counted.windowSeconds === policy.windowSeconds && counted.resetAt === resetAt
-      ? Effect.succeed(RateLimiter.decide(counted.count, policy, resetAt, nowMillis))
+    const count = countOf(earlier.decision)
+    return count !== undefined && earlier.policy.windowSeconds === policy.windowSeconds && earlier.decision.resetAt === resetAt
+      ? Effect.succeed(RateLimiter.decide(count, policy, resetAt, nowMillis))
       : limiter.consume(keyId, policy)
   })
 

@@ -10,7 +10,7 @@
  * JSON document on stdout for scripts.
  */
 import { parseArgs } from "node:util"
-import { Administration, Permission, Relay, Webhooks } from "@custody-relay/core"
+import { Administration, Permission, type RateLimiter, Relay, Webhooks } from "@custody-relay/core"
 import { Cause, Effect, Exit, ManagedRuntime, Option, Redacted } from "effect"
 import { nodeSecretDigest } from "./NodeSecretDigest.js"
 import { resolveDatabase, serve } from "./Serve.js"
@@ -116,7 +116,7 @@ const budgetOf = (values: { readonly limit?: string | undefined; readonly window
   return { limit: number(values.limit), windowSeconds: number(values.window) }
 }
 
-const budgetText = (rateLimit: { readonly limit: number; readonly windowSeconds: number } | undefined) =>
+const budgetText = (rateLimit: RateLimiter.RateLimitPolicy | undefined) =>
   rateLimit === undefined ? "the default" : `${rateLimit.limit} a ${rateLimit.windowSeconds} s window`
 
 /** A refusal the CLI itself makes before reaching the core (exit 1, like the core's refusals). */

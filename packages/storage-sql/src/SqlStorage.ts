@@ -34,7 +34,7 @@ import { ApiUsersAtVersion } from "./ApiUsersAtVersion.js"
 import { DEFAULT_KEPT_API_USERS, KeptApiUsers } from "./KeptApiUsers.js"
 import type { CredentialCheck, SessionOpener, SqlSession } from "./SqlSession.js"
 import { RowsRead, statementsOf, type StoreArguments } from "./SqlUnit.js"
-import { isReadUnitWanted, TrailCounts } from "./TrailCounts.js"
+import { CountTurnHeld, isCountTurnWanted, isReadUnitWanted, TrailCounts } from "./TrailCounts.js"
 import { type StoreStatements, storeStatementsOf } from "./StoreStatements.js"
 import * as Accounts from "./stores/Accounts.js"
 import * as Clients from "./stores/Clients.js"
@@ -54,6 +54,13 @@ export interface SqlStorageOptions {
   readonly startupTimeoutMillis?: number
   /** At most this many write units at once in this process (the rest queue before taking a connection); no limit by default. */
   readonly maxConcurrentWriteUnits?: number
+  /**
+   * Where statements run in the database (PostgreSQL): at most this many read units at once in this process count a
+   * long stretch of the audit trail's log (a trail's first count, TrailCounts.CountTurnHeld); the rest queue before
+   * taking a connection. Default 1 (`DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS`): two such counts keep two of the database's cores busy, every core of a small
+   * machine shared with the node. On SQLite such counts run on its one read worker.
+   */
+  readonly maxConcurrentTrailCounts?: number
   /**
    * Count rate-limit windows in memory and reconcile them with the database every this many milliseconds (see
    * SqlRateLimiter.makeSynced: no statement per request, exact per node between syncs). By default every request
@@ -76,6 +83,9 @@ export interface SqlStorageOptions {
 }
 
 export const DEFAULT_MAX_RETRIES = 8
+
+/** `maxConcurrentTrailCounts` by default. */
+export const DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS = 1
 
 /**
  * Backoff between re-runs: 2 ms doubling, capped at 100 ms, jittered so units that collided once do not collide
@@ -275,6 +285,12 @@ export const make = (
   // on a newer snapshot.
   const runningReadsAgain = engine.runsOnEventLoop ? resumingWalks : onNewerSnapshots
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
+  const countTurns = engine.runsOnEventLoop ? undefined : Semaphore.makeUnsafe(options.maxConcurrentTrailCounts ?? DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS)
+  // A read unit that would count a long stretch of the log runs again once it holds a turn (see CountTurnHeld).
+  const takingCountTurns = <A, E, R>(unit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    countTurns === undefined
+      ? unit
+      : Effect.catchIf(Effect.provideService(unit, CountTurnHeld, false), isCountTurnWanted, () => countTurns.withPermits(1)(unit))
   const transaction = <A, E, R>(
     mode: Storage.UnitMode,
     work: (unit: Storage.StorageUnit) => Effect.Effect<A, E, R>,
@@ -286,7 +302,7 @@ export const make = (
         : writeSlots !== undefined && mode === "write"
         ? writeSlots.withPermits(1)(attempt(mode, work, check, again))
         : mode === "read"
-        ? runningReadsAgain(attempt(mode, work, check, again))
+        ? takingCountTurns(runningReadsAgain(attempt(mode, work, check, again)))
         : attempt(mode, work, check, again)
     const once = run(false)
     // Most units succeed at once; the retry loop (a schedule's state, about as costly as a short unit) is set up

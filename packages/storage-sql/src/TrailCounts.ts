@@ -20,7 +20,8 @@
  * A first page is read in a lookup unit (Storage.unitForPage) in one statement, with the events after the last stride
  * counted, when they are at most two strides' positions; else the lookup asks to run again as a read unit. There,
  * strides not counted yet are counted:
- * - where statements run in the database, off the event loop (PostgreSQL, `countPerStride`): all in one statement;
+ * - where statements run in the database, off the event loop (PostgreSQL, `countPerStride`): all in one statement, a
+ *   long count (a first) once the unit holds a turn (`CountTurnHeld`);
  * - on SQLite, one statement each, for `unitMillis`; then, where the file has a read worker, the rest are counted
  *   there in one statement while the event loop serves other requests (the unit stops with a far walk and runs again,
  *   see SqlStorage), else the unit pauses for a turn of the event loop and goes on counting (a walk pause).
@@ -34,7 +35,7 @@
  * back.
  */
 import { Page, Storage } from "@custody-relay/core"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { farWalk, GUESS_MARGIN_ROWS, pageFromOldest, pageRanks, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
 import { setRecent } from "./RecentlyUsed.js"
 import { StrideTimes } from "./StrideTimes.js"
@@ -76,6 +77,26 @@ export const MAX_TRAILS = 256
  * strides its edges cut, so they do not push out trails whose counting reads their whole log.
  */
 export const MAX_RANGE_TRAILS = 64
+
+/**
+ * How many strides' positions a read unit counts without a turn of its own, where counts take turns (the storage's
+ * `maxConcurrentTrailCounts`, PostgreSQL): more, a trail's first count or one after many writes, waits for a turn
+ * (`CountTurnHeld`). A count of a trail read before covers what was written since, a stride or two under steady
+ * writes, and runs beside everything else.
+ */
+export const UNTURNED_COUNT_STRIDES = 16
+
+/**
+ * Whether the unit may count more than `UNTURNED_COUNT_STRIDES` strides' positions. Where statements run in the
+ * database, a trail's first count reads its whole log (at a million events 0.2 to 1.3 s of one of the database's
+ * cores, docs/benchmarks.md), and two side by side take every core a small machine shares with its node: every
+ * other request then waits for one. The storage turns this off where such counts take turns (SqlStorage), and runs a
+ * unit that asks for a turn (`isCountTurnWanted`) again once it holds one, outside any transaction, so a unit waiting
+ * for its turn holds no connection and no snapshot.
+ */
+export const CountTurnHeld = Context.Reference<boolean>("@custody-relay/storage-sql/TrailCounts/CountTurnHeld", {
+  defaultValue: () => true
+})
 
 /** How a trail's events are read in the unit, for `TrailCounts`. */
 export interface TrailReads<Row> {
@@ -245,6 +266,10 @@ export class TrailCounts {
       const { settled, top } = end
       // The strides this snapshot holds settled: the only counts it may use, however many are kept.
       const whole = Math.floor(settled / self.stride)
+      // What is counted below: the strides it holds settled and lacks, then the events after them.
+      if (top - Math.min(counts.length, whole) * self.stride > UNTURNED_COUNT_STRIDES * self.stride && !(yield* CountTurnHeld)) {
+        return yield* Effect.fail(countTurnWanted())
+      }
       if (counts.length < whole && reads.countPerStride !== undefined) {
         const first = counts.length
         appendStrides(counts, first, whole, yield* reads.countPerStride(first * self.stride, whole * self.stride, self.stride))
@@ -374,6 +399,17 @@ const appendStrides = (
   for (const { count, stride: k } of found) inStride[k - first] = count
   for (let k = counts.length; k < whole; k++) counts.push((counts[k - 1] ?? 0) + inStride[k - first]!)
 }
+
+const countTurnsWanted = new WeakSet<Storage.StorageError>()
+
+/** A read unit asks to run again holding a turn to count (see `CountTurnHeld`). */
+const countTurnWanted = (): Storage.StorageError => {
+  const error = StorageFailure.conflict(new Error("an audit trail's long count waits for its turn"))
+  countTurnsWanted.add(error)
+  return error
+}
+
+export const isCountTurnWanted = (error: unknown): boolean => error instanceof Storage.StorageError && countTurnsWanted.has(error)
 
 const readUnitsWanted = new WeakSet<Storage.StorageError>()
 

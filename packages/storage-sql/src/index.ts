@@ -18,7 +18,7 @@ export {
   DEFAULT_COUNT_TIMEOUT_MILLIS as DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS,
   DEFAULT_SYNC_MILLIS as DEFAULT_RATE_LIMIT_SYNC_MILLIS
 } from "./SqlRateLimiter.js"
-export type { SqlStorageOptions } from "./SqlStorage.js"
+export { DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS, type SqlStorageOptions } from "./SqlStorage.js"
 export type {
   AccountsTable,
   ApiUsersTable,

@@ -16,16 +16,25 @@ const CLOSE = 0x43
 /** The backend message that ends the server's answer to one. */
 const READY_FOR_QUERY = 0x5a
 
-/** Calls `each` with the type of every whole message in `buffer` (type byte, then a length that counts itself); the rest. */
-const messages = (buffer: Buffer, each: (type: number) => void): Buffer => {
+/**
+ * Calls `each` with the type and body of every whole message in `buffer` (type byte, then a length that counts
+ * itself); the rest.
+ */
+const messages = (buffer: Buffer, each: (type: number, body: Buffer) => void): Buffer => {
   let rest = buffer
   while (rest.length >= 5) {
     const length = rest.readInt32BE(1)
     if (rest.length < 1 + length) break
-    each(rest[0] ?? 0)
+    each(rest[0] ?? 0, rest.subarray(5, 1 + length))
     rest = rest.subarray(1 + length)
   }
   return rest
+}
+
+/** The SQL of a Parse message (a statement's name, then its text) or a simple Query. */
+const statementText = (type: number, body: Buffer): string => {
+  const text = type === PARSE ? body.subarray(body.indexOf(0) + 1) : body
+  return text.subarray(0, text.indexOf(0)).toString("utf8")
 }
 
 /** A proxy to `target` that counts round trips on every connection through it. */
@@ -38,6 +47,10 @@ export const countingProxy = async (target: URL) => {
   let answered = 0
   /** The server's replies held back while `holdReplies` is in force, in order. */
   let held: Array<() => void> | undefined
+  /** Statements whose connections' replies are held from the moment one is sent (see `holdRepliesTo`). */
+  let statementHold:
+    | { readonly matches: (text: string) => boolean; seen: number; holding: boolean; readonly releases: Array<() => void> }
+    | undefined
   /** Every open connection through the proxy: the client's socket and the server's. */
   const open = new Set<readonly [Socket, Socket]>()
   const server: Server = createServer((client: Socket) => {
@@ -47,6 +60,8 @@ export const countingProxy = async (target: URL) => {
     let started = false
     let pending: Buffer = Buffer.alloc(0)
     let replies: Buffer = Buffer.alloc(0)
+    /** This connection's replies held back by `holdRepliesTo`. */
+    let heldHere: Array<() => void> | undefined
     client.on("data", (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk])
       // The startup message has no type byte: its first four bytes are its length.
@@ -56,10 +71,22 @@ export const countingProxy = async (target: URL) => {
         startups++
       }
       if (started) {
-        pending = messages(pending, (type) => {
+        pending = messages(pending, (type, body) => {
           if (type === SYNC || type === QUERY) roundTrips++
           else if (type === PARSE) parses++
           else if (type === CLOSE) closes++
+          const hold = statementHold
+          if ((type === PARSE || type === QUERY) && hold !== undefined && hold.matches(statementText(type, body))) {
+            hold.seen++
+            if (hold.holding && heldHere === undefined) {
+              heldHere = []
+              hold.releases.push(() => {
+                const replies = heldHere ?? []
+                heldHere = undefined
+                replies.forEach((reply) => reply())
+              })
+            }
+          }
         })
       }
       upstream.write(chunk)
@@ -68,8 +95,9 @@ export const countingProxy = async (target: URL) => {
       replies = messages(Buffer.concat([replies, chunk]), (type) => {
         if (type === READY_FOR_QUERY) answered++
       })
-      if (held === undefined) client.write(chunk)
-      else held.push(() => client.write(chunk))
+      const holding = heldHere ?? held
+      if (holding === undefined) client.write(chunk)
+      else holding.push(() => client.write(chunk))
     })
     upstream.on("end", () => client.end())
     client.on("error", () => upstream.destroy())
@@ -111,6 +139,22 @@ export const countingProxy = async (target: URL) => {
         const replies = held ?? []
         held = undefined
         replies.forEach((reply) => reply())
+      }
+    },
+    /**
+     * From now until the returned `release` is called, holds every reply on each connection from the moment its
+     * client sends a statement (parsed, or a simple query) whose text `matches`; `seen` tells how many were sent since
+     * (after the release too, until the next call).
+     */
+    holdRepliesTo: (matches: (text: string) => boolean) => {
+      const hold = { matches, seen: 0, holding: true, releases: [] as Array<() => void> }
+      statementHold = hold
+      return {
+        seen: () => hold.seen,
+        release: () => {
+          hold.holding = false
+          hold.releases.splice(0).forEach((release) => release())
+        }
       }
     },
     /**

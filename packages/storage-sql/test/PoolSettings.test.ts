@@ -63,6 +63,21 @@ describe("PostgreSQL pool settings", () => {
   })
 })
 
+describe("PostgreSQL bounds on units at once", () => {
+  it("maxConcurrentWriteUnits and maxConcurrentTrailCounts that are not whole numbers of at least 1 are refused when the layer is made, naming them; 1 and more are taken", () => {
+    for (const name of ["maxConcurrentWriteUnits", "maxConcurrentTrailCounts"] as const) {
+      for (const value of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+        assert.throws(
+          () => layerPostgres({ connectionString: "postgres://127.0.0.1:1/none", [name]: value }),
+          RangeError,
+          new RegExp(`^${name} must be a whole number of at least 1, got ${String(value)}$`)
+        )
+      }
+      for (const value of [1, 4]) assert.doesNotThrow(() => layerPostgres({ connectionString: "postgres://127.0.0.1:1/none", [name]: value }))
+    }
+  })
+})
+
 describe("a connection string that cannot name a PostgreSQL server is refused at once, saying why", () => {
   it("quotes pasted with it, another database's URL, or a URL that cannot be read; libpq's keyword form is left to pg", async () => {
     for (const [given, message] of [

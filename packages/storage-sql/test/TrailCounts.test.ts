@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { DomainEvent, Page, Storage } from "@custody-relay/core"
 import type { Database as BetterSqliteDatabase } from "better-sqlite3"
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import * as fc from "fast-check"
 import type { CompiledQuery } from "kysely"
 import { SqliteEngine } from "../src/sqlite/SqliteEngine.js"
@@ -14,7 +14,18 @@ import type { SqlEngine } from "../src/SqlEngine.js"
 import * as SqlStorage from "../src/SqlStorage.js"
 import * as StorageFailure from "../src/StorageFailure.js"
 import { farWalkOf, isWalkPause } from "../src/PageBoundaries.js"
-import { isReadUnitWanted, MAX_RANGE_TRAILS, MAX_TRAILS, SPAN_ON_LOOP, STRIDE_POSITIONS, TrailCounts, type TrailReads } from "../src/TrailCounts.js"
+import {
+  CountTurnHeld,
+  isCountTurnWanted,
+  isReadUnitWanted,
+  MAX_RANGE_TRAILS,
+  MAX_TRAILS,
+  SPAN_ON_LOOP,
+  STRIDE_POSITIONS,
+  TrailCounts,
+  type TrailReads,
+  UNTURNED_COUNT_STRIDES
+} from "../src/TrailCounts.js"
 import { isWanted, migratedSqliteFile } from "./Dialects.js"
 import { offLoopCounted, withLookupOnNextTurn } from "./EventLoopTurns.js"
 import { queryPlanOf, recording } from "./Recording.js"
@@ -317,7 +328,8 @@ describe.skipIf(!isWanted("sqlite-file"))("SQL storage: a sparse trail's page is
  * snapshot lacks the positions `hidden` holds (their transactions running, or rolled back) and holds settled those up
  * to `settled()` (its top when absent). `inUnit`: strides are counted in the unit, as where statements run in the
  * database (PostgreSQL). `onLoop` is told of each read in the unit with the positions it may pass, `onLookup` of each
- * first page's `after`, `onFar` of each read off the loop (offered when `offLoop`).
+ * first page's `after`, `onFar` of each read off the loop (offered when `offLoop`), `onCounted` of the positions each
+ * count in the unit reads (`count`, `countPerStride`).
  */
 const readsOfLog = (
   log: ReadonlyArray<boolean>,
@@ -328,6 +340,7 @@ const readsOfLog = (
     readonly hidden?: ReadonlySet<number>
     readonly settled?: () => number
     readonly onLoop?: (after: number, upTo: number) => void
+    readonly onCounted?: (after: number, upTo: number) => void
     readonly onLookup?: (after: number) => void
     readonly onFar?: () => void
     /** Reads issued together share a round trip (PostgreSQL): a later page is guessed at; as `inUnit` when absent. */
@@ -367,7 +380,7 @@ const readsOfLog = (
         onLoop(after, upTo)
         return { ...end(), tail: held(after, upTo).length }
       }),
-    count: (after, upTo) => Effect.sync(() => (onRead("count"), onLoop(after, upTo), held(after, upTo).length)),
+    count: (after, upTo) => Effect.sync(() => (onRead("count"), onLoop(after, upTo), options.onCounted?.(after, upTo), held(after, upTo).length)),
     newestWithTail: (after, size, upTo, newerThan, limit) =>
       Effect.sync(() => {
         onRead("newestWithTail")
@@ -383,7 +396,10 @@ const readsOfLog = (
     between: (after, upTo, limit, offset) => Effect.sync(() => (onRead("between"), onLoop(after, upTo), held(after, upTo).slice(offset, offset + limit))),
     atPositions: (positions) => Effect.sync(() => (onRead("atPositions"), [...positions].sort((a, b) => b - a))),
     ...(options.inUnit === true
-      ? { countPerStride: (after: number, upTo: number, size: number) => Effect.sync(() => (onRead("countPerStride"), perStride(after, upTo, size))) }
+      ? {
+        countPerStride: (after: number, upTo: number, size: number) =>
+          Effect.sync(() => (onRead("countPerStride"), options.onCounted?.(after, upTo), perStride(after, upTo, size)))
+      }
       : {}),
     ...(options.offLoop
       ? {
@@ -399,18 +415,29 @@ const readsOfLog = (
 
 /**
  * A page as the storage reads it (SqlStorage): a first page in a lookup, then as a read unit if it asks for one; a
- * unit that stops with a far walk runs again after its reads, one that pauses runs again.
+ * unit that stops with a far walk runs again after its reads, one that pauses runs again. Where long counts take
+ * turns (`takesTurns`, PostgreSQL), a read unit runs without a turn, and again holding one when it asks; `onRun` is
+ * told before each run whether it holds one.
  */
-const runPage = (counts: TrailCounts, reads: TrailReads<number>, request: Page.PageRequest): Page.Page<number> => {
+const runPage = (
+  counts: TrailCounts,
+  reads: TrailReads<number>,
+  request: Page.PageRequest,
+  turns: { readonly takesTurns: boolean; readonly onRun?: (turnHeld: boolean) => void } = { takesTurns: false }
+): Page.Page<number> => {
   let lookup = request.page === 1
+  let turnHeld = !turns.takesTurns
   for (let runs = 0; runs < 1_000; runs++) {
-    const exit = Effect.runSync(Effect.exit(lookup ? counts.firstPage("trail", request.limit, reads) : counts.page("trail", request, reads)))
+    turns.onRun?.(turnHeld)
+    const unit = lookup ? counts.firstPage("trail", request.limit, reads) : counts.page("trail", request, reads)
+    const exit = Effect.runSync(Effect.exit(Effect.provideService(unit, CountTurnHeld, turnHeld)))
     if (exit._tag === "Success") return exit.value
     const error = exit.cause.reasons[0]?._tag === "Fail" ? (exit.cause.reasons[0] as { readonly error: unknown }).error : undefined
     const far = farWalkOf(error)
     if (far !== undefined) Effect.runSync(far)
+    else if (isCountTurnWanted(error) && !turnHeld) turnHeld = true
     else if (isReadUnitWanted(error)) lookup = false
-    else if (!isWalkPause(error)) throw new Error(`unexpected: ${String(error)}`)
+    else if (!isWalkPause(error)) throw error ?? Cause.squash(exit.cause)
   }
   throw new Error("the unit never finished")
 }
@@ -474,7 +501,7 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
       )
     ))
 
-  it.effect("every page and total is the model's slice where a snapshot lacks events below its top, holding settled only what no running transaction can still add to, read in snapshots old and new (PostgreSQL)", () =>
+  it.effect("every page and total is the model's slice where a snapshot lacks events below its top, holding settled only what no running transaction can still add to, read in snapshots old and new, long counts taking turns or not; a unit without a turn counts at most UNTURNED_COUNT_STRIDES strides' positions (PostgreSQL)", () =>
     Effect.sync(() => {
       type Change =
         | { readonly kind: "append"; readonly count: number; readonly every: number; readonly running: boolean }
@@ -485,8 +512,13 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
           weight: 2,
           arbitrary: fc.record({
             kind: fc.constant("append" as const),
-            // Mostly short appends: a lookup answers only within two strides of the counts' end.
-            count: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
+            // Mostly short appends: a lookup answers only within two strides of the counts' end. Now and then a long
+            // one, past what a unit counts without a turn.
+            count: fc.oneof(
+              { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
+              { weight: 3, arbitrary: fc.integer({ min: 1, max: 10 }) },
+              { weight: 1, arbitrary: fc.integer({ min: UNTURNED_COUNT_STRIDES * 4, max: UNTURNED_COUNT_STRIDES * 10 }) }
+            ),
             every: fc.constantFrom(1, 2, 7, 0),
             running: fc.boolean()
           })
@@ -511,8 +543,11 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
         readonly hidden: ReadonlySet<number>
       }
       fc.assert(
-        fc.property(fc.array(change, { minLength: 1, maxLength: 60 }), fc.boolean(), (changes, indexHolds) => {
+        fc.property(fc.array(change, { minLength: 1, maxLength: 60 }), fc.boolean(), fc.boolean(), (changes, indexHolds, takesTurns) => {
           const stride = 4
+          // The positions counted by the unit's current run, and whether it holds a turn.
+          let counted = 0
+          let turnHeld = true
           const log: Array<boolean> = []
           const running: Array<number> = []
           const hidden = new Set<number>()
@@ -546,8 +581,16 @@ describe("TrailCounts against a model of the log (PAGE-1, PAGE-4)", () => {
                 while (top > 0 && snapshot.hidden.has(top)) top--
                 return Math.max(0, Math.min(top, (snapshot.running[0] ?? Number.POSITIVE_INFINITY) - 1) - next.lag)
               }
-              const reads = readsOfLog(seen, { indexHolds, offLoop: false, inUnit: true, hidden: snapshot.hidden, settled })
-              const found = runPage(counts, reads, next)
+              const onCounted = (after: number, upTo: number) => {
+                counted += upTo - after
+                if (!turnHeld) assert.isAtMost(counted, UNTURNED_COUNT_STRIDES * stride, JSON.stringify(next))
+              }
+              const reads = readsOfLog(seen, { indexHolds, offLoop: false, inUnit: true, hidden: snapshot.hidden, settled, onCounted })
+              const onRun = (held: boolean) => {
+                counted = 0
+                turnHeld = held
+              }
+              const found = runPage(counts, reads, next, { takesTurns, onRun })
               const all = seen.flatMap((is, i) => (is && !snapshot.hidden.has(i + 1) ? [i + 1] : [])).reverse()
               const offset = (next.page - 1) * next.limit
               assert.deepStrictEqual(found, { items: all.slice(offset, offset + next.limit), total: all.length }, JSON.stringify(next))

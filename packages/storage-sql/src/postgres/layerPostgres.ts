@@ -133,11 +133,15 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   return db
 }
 
-/** Throws a RangeError at once for a `pool` setting out of range (see PoolSettings). */
+/** Throws a RangeError at once for a `pool` setting out of range (see PoolSettings), or a bound on units that is not a whole number of at least 1. */
 export const layerPostgres = (
   options: PostgresOptions
 ): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
   const { writeUnits } = poolSettings(options.pool)
+  for (const name of ["maxConcurrentWriteUnits", "maxConcurrentTrailCounts"] as const) {
+    const value = options[name]
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new RangeError(`${name} must be a whole number of at least 1, got ${String(value)}`)
+  }
   return SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, {
     ...options,
     maxConcurrentWriteUnits: options.maxConcurrentWriteUnits ?? writeUnits

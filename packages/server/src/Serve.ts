@@ -54,6 +54,7 @@ export const serve = async (settings: ServerConfig): Promise<void> => {
       redis: { commandTimeoutMillis: config.redisTimeoutMillis, failOpen: config.redisFailOpen },
       rateLimitSyncMillis: config.rateLimitSyncMillis,
       rateLimitTimeoutMillis: config.rateLimitTimeoutMillis,
+      maxConcurrentTrailCounts: config.postgres.trailCountsAtOnce,
       pool: {
         max: config.postgres.poolMax,
         readReserve: config.postgres.readReserve,

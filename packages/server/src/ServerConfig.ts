@@ -5,7 +5,12 @@
 import { OutboxWorker, RateLimiter, RelayConfig } from "@custody-relay/core"
 import { DEFAULT_RATE_LIMIT, DEFAULT_SLOW_READ_MILLIS } from "@custody-relay/http"
 import { DEFAULT_REQUEST_TIMEOUT_MILLIS } from "@custody-relay/http/node"
-import { DEFAULT_RATE_LIMIT_SYNC_MILLIS, DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS, POSTGRES_POOL_DEFAULTS } from "@custody-relay/storage-sql"
+import {
+  DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS,
+  DEFAULT_RATE_LIMIT_SYNC_MILLIS,
+  DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS,
+  POSTGRES_POOL_DEFAULTS
+} from "@custody-relay/storage-sql"
 import { DEFAULT_COMMAND_TIMEOUT_MILLIS as DEFAULT_REDIS_COMMAND_TIMEOUT_MILLIS } from "./RedisRateLimiter.js"
 
 export interface ServerConfig {
@@ -56,7 +61,10 @@ export interface ServerConfig {
   readonly basePath: string
   /** Origins allowed to call from a browser (CORS); undefined: CORS off. */
   readonly corsOrigins: ReadonlyArray<string> | "*" | undefined
-  /** PostgreSQL only: connections, connections kept for reads, the waits that bound a request, statements kept prepared. */
+  /**
+   * PostgreSQL only: connections, connections kept for reads, the waits that bound a request, statements kept prepared,
+   * and how many read units at once count a long stretch of the audit trail.
+   */
   readonly postgres: {
     readonly poolMax: number
     readonly readReserve: number
@@ -66,6 +74,7 @@ export interface ServerConfig {
     readonly replyTimeoutMillis: number
     readonly idleInTransactionTimeoutMillis: number
     readonly preparedStatements: number
+    readonly trailCountsAtOnce: number
   }
 }
 
@@ -156,7 +165,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       statementTimeoutMillis: integer(env, "RELAY_PG_STATEMENT_TIMEOUT_MILLIS", pool.statementTimeoutMillis, 0, 3_600_000),
       replyTimeoutMillis: integer(env, "RELAY_PG_REPLY_TIMEOUT_MILLIS", pool.replyTimeoutMillis, 0, 3_600_000),
       idleInTransactionTimeoutMillis: integer(env, "RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS", pool.idleInTransactionTimeoutMillis, 0, 3_600_000),
-      preparedStatements: integer(env, "RELAY_PG_PREPARED_STATEMENTS", pool.preparedStatements, 0, 10_000)
+      preparedStatements: integer(env, "RELAY_PG_PREPARED_STATEMENTS", pool.preparedStatements, 0, 10_000),
+      trailCountsAtOnce: integer(env, "RELAY_PG_TRAIL_COUNTS_AT_ONCE", DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS, 1, 1000)
     }
   }
 }

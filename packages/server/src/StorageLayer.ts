@@ -38,6 +38,8 @@ export interface DatabaseSettings {
    * (DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS by default; SqlStorageOptions.rateLimitTimeoutMillis).
    */
   readonly rateLimitTimeoutMillis?: number
+  /** PostgreSQL: how many read units at once count a long stretch of the audit trail (SqlStorageOptions.maxConcurrentTrailCounts; 1 by default). */
+  readonly maxConcurrentTrailCounts?: number
 }
 
 export const fromDatabase = (
@@ -51,7 +53,13 @@ export const fromDatabase = (
     ...(settings.rateLimitTimeoutMillis === undefined ? {} : { rateLimitTimeoutMillis: settings.rateLimitTimeoutMillis })
   }
   const sql = engineOf(database) === "postgres"
-    ? layerPostgres({ connectionString: database, ...startup, ...rateLimiting, ...(settings.pool === undefined ? {} : { pool: settings.pool }) })
+    ? layerPostgres({
+      connectionString: database,
+      ...startup,
+      ...rateLimiting,
+      ...(settings.pool === undefined ? {} : { pool: settings.pool }),
+      ...(settings.maxConcurrentTrailCounts === undefined ? {} : { maxConcurrentTrailCounts: settings.maxConcurrentTrailCounts })
+    })
     : layerSqlite({ filename: database, ...startup, ...rateLimiting })
   // The later layer's RateLimiter replaces the SQL one.
   if (rateLimitStore === "database" || rateLimitStore === "synced") return sql

@@ -35,7 +35,7 @@ describe("configFromEnv", () => {
       databaseStartupTimeoutSeconds: 60,
       basePath: "",
       corsOrigins: undefined,
-      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000, replyTimeoutMillis: 35_000, idleInTransactionTimeoutMillis: 10_000, preparedStatements: 256 }
+      postgres: { poolMax: 10, readReserve: 2, connectionTimeoutMillis: 10_000, lockTimeoutMillis: 5000, statementTimeoutMillis: 30_000, replyTimeoutMillis: 35_000, idleInTransactionTimeoutMillis: 10_000, preparedStatements: 256, trailCountsAtOnce: 1 }
     })
   })
 
@@ -88,6 +88,7 @@ describe("configFromEnv", () => {
       RELAY_PG_REPLY_TIMEOUT_MILLIS: "12000",
       RELAY_PG_IDLE_IN_TRANSACTION_TIMEOUT_MILLIS: "3000",
       RELAY_PG_PREPARED_STATEMENTS: "0",
+      RELAY_PG_TRAIL_COUNTS_AT_ONCE: "4",
       RELAY_BASE_PATH: "/custody",
       RELAY_CORS_ORIGINS: "*"
     })).toEqual({
@@ -119,7 +120,7 @@ describe("configFromEnv", () => {
       databaseStartupTimeoutSeconds: 5,
       basePath: "/custody",
       corsOrigins: "*",
-      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000, replyTimeoutMillis: 12_000, idleInTransactionTimeoutMillis: 3000, preparedStatements: 0 }
+      postgres: { poolMax: 20, readReserve: 4, connectionTimeoutMillis: 2000, lockTimeoutMillis: 1000, statementTimeoutMillis: 9000, replyTimeoutMillis: 12_000, idleInTransactionTimeoutMillis: 3000, preparedStatements: 0, trailCountsAtOnce: 4 }
     })
   })
 

@@ -224,15 +224,15 @@ export const WalkMayLeaveLoop = Context.Reference<boolean>("@custody-relay/stora
 
 /**
  * A conflict the storage's loop knows by its mark (`marks`) and handles; like a conflict, one reaching anything but
- * that loop is re-run as a lost race would be.
+ * that loop is re-run as a lost race would be (the audit trail's asks are marked so too, TrailCounts).
  */
-const markedConflict = (marks: WeakSet<Storage.StorageError>, message: string): Storage.StorageError => {
+export const markedConflict = (marks: WeakSet<Storage.StorageError>, message: string): Storage.StorageError => {
   const error = StorageFailure.conflict(new Error(message))
   marks.add(error)
   return error
 }
 
-const isMarked = (marks: WeakSet<Storage.StorageError>, error: unknown): boolean => error instanceof Storage.StorageError && marks.has(error)
+export const isMarked = (marks: WeakSet<Storage.StorageError>, error: unknown): boolean => error instanceof Storage.StorageError && marks.has(error)
 
 /** Whether a walk may pause or step off the event loop; the storage turns it off for a request's last run (see SqlStorage). */
 export const WalkMayPause = Context.Reference<boolean>("@custody-relay/storage-sql/PageBoundaries/WalkMayPause", {

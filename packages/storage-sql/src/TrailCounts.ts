@@ -36,11 +36,21 @@
  */
 import { Page, Storage } from "@custody-relay/core"
 import { Context, Effect } from "effect"
-import { farWalk, GUESS_MARGIN_ROWS, pageFromOldest, pageRanks, UNIT_MILLIS, walkPause, WalkMayLeaveLoop, WalkMayPause } from "./PageBoundaries.js"
+import {
+  farWalk,
+  GUESS_MARGIN_ROWS,
+  isMarked,
+  markedConflict,
+  pageFromOldest,
+  pageRanks,
+  UNIT_MILLIS,
+  walkPause,
+  WalkMayLeaveLoop,
+  WalkMayPause
+} from "./PageBoundaries.js"
 import { setRecent } from "./RecentlyUsed.js"
 import { StrideTimes } from "./StrideTimes.js"
 import type { Op } from "./SqlUnit.js"
-import * as StorageFailure from "./StorageFailure.js"
 
 /**
  * Log positions per stride. A read on the event loop passes at most `SPAN_ON_LOOP` strides' positions; a trail whose
@@ -403,24 +413,16 @@ const appendStrides = (
 const countTurnsWanted = new WeakSet<Storage.StorageError>()
 
 /** A read unit asks to run again holding a turn to count (see `CountTurnHeld`). */
-const countTurnWanted = (): Storage.StorageError => {
-  const error = StorageFailure.conflict(new Error("an audit trail's long count waits for its turn"))
-  countTurnsWanted.add(error)
-  return error
-}
+const countTurnWanted = (): Storage.StorageError => markedConflict(countTurnsWanted, "an audit trail's long count waits for its turn")
 
-export const isCountTurnWanted = (error: unknown): boolean => error instanceof Storage.StorageError && countTurnsWanted.has(error)
+export const isCountTurnWanted = (error: unknown): boolean => isMarked(countTurnsWanted, error)
 
 const readUnitsWanted = new WeakSet<Storage.StorageError>()
 
 /** A lookup asks to run again as a read unit, which may count (see `firstPage`). */
-const readUnitWanted = (): Storage.StorageError => {
-  const error = StorageFailure.conflict(new Error("an audit trail's first page needs counting, which a read unit does"))
-  readUnitsWanted.add(error)
-  return error
-}
+const readUnitWanted = (): Storage.StorageError => markedConflict(readUnitsWanted, "an audit trail's first page needs counting, which a read unit does")
 
-export const isReadUnitWanted = (error: unknown): boolean => error instanceof Storage.StorageError && readUnitsWanted.has(error)
+export const isReadUnitWanted = (error: unknown): boolean => isMarked(readUnitsWanted, error)
 
 /** The last of the first `length` counts at or below `wanted` (counts never decrease), or -1 when none is. */
 const lastAtOrBelow = (counts: ReadonlyArray<number>, wanted: number, length: number): number => {

@@ -38,7 +38,10 @@ export interface DatabaseSettings {
    * (DEFAULT_RATE_LIMIT_TIMEOUT_MILLIS by default; SqlStorageOptions.rateLimitTimeoutMillis).
    */
   readonly rateLimitTimeoutMillis?: number
-  /** PostgreSQL: how many read units at once count a long stretch of the audit trail (SqlStorageOptions.maxConcurrentTrailCounts; 1 by default). */
+  /**
+   * PostgreSQL: how many read units at once count a long stretch of the audit trail
+   * (SqlStorageOptions.maxConcurrentTrailCounts; 1 by default).
+   */
   readonly maxConcurrentTrailCounts?: number
 }
 

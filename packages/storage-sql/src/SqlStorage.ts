@@ -57,8 +57,9 @@ export interface SqlStorageOptions {
   /**
    * Where statements run in the database (PostgreSQL): at most this many read units at once in this process count a
    * long stretch of the audit trail's log (a trail's first count, TrailCounts.CountTurnHeld); the rest queue before
-   * taking a connection. Default 1 (`DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS`): two such counts keep two of the database's cores busy, every core of a small
-   * machine shared with the node. On SQLite such counts run on its one read worker.
+   * taking a connection. Default 1 (`DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS`): two such counts keep two of the
+   * database's cores busy, every core of a small machine shared with the node. On SQLite such counts run on its one
+   * read worker.
    */
   readonly maxConcurrentTrailCounts?: number
   /**
@@ -285,7 +286,9 @@ export const make = (
   // on a newer snapshot.
   const runningReadsAgain = engine.runsOnEventLoop ? resumingWalks : onNewerSnapshots
   const writeSlots = options.maxConcurrentWriteUnits === undefined ? undefined : Semaphore.makeUnsafe(options.maxConcurrentWriteUnits)
-  const countTurns = engine.runsOnEventLoop ? undefined : Semaphore.makeUnsafe(options.maxConcurrentTrailCounts ?? DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS)
+  const countTurns = engine.runsOnEventLoop
+    ? undefined
+    : Semaphore.makeUnsafe(options.maxConcurrentTrailCounts ?? DEFAULT_MAX_CONCURRENT_TRAIL_COUNTS)
   // A read unit that would count a long stretch of the log runs again once it holds a turn (see CountTurnHeld).
   const takingCountTurns = <A, E, R>(unit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     countTurns === undefined

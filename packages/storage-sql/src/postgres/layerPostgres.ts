@@ -133,14 +133,19 @@ export const openPostgres = async (options: PostgresOptions): Promise<Kysely<Dat
   return db
 }
 
-/** Throws a RangeError at once for a `pool` setting out of range (see PoolSettings), or a bound on units that is not a whole number of at least 1. */
+/**
+ * Throws a RangeError at once for a `pool` setting out of range (see PoolSettings), or a bound on units at once that is
+ * not a whole number of at least 1 (a semaphore of 0 would let no unit through).
+ */
 export const layerPostgres = (
   options: PostgresOptions
 ): Layer.Layer<Storage.Storage | RateLimiter.RateLimiter, Storage.StorageError> => {
   const { writeUnits } = poolSettings(options.pool)
   for (const name of ["maxConcurrentWriteUnits", "maxConcurrentTrailCounts"] as const) {
     const value = options[name]
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new RangeError(`${name} must be a whole number of at least 1, got ${String(value)}`)
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
+      throw new RangeError(`${name} must be a whole number of at least 1, got ${String(value)}`)
+    }
   }
   return SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, {
     ...options,

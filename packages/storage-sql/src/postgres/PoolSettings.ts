@@ -66,12 +66,15 @@ export interface PoolSettings extends Required<PostgresPoolOptions> {
   readonly writeUnits: number
 }
 
-const count = (name: keyof PostgresPoolOptions, value: number, least: number): number => {
+/** `value`, or a RangeError naming the setting `label` when it is not a whole number of at least `least`. */
+export const wholeNumber = (label: string, value: number, least: number): number => {
   if (!Number.isSafeInteger(value) || value < least) {
-    throw new RangeError(`pool.${name} must be a whole number of at least ${least}, got ${String(value)}`)
+    throw new RangeError(`${label} must be a whole number of at least ${least}, got ${String(value)}`)
   }
   return value
 }
+
+const count = (name: keyof PostgresPoolOptions, value: number, least: number): number => wholeNumber(`pool.${name}`, value, least)
 
 /**
  * `pool` over the defaults. A reserve of `max` or more leaves write units one connection (a pool of one connection

@@ -13,7 +13,7 @@ import * as SqlLayer from "../SqlLayer.js"
 import type { SqlStorageOptions } from "../SqlStorage.js"
 import { PostgresEngine } from "./PostgresEngine.js"
 import { type PgParts, replyDeadline, type UnansweredReply } from "./Pipeline.js"
-import { type PostgresPoolOptions, poolSettings } from "./PoolSettings.js"
+import { type PostgresPoolOptions, poolSettings, wholeNumber } from "./PoolSettings.js"
 import { pipelineOn } from "./PostgresSession.js"
 
 /** pg's own mapping of parameter values (what its `query` binds with), for pipelines; pg publishes lib/ but no types for it. */
@@ -143,9 +143,7 @@ export const layerPostgres = (
   const { writeUnits } = poolSettings(options.pool)
   for (const name of ["maxConcurrentWriteUnits", "maxConcurrentTrailCounts"] as const) {
     const value = options[name]
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
-      throw new RangeError(`${name} must be a whole number of at least 1, got ${String(value)}`)
-    }
+    if (value !== undefined) wholeNumber(name, value, 1)
   }
   return SqlLayer.make(SqlLayer.scoped(() => openPostgres(options), PostgresEngine), PostgresEngine, {
     ...options,

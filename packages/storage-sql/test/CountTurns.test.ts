@@ -78,14 +78,12 @@ const seeded = (maxConcurrentTrailCounts: number | undefined) =>
 
 /** Until `seen()` reaches `count`; fails after 30 s. */
 const untilSeen = (seen: () => number, count: number) =>
-  Effect.promise(async () => {
-    for (const started = Date.now(); seen() < count;) {
-      if (Date.now() - started > 30_000) throw new Error(`${seen()} count statements seen, waiting for ${count}`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
+  Effect.gen(function*() {
+    for (let waited = 0; seen() < count; waited += 5) {
+      if (waited > 30_000) return yield* Effect.die(new Error(`${seen()} count statements seen, waiting for ${count}`))
+      yield* Effect.sleep("5 millis")
     }
   })
-
-const sleep = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
 
 /** A trail's count per stride, as the unit sends it (EventLog). */
 const isStrideCount = (text: string) => text.includes(`as "stride"`)
@@ -98,7 +96,7 @@ describe.skipIf(postgresSkipReason !== undefined)("a trail's long counts take tu
       const transactions = yield* Effect.forkChild(page({ entityType: "transaction" }))
       yield* untilSeen(hold.seen, 1)
       const reserved = yield* Effect.forkChild(page({ types: ["funds.reserved"] }))
-      yield* sleep(QUIET_MILLIS)
+      yield* Effect.sleep(QUIET_MILLIS)
       assert.strictEqual(hold.seen(), 1, "a second count was sent while the first ran")
       assert.isUndefined(reserved.pollUnsafe(), "the second page answered before its count")
       // The first unit's, whose count's answer is held; the second waits for its turn in no transaction.
